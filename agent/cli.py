@@ -1,0 +1,109 @@
+"""The one console script, ``kubelet-companion``, and its exit codes.
+
+0: OK. 2: bad usage or bad config (nothing was applied). 1: a runtime failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable, Sequence
+
+from agent import __version__
+from agent.config import AgentConfig, ConfigError, DeschedulerConfig, load_agent_config, load_file
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help="YAML config file (defaults apply when omitted)",
+    )
+    return common
+
+
+def agent_config(args: argparse.Namespace) -> AgentConfig:
+    return load_agent_config(getattr(args, "config", None))
+
+
+def _cmd_agent(args: argparse.Namespace) -> int:
+    from agent.daemon import run_agent  # noqa: PLC0415 - keep start-up of other commands light
+
+    return asyncio.run(run_agent(agent_config(args)))
+
+
+def _cmd_descheduler(args: argparse.Namespace) -> int:
+    load_file(DeschedulerConfig, getattr(args, "config", None))
+    print("kubelet-companion descheduler: not yet implemented", file=sys.stderr)
+    return EXIT_FAILURE
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from agent.daemon import resolve_node_name  # noqa: PLC0415
+    from agent.doctor.command import gather  # noqa: PLC0415
+    from agent.doctor.render import render_json, render_table  # noqa: PLC0415
+
+    config = agent_config(args)
+    report = gather(config, resolve_node_name(config))
+    sys.stdout.write(render_json(report) if args.json else render_table(report))
+    return EXIT_OK
+
+
+def _cmd_version(args: argparse.Namespace) -> int:  # noqa: ARG001 - every handler takes args
+    print(f"kubelet-companion {__version__}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from agent.readiness import commands as readiness_commands  # noqa: PLC0415
+    from agent.shutdown import commands as shutdown_commands  # noqa: PLC0415
+    from agent.swap import commands as swap_commands  # noqa: PLC0415
+
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="kubelet-companion",
+        description="A per-node agent beside the kubelet, and a thin central descheduler.",
+        parents=[common],
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser("agent", parents=[common], help="run the node agent").set_defaults(
+        handler=_cmd_agent
+    )
+    sub.add_parser(
+        "descheduler", parents=[common], help="run the central descheduler"
+    ).set_defaults(handler=_cmd_descheduler)
+    doctor = sub.add_parser("doctor", parents=[common], help="check this node and the config")
+    doctor.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    doctor.set_defaults(handler=_cmd_doctor)
+    sub.add_parser("version", parents=[common], help="print the version").set_defaults(
+        handler=_cmd_version
+    )
+    for module in (shutdown_commands, swap_commands, readiness_commands):
+        module.register(sub, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except ConfigError as error:
+        print(str(error), file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""The node agent's config document: one YAML file, loaded into frozen dataclasses."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from agent.config.errors import FieldError
+from agent.config.readiness import ReadinessConfig
+from agent.config.schema import Duration, HostPort, setting
+from agent.config.shutdown import (
+    PriorityBucket,
+    ShutdownOptions,
+    priority_buckets,
+    validate_grace_periods,
+)
+from agent.config.swap import MemorySwapConfig
+
+DEFAULT_METRICS_BIND_ADDRESS = "127.0.0.1:9477"
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+@dataclass(frozen=True)
+class HostPathsConfig:
+    """Where the host's ``/proc``, ``/sys``, ``/etc`` and ``/run`` are seen from the agent.
+
+    A DaemonSet mounts them under ``/host``; a systemd unit uses them as they are.
+    """
+
+    proc: str = setting("/proc")
+    sys: str = setting("/sys")
+    etc: str = setting("/etc")
+    run: str = setting("/run")
+
+    def validate(self) -> list[FieldError]:
+        return [
+            FieldError(name, "must be an absolute path")
+            for name in ("proc", "sys", "etc", "run")
+            if not getattr(self, name).startswith("/")
+        ]
+
+
+@dataclass(frozen=True)
+class KubeConfig:
+    """How we talk to the API server."""
+
+    request_timeout: Duration = setting(Duration(10.0), minimum=0.1)
+    watch_timeout: Duration = setting(Duration(300.0), minimum=1)
+    watch_read_timeout: Duration = setting(Duration(90.0), minimum=1)
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """The whole ``kubelet-companion agent`` config file."""
+
+    node_name: str = setting("")
+    kubeconfig: str = setting("")
+    metrics_bind_address: HostPort = setting(HostPort(DEFAULT_METRICS_BIND_ADDRESS))
+    log_level: Literal["debug", "info", "warning", "error"] = setting("info")
+    log_format: Literal["auto", "json", "console"] = setting("auto")
+    state_dir: str = setting("/var/lib/kubelet-companion")
+    host_paths: HostPathsConfig = setting(factory=HostPathsConfig)
+    kube: KubeConfig = setting(factory=KubeConfig)
+    shutdown_grace_period: Duration = setting(Duration(0.0))
+    shutdown_grace_period_critical_pods: Duration = setting(Duration(0.0))
+    shutdown_grace_period_by_pod_priority: tuple[PriorityBucket, ...] = setting(factory=tuple)
+    shutdown: ShutdownOptions = setting(factory=ShutdownOptions)
+    memory_swap: MemorySwapConfig = setting(factory=MemorySwapConfig)
+    readiness: ReadinessConfig = setting(factory=ReadinessConfig)
+
+    def validate(self) -> list[FieldError]:
+        errors = validate_grace_periods(
+            self.shutdown_grace_period,
+            self.shutdown_grace_period_critical_pods,
+            self.shutdown_grace_period_by_pod_priority,
+        )
+        if self.node_name and not _DNS_SUBDOMAIN.match(self.node_name):
+            errors.append(FieldError("nodeName", "must be a lowercase DNS subdomain"))
+        if not self.state_dir.startswith("/"):
+            errors.append(FieldError("stateDir", "must be an absolute path"))
+        return errors
+
+    @property
+    def shutdown_buckets(self) -> tuple[PriorityBucket, ...]:
+        """The effective priority buckets, ascending; empty when shutdown handling is off."""
+        return priority_buckets(
+            self.shutdown_grace_period,
+            self.shutdown_grace_period_critical_pods,
+            self.shutdown_grace_period_by_pod_priority,
+        )
+
+    @property
+    def shutdown_state_file(self) -> Path:
+        return Path(self.shutdown.state_file or f"{self.state_dir}/shutdown-state.json")
+
+    def with_overrides(self, *, node_name: str | None, kubeconfig: str | None) -> AgentConfig:
+        """Apply environment overrides (``NODE_NAME``, ``KUBECONFIG``) over the file."""
+        return replace(
+            self,
+            node_name=node_name or self.node_name,
+            kubeconfig=kubeconfig or self.kubeconfig,
+        )

@@ -1,0 +1,26 @@
+"""Config errors carry every bad field at once, so an operator fixes a file in one pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One bad field: its path in the document (``a.b[1].c``) and why it is bad."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}" if self.path else self.reason
+
+
+class ConfigError(Exception):
+    """The whole config was rejected; nothing from it has been applied."""
+
+    def __init__(self, source: str, errors: list[FieldError]) -> None:
+        self.source = source
+        self.errors = errors
+        lines = "\n".join(f"  {error}" for error in errors)
+        super().__init__(f"invalid config {source}: {len(errors)} error(s)\n{lines}")

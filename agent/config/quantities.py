@@ -1,0 +1,65 @@
+"""Kubernetes resource quantities (``512Mi``, ``1G``, ``100m``), parsed exactly.
+
+Swap limits are byte counts that must match kubelet's integer arithmetic, so quantities
+become ``Fraction``/``int`` values, never floats.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+
+_SUFFIX = {
+    "": Fraction(1),
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
+}
+_QUANTITY = re.compile(
+    r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?)$"
+)
+
+
+def parse_quantity(value: str | int | float) -> Fraction:
+    """Return the exact value of a quantity, or raise ``ValueError``."""
+    if isinstance(value, bool):
+        raise ValueError(f"invalid quantity {value!r}")  # noqa: TRY004 - config input, reported as a value error
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        return Fraction(Decimal(repr(value)))
+    match = _QUANTITY.match(value.strip())
+    if match is None:
+        raise ValueError(f"invalid quantity {value!r} (expected a form like 512Mi, 1G, 100m)")
+    number, suffix = match.groups()
+    if suffix and ("e" in number.lower()):
+        raise ValueError(f"invalid quantity {value!r}: exponent and suffix together")
+    try:
+        return Fraction(Decimal(number)) * _SUFFIX[suffix]
+    except InvalidOperation as error:  # pragma: no cover - the regex admits only decimals
+        raise ValueError(f"invalid quantity {value!r}") from error
+
+
+def quantity_to_bytes(value: str | int | float) -> int:
+    """Bytes are whole: round up like the API server's ``Value()`` does."""
+    exact = parse_quantity(value)
+    return -((-exact.numerator) // exact.denominator)
+
+
+def quantity_to_millis(value: str | int | float) -> int:
+    """CPU in millicores, rounded up like ``MilliValue()``."""
+    exact = parse_quantity(value) * 1000
+    return -((-exact.numerator) // exact.denominator)

@@ -1,0 +1,1 @@
+"""``kubelet-companion doctor``: one look at this node and the config, with warnings."""

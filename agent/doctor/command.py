@@ -1,0 +1,40 @@
+"""Gathering what ``doctor`` shows: node facts, logind, and whether the cluster answers."""
+
+from __future__ import annotations
+
+import asyncio
+
+from agent.config import AgentConfig
+from agent.doctor.report import ClusterStatus, DoctorReport, build_report
+from agent.kube.api import KubeApi
+from agent.kube.connection import ConfigException, connect
+from agent.kube.errors import KubeError
+from agent.logind.facts import read_logind_facts
+from agent.node.facts import collect_node_facts
+from agent.node.paths import HostPaths
+
+
+def check_cluster(config: AgentConfig) -> ClusterStatus:
+    try:
+        connection = connect(config.kubeconfig)
+    except (ConfigException, OSError) as error:
+        return ClusterStatus("misconfigured", str(error))
+    if connection is None:
+        return ClusterStatus("node-only", "no in-cluster config, KUBECONFIG or ~/.kube/config")
+    api = KubeApi(connection.api_client, request_timeout=min(config.kube.request_timeout, 5.0))
+    try:
+        version = api.request("GET", "/version")
+    except KubeError as error:
+        return ClusterStatus("unreachable", f"{connection.source}: {error}")
+    finally:
+        connection.api_client.close()  # type: ignore[no-untyped-call]
+    return ClusterStatus(
+        "reachable", f"{connection.source}, server {version.get('gitVersion', '?')}"
+    )
+
+
+def gather(config: AgentConfig, node_name: str) -> DoctorReport:
+    paths = HostPaths.from_config(config.host_paths)
+    facts = collect_node_facts(paths)
+    logind = asyncio.run(read_logind_facts(timeout=config.shutdown.dbus_call_timeout))
+    return build_report(config, node_name, facts, logind, check_cluster(config))

@@ -1,0 +1,129 @@
+"""Turning node facts and the config into rows and warnings (pure: no I/O here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.config import AgentConfig
+from agent.config.durations import format_duration
+from agent.logind.facts import LogindFacts
+from agent.node.facts import NodeFacts
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    mode: str  # "node-only", "reachable", "unreachable", "misconfigured"
+    detail: str
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    sections: dict[str, dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"sections": self.sections, "warnings": self.warnings}
+
+
+def build_report(
+    config: AgentConfig,
+    node_name: str,
+    facts: NodeFacts,
+    logind: LogindFacts,
+    cluster: ClusterStatus,
+) -> DoctorReport:
+    memory, cgroups, kernel, noswap = facts.memory, facts.cgroups, facts.kernel, facts.tmpfs_noswap
+    budget = sum(b.shutdown_grace_period_seconds for b in config.shutdown_buckets)
+    sections: dict[str, dict[str, Any]] = {
+        "node": {
+            "name": node_name,
+            "kernel": kernel.release,
+            "boot_id": kernel.boot_id,
+            "in_user_namespace": kernel.in_user_namespace,
+            "memory_total_bytes": memory.memory_total_bytes,
+            "vm_min_free_kbytes": kernel.min_free_kbytes,
+        },
+        "swap": {
+            "on": memory.swap_on,
+            "total_bytes": memory.swap_total_bytes,
+            "used_bytes": memory.swap_used_bytes,
+            "free_bytes": memory.swap_free_bytes,
+            "devices": [
+                {
+                    "filename": d.filename,
+                    "type": d.kind,
+                    "size_bytes": d.size_bytes,
+                    "used_bytes": d.used_bytes,
+                    "priority": d.priority,
+                }
+                for d in memory.swap_devices
+            ],
+            "tmpfs_noswap_supported": noswap.supported,
+            "tmpfs_noswap_reason": noswap.reason,
+        },
+        "cgroups": {
+            "mode": cgroups.mode.value,
+            "swap_controller": cgroups.swap_controller,
+            "own_cgroup": cgroups.own_cgroup,
+        },
+        "logind": {
+            "present": logind.present,
+            "inhibit_delay_max_usec": logind.inhibit_delay_max_usec,
+            "detail": logind.detail,
+        },
+        "config": {
+            "shutdown_budget_seconds": budget,
+            "shutdown_buckets": [
+                {
+                    "priority": b.priority,
+                    "shutdownGracePeriodSeconds": b.shutdown_grace_period_seconds,
+                }
+                for b in config.shutdown_buckets
+            ],
+            "shutdown_mode": config.shutdown.mode,
+            "swap_behavior": config.memory_swap.swap_behavior,
+            "swap_enforce": config.memory_swap.enforce,
+            "readiness_gate": config.readiness.enabled,
+            "metrics_bind_address": config.metrics_bind_address,
+        },
+        "cluster": {"mode": cluster.mode, "detail": cluster.detail},
+    }
+    warnings = []
+    if memory.swap_on and not noswap.supported:
+        warnings.append(
+            "swap is on but tmpfs noswap is unsupported: memory-backed volumes may reach disk"
+        )
+    if memory.swap_on and not cgroups.v2:
+        warnings.append(
+            f"swap is on but cgroups are {cgroups.mode.value}: Kubernetes supports swap "
+            "only on cgroup v2, so pods cannot be limited"
+        )
+    if config.memory_swap.swap_behavior == "LimitedSwap":
+        if not memory.swap_on:
+            warnings.append("memorySwap.swapBehavior is LimitedSwap but swap is off")
+        if not (cgroups.v2 and cgroups.swap_controller):
+            warnings.append(
+                "memorySwap.swapBehavior is LimitedSwap but cgroup v2 with the swap "
+                "controller is missing: every container gets no swap"
+            )
+    if budget > 0 and not logind.present:
+        warnings.append(
+            f"graceful shutdown is configured ({budget}s) but logind is not reachable: "
+            "pods will not be drained at shutdown"
+        )
+    if budget > 0 and logind.inhibit_delay_max_usec is not None:
+        delay = logind.inhibit_delay_max_usec / 1e6
+        if delay < budget:
+            action = (
+                f"the agent will raise it with {config.shutdown.logind_drop_in_path}"
+                if config.shutdown.manage_logind_delay
+                else "raise InhibitDelayMaxSec, shutdown.manageLogindDelay is off"
+            )
+            warnings.append(
+                f"logind InhibitDelayMaxSec is {format_duration(delay)}, below the shutdown "
+                f"budget of {budget}s: {action}"
+            )
+    if cluster.mode in ("unreachable", "misconfigured"):
+        warnings.append(f"cluster {cluster.mode}: {cluster.detail}")
+    return DoctorReport(sections=sections, warnings=warnings)

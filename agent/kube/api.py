@@ -1,0 +1,269 @@
+"""Blocking raw-JSON calls to the API server through the official client's transport.
+
+We use the client for what it is good at (kubeconfig, TLS, auth, token refresh) and skip
+its typed models: responses are read as bytes and parsed with ``json.loads``, which is
+several times faster for pod lists. Every call has a client-side timeout. These methods
+block; async code reaches them through ``AsyncKube``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
+
+from agent.kube.errors import KubeError, Timeout, Unavailable, error_for_status
+from agent.kube.resources import PODS, Resource
+
+PATCH_TYPES = {
+    "json": "application/json-patch+json",
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+JsonObject = dict[str, Any]
+
+
+def _retry_after(headers: Any) -> float | None:
+    value = headers.get("Retry-After") if headers is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _decode_error(status: int, data: bytes | None, headers: Any) -> KubeError:
+    try:
+        body = json.loads(data) if data else {}
+    except ValueError:
+        body = {"message": (data or b"").decode("utf-8", "replace")[:500]}
+    if not isinstance(body, dict):
+        body = {"message": str(body)}
+    return error_for_status(status, body, _retry_after(headers))
+
+
+class KubeApi:
+    """Raw JSON over the official client's ``ApiClient`` (thread-safe, blocking)."""
+
+    def __init__(self, api_client: k8s_client.ApiClient, request_timeout: float = 10.0) -> None:
+        self.api_client = api_client
+        self.request_timeout = request_timeout
+
+    # -- transport ------------------------------------------------------------------
+
+    def open(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: float | tuple[float, float] | None = None,
+    ) -> urllib3.BaseHTTPResponse:
+        """Send a request and return the unread response; non-2xx raise ``KubeError``."""
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        elif body is not None:
+            headers["Content-Type"] = "application/json"
+        query_params = [(key, value) for key, value in (query or {}).items() if value is not None]
+        request = self.api_client.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=query_params,
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        try:
+            response = self.api_client.call_api(
+                *request, _request_timeout=timeout or self.request_timeout
+            )
+        except ApiException as error:
+            raise _decode_error(error.status or 0, None, error.headers) from None
+        except (urllib3.exceptions.TimeoutError, TimeoutError) as error:
+            raise Timeout(f"{method} {path} timed out: {error}") from None
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            raise Unavailable(f"{method} {path} failed: {error}") from None
+        raw = response.response
+        if not 200 <= response.status <= 299:
+            try:
+                data = raw.read()
+            finally:
+                raw.release_conn()
+            raise _decode_error(response.status, data, raw.headers)
+        return raw  # type: ignore[no-any-return]
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: float | None = None,
+    ) -> JsonObject:
+        raw = self.open(
+            method, path, query=query, body=body, content_type=content_type, timeout=timeout
+        )
+        try:
+            data = raw.read()
+        except (urllib3.exceptions.TimeoutError, TimeoutError) as error:
+            raise Timeout(f"{method} {path}: reading the response timed out") from error
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            raise Unavailable(f"{method} {path}: reading the response failed: {error}") from error
+        finally:
+            raw.release_conn()
+        parsed = json.loads(data) if data else {}
+        return parsed if isinstance(parsed, dict) else {"items": parsed}
+
+    # -- verbs ----------------------------------------------------------------------
+
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> JsonObject:
+        return self.request("GET", resource.path(namespace=namespace, name=name))
+
+    def list(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        page_size: int = 500,
+    ) -> JsonObject:
+        """List every page; returns ``{"items": [...], "metadata": {"resourceVersion": ...}}``."""
+        query: dict[str, Any] = {
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+            "resourceVersion": resource_version,
+        }
+        if resource_version != "0":  # the watch cache ignores limit for rv=0 anyway
+            query["limit"] = page_size
+        items: list[JsonObject] = []
+        while True:
+            page = self.request("GET", resource.path(namespace=namespace), query=query)
+            items.extend(page.get("items") or [])
+            metadata = page.get("metadata") or {}
+            token = metadata.get("continue")
+            if not token:
+                return {"items": items, "metadata": metadata}
+            query = {**query, "continue": token, "resourceVersion": None}
+
+    def create(
+        self, resource: Resource, obj: JsonObject, namespace: str | None = None
+    ) -> JsonObject:
+        return self.request("POST", resource.path(namespace=namespace), body=obj)
+
+    def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Any,
+        *,
+        patch_type: str = "json",
+        namespace: str | None = None,
+        subresource: str = "",
+    ) -> JsonObject:
+        return self.request(
+            "PATCH",
+            resource.path(namespace=namespace, name=name, subresource=subresource),
+            body=patch,
+            content_type=PATCH_TYPES[patch_type],
+        )
+
+    def delete(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        grace_period_seconds: int | None = None,
+        preconditions: dict[str, str] | None = None,
+    ) -> JsonObject:
+        body: JsonObject = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = grace_period_seconds
+        if preconditions:
+            body["preconditions"] = preconditions
+        return self.request("DELETE", resource.path(namespace=namespace, name=name), body=body)
+
+    def evict(
+        self, name: str, namespace: str, *, grace_period_seconds: int | None = None
+    ) -> JsonObject:
+        body: JsonObject = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        if grace_period_seconds is not None:
+            body["deleteOptions"] = {"gracePeriodSeconds": grace_period_seconds}
+        return self.request(
+            "POST", PODS.path(namespace=namespace, name=name, subresource="eviction"), body=body
+        )
+
+    def watch(
+        self,
+        resource: Resource,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 300,
+        read_timeout: float = 90.0,
+    ) -> WatchStream:
+        """Open a watch; the server closes it after ``timeout_seconds``, and a silent
+        connection fails after ``read_timeout`` so a half-open socket cannot hang us."""
+        raw = self.open(
+            "GET",
+            resource.path(namespace=namespace),
+            query={
+                "watch": "true",
+                "resourceVersion": resource_version,
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": timeout_seconds,
+                "labelSelector": label_selector,
+                "fieldSelector": field_selector,
+            },
+            timeout=(self.request_timeout, read_timeout),
+        )
+        return WatchStream(raw)
+
+
+class WatchStream:
+    """Decoded watch events from one response. ``close`` may be called from any thread."""
+
+    def __init__(self, raw: urllib3.BaseHTTPResponse) -> None:
+        self._raw = raw
+        self.closed = False
+
+    def __iter__(self) -> Iterator[JsonObject]:
+        buffer = b""
+        try:
+            for chunk in self._raw.stream(65536, decode_content=True):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
+            if buffer.strip():
+                yield json.loads(buffer)
+        except (urllib3.exceptions.TimeoutError, TimeoutError) as error:
+            if not self.closed:
+                raise Timeout(f"watch read timed out: {error}") from error
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as error:
+            if not self.closed:
+                raise Unavailable(f"watch stream broke: {error}") from error
+
+    def close(self) -> None:
+        self.closed = True
+        # Closing a broken stream has nothing left to report.
+        with contextlib.suppress(urllib3.exceptions.HTTPError, OSError):
+            self._raw.close()

@@ -1,0 +1,142 @@
+"""Posting core/v1 Events, rate-limited and aggregated like client-go's recorder.
+
+Events are best effort: a failure is logged and dropped, never raised into a controller.
+Repeats of the same (object, reason, message) inside ``min_interval`` are suppressed; later
+repeats bump ``count`` on the existing Event instead of creating a new one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import structlog
+
+from agent.kube.api import JsonObject
+from agent.kube.client import AsyncKube
+from agent.kube.errors import KubeError, NotFound
+from agent.kube.resources import EVENTS
+
+_log = structlog.get_logger(subsystem="kube.events")
+NODE_EVENT_NAMESPACE = "default"  # kubelet posts Node events in "default"
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    kind: str
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    api_version: str = "v1"
+
+    @classmethod
+    def of(cls, obj: JsonObject) -> ObjectRef:
+        metadata = obj.get("metadata") or {}
+        return cls(
+            kind=str(obj.get("kind") or ""),
+            name=str(metadata.get("name", "")),
+            namespace=str(metadata.get("namespace") or ""),
+            uid=str(metadata.get("uid") or ""),
+            api_version=str(obj.get("apiVersion") or "v1"),
+        )
+
+    @classmethod
+    def node(cls, name: str, uid: str = "") -> ObjectRef:
+        return cls(kind="Node", name=name, uid=uid or name)
+
+    def as_json(self) -> JsonObject:
+        ref: JsonObject = {"kind": self.kind, "name": self.name, "apiVersion": self.api_version}
+        if self.namespace:
+            ref["namespace"] = self.namespace
+        if self.uid:
+            ref["uid"] = self.uid
+        return ref
+
+
+@dataclass
+class _Seen:
+    name: str
+    namespace: str
+    count: int
+    last: float = field(default=0.0)
+
+
+def _now_rfc3339(now: float) -> str:
+    return dt.datetime.fromtimestamp(now, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class EventRecorder:
+    def __init__(
+        self,
+        kube: AsyncKube,
+        *,
+        component: str,
+        host: str,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.kube = kube
+        self.component = component
+        self.host = host
+        self.clock = clock
+        self._seen: dict[tuple[str, str, str, str, str], _Seen] = {}
+
+    async def emit(
+        self,
+        involved: ObjectRef,
+        event_type: str,
+        reason: str,
+        message: str,
+        *,
+        min_interval: float = 0.0,
+    ) -> bool:
+        """Post (or aggregate) an Event. Returns whether anything was sent."""
+        now = self.clock()
+        key = (involved.kind, involved.namespace, involved.name, reason, message)
+        seen = self._seen.get(key)
+        if seen is not None and now - seen.last < min_interval:
+            return False
+        namespace = involved.namespace or NODE_EVENT_NAMESPACE
+        stamp = _now_rfc3339(now)
+        try:
+            if seen is not None:
+                try:
+                    await self.kube.patch(
+                        EVENTS,
+                        seen.name,
+                        {"count": seen.count + 1, "lastTimestamp": stamp},
+                        patch_type="merge",
+                        namespace=seen.namespace,
+                    )
+                    seen.count += 1
+                    seen.last = now
+                    return True
+                except NotFound:
+                    pass  # expired (events have a TTL); create a fresh one below
+            name = f"{involved.name}.{uuid.uuid4().hex[:16]}"
+            await self.kube.create(
+                EVENTS,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Event",
+                    "metadata": {"name": name, "namespace": namespace},
+                    "involvedObject": involved.as_json(),
+                    "type": event_type,
+                    "reason": reason,
+                    "message": message,
+                    "source": {"component": self.component, "host": self.host},
+                    "reportingComponent": self.component,
+                    "reportingInstance": self.host,
+                    "firstTimestamp": stamp,
+                    "lastTimestamp": stamp,
+                    "count": 1,
+                },
+                namespace,
+            )
+            self._seen[key] = _Seen(name=name, namespace=namespace, count=1, last=now)
+            return True
+        except KubeError as error:
+            _log.warning("event not posted", reason=reason, error=str(error))
+            return False

@@ -1,0 +1,92 @@
+"""NodeState: the one in-memory view of this node's Node object and its pods.
+
+Controllers read snapshots from here and wait on changes; they never list pods themselves,
+least of all when something must happen fast, such as a shutdown. All access is from the
+event loop thread (the reflectors deliver there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from agent.kube.api import JsonObject, KubeApi
+from agent.kube.reflector import Listener, Reflector
+from agent.kube.resources import NODES, PODS
+
+
+class NodeState:
+    def __init__(
+        self,
+        api: KubeApi,
+        node_name: str,
+        *,
+        watch_timeout: float = 300.0,
+        read_timeout: float = 90.0,
+    ) -> None:
+        self.node_name = node_name
+        self.pods = Reflector(
+            api,
+            PODS,
+            name="pods",
+            field_selector=f"spec.nodeName={node_name}",
+            watch_timeout=watch_timeout,
+            read_timeout=read_timeout,
+        )
+        self.node = Reflector(
+            api,
+            NODES,
+            name="node",
+            field_selector=f"metadata.name={node_name}",
+            watch_timeout=watch_timeout,
+            read_timeout=read_timeout,
+        )
+        self._changed = asyncio.Event()
+        for reflector in (self.pods, self.node):
+            reflector.subscribe(self._on_change)
+
+    @property
+    def reflectors(self) -> tuple[Reflector, Reflector]:
+        return (self.pods, self.node)
+
+    @property
+    def version(self) -> int:
+        return self.pods.version + self.node.version
+
+    @property
+    def synced(self) -> bool:
+        return self.pods.synced.is_set() and self.node.synced.is_set()
+
+    async def wait_synced(self) -> None:
+        await self.pods.synced.wait()
+        await self.node.synced.wait()
+
+    def pod_list(self) -> list[JsonObject]:
+        return self.pods.items()
+
+    def node_object(self) -> JsonObject | None:
+        return self.node.get(self.node_name)
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Listen to pod and node events (called on the loop, must not block)."""
+        unsubscribers = [reflector.subscribe(listener) for reflector in self.reflectors]
+
+        def unsubscribe_all() -> None:
+            for unsubscribe in unsubscribers:
+                unsubscribe()
+
+        return unsubscribe_all
+
+    async def wait_changed(self, since: int, timeout: float | None = None) -> int:
+        """Wait until ``version`` differs from ``since`` (or the timeout); return it."""
+        while self.version == since:
+            self._changed.clear()
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._changed.wait()
+            except TimeoutError:
+                break
+        return self.version
+
+    def _on_change(self, kind: str, obj: JsonObject | None) -> None:  # noqa: ARG002 - Listener signature
+        self._changed.set()

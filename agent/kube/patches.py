@@ -1,0 +1,197 @@
+"""Guarded JSON patches on our Node: only keys we own, never a lost update.
+
+Every write to the shared Node object goes through ``NodePatcher.update``. It reads the
+Node, asks a pure builder for the operations, and sends them behind a ``test`` op on
+``/metadata/resourceVersion``. If anyone changed the Node in between, the API server
+answers 422 (test failed) or 409, and we re-read and rebuild, so a taint or label someone
+else added a moment ago is never dropped. Builders touch only owned keys; ``NodePatcher``
+checks that before sending anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from agent.kube.api import JsonObject
+from agent.kube.backoff import Backoff
+from agent.kube.client import AsyncKube
+from agent.kube.errors import RETRYABLE, Conflict, Invalid, KubeError, TooManyRequests
+from agent.kube.resources import NODES
+
+Op = dict[str, Any]
+Builder = Callable[[JsonObject], list[Op]]
+_log = structlog.get_logger(subsystem="kube.patches")
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    effect: str = "NoSchedule"
+    value: str | None = None
+
+    def as_json(self) -> JsonObject:
+        taint: JsonObject = {"key": self.key, "effect": self.effect}
+        if self.value is not None:
+            taint["value"] = self.value
+        return taint
+
+
+def escape_pointer(token: str) -> str:
+    """RFC 6901: ``~`` becomes ``~0`` and ``/`` becomes ``~1``."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def taints_of(node: JsonObject) -> list[JsonObject]:
+    return list((node.get("spec") or {}).get("taints") or [])
+
+
+def has_taint(node: JsonObject, key: str, effect: str | None = None) -> bool:
+    return any(
+        taint.get("key") == key and (effect is None or taint.get("effect") == effect)
+        for taint in taints_of(node)
+    )
+
+
+def taint_ops(
+    node: JsonObject, *, ensure: Taint | None = None, remove: str | None = None
+) -> list[Op]:
+    """Operations that add ``ensure`` and/or drop taints keyed ``remove``; [] if no change.
+
+    ``spec.taints`` is an atomic list, so a change replaces it whole: the new list is the
+    current one with only our entries changed, and the guard makes "current" exact.
+    """
+    current = taints_of(node)
+    wanted = [taint for taint in current if remove is None or taint.get("key") != remove]
+    if ensure is not None and not any(
+        taint.get("key") == ensure.key and taint.get("effect") == ensure.effect for taint in wanted
+    ):
+        wanted.append(ensure.as_json())
+    if wanted == current:
+        return []
+    if "taints" not in (node.get("spec") or {}):
+        return [{"op": "add", "path": "/spec/taints", "value": wanted}]
+    return [{"op": "replace", "path": "/spec/taints", "value": wanted}]
+
+
+def metadata_map_ops(
+    node: JsonObject,
+    field: str,
+    *,
+    set_values: Mapping[str, str] | None = None,
+    remove: tuple[str, ...] = (),
+) -> list[Op]:
+    """Operations on ``metadata.labels`` or ``metadata.annotations``, key by key."""
+    current = dict((node.get("metadata") or {}).get(field) or {})
+    ops: list[Op] = []
+    changes = {k: v for k, v in (set_values or {}).items() if current.get(k) != v}
+    if changes and field not in (node.get("metadata") or {}):
+        return [{"op": "add", "path": f"/metadata/{field}", "value": changes}]
+    for key, value in changes.items():
+        op = "replace" if key in current else "add"
+        ops.append({"op": op, "path": f"/metadata/{field}/{escape_pointer(key)}", "value": value})
+    ops.extend(
+        {"op": "remove", "path": f"/metadata/{field}/{escape_pointer(key)}"}
+        for key in remove
+        if key in current
+    )
+    return ops
+
+
+class OwnershipError(RuntimeError):
+    """A builder produced an operation on something we do not own (a bug, never sent)."""
+
+
+def check_ownership(node: JsonObject, ops: list[Op], owns: Callable[[str], bool]) -> None:
+    for op in ops:
+        path = str(op["path"])
+        if path in ("/metadata/labels", "/metadata/annotations"):
+            keys = list((op.get("value") or {}).keys())
+        elif path.startswith(("/metadata/labels/", "/metadata/annotations/")):
+            keys = [path.split("/", 3)[3].replace("~1", "/").replace("~0", "~")]
+        elif path == "/spec/taints":
+            before = [t for t in taints_of(node) if not owns(str(t.get("key")))]
+            after = [t for t in op.get("value") or [] if not owns(str(t.get("key")))]
+            if before != after:
+                raise OwnershipError("a taint we do not own would change")
+            continue
+        else:
+            raise OwnershipError(f"patch path {path} is outside what we manage")
+        for key in keys:
+            if not owns(key):
+                raise OwnershipError(f"key {key} is not ours")
+
+
+class NodePatcher:
+    """Applies builders to our Node with the resourceVersion guard and retries."""
+
+    def __init__(
+        self,
+        kube: AsyncKube,
+        node_name: str,
+        owns: Callable[[str], bool],
+        *,
+        backoff: Backoff = Backoff(initial=0.05, cap=5.0),
+        attempts: int = 12,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.kube = kube
+        self.node_name = node_name
+        self.owns = owns
+        self.backoff = backoff
+        self.attempts = attempts
+        self.monotonic = monotonic
+
+    async def update(
+        self,
+        build: Builder,
+        *,
+        what: str,
+        node: JsonObject | None = None,
+        deadline: float | None = None,
+    ) -> JsonObject | None:
+        """Apply ``build`` until it yields no operations or the guarded patch lands.
+
+        ``node`` may be a cached copy to try first; a conflict makes us read a fresh one.
+        Returns the resulting Node (``None`` if it does not exist). Raises the last
+        ``KubeError`` when attempts or the deadline run out.
+        """
+        attempt = 0
+        while True:
+            try:
+                if node is None:
+                    node = await self.kube.get(NODES, self.node_name)
+                ops = build(node)
+                if not ops:
+                    return node
+                check_ownership(node, ops, self.owns)
+                version = (node.get("metadata") or {}).get("resourceVersion")
+                guarded = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}]
+                result = await self.kube.patch(NODES, self.node_name, guarded + ops)
+                _log.debug("node patched", what=what, ops=len(ops), attempt=attempt)
+                return result
+            except (Conflict, Invalid, *RETRYABLE) as error:
+                attempt += 1
+                stale = isinstance(error, Conflict | Invalid)
+                wait = 0.0 if stale and attempt == 1 else self.backoff.delay(attempt - 1)
+                if isinstance(error, TooManyRequests) and error.retry_after:
+                    wait = max(wait, error.retry_after)
+                out_of_time = deadline is not None and self.monotonic() + wait > deadline
+                if attempt >= self.attempts or out_of_time:
+                    _log.warning("node patch gave up", what=what, error=str(error))
+                    raise
+                _log.info(
+                    "node patch retry",
+                    what=what,
+                    reason=type(error).__name__,
+                    attempt=attempt,
+                )
+                node = None
+                await asyncio.sleep(wait)
+            except KubeError:
+                raise

@@ -1,0 +1,1 @@
+"""The logind adapter: every D-Bus call the agent makes, each with a timeout."""

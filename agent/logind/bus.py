@@ -1,0 +1,68 @@
+"""A system-bus connection with Unix fd passing, and method calls that always time out.
+
+logind hands the inhibitor lock over as a file descriptor, so fd passing must be negotiated
+at connect time. kubelet's users have seen property reads hang (kubernetes#101553), which is
+why every call here is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from dbus_fast import BusType, Message, MessageType
+from dbus_fast.aio import MessageBus
+from dbus_fast.errors import DBusError
+
+from agent.logind.errors import BusUnavailable, CallFailed, CallTimeout
+
+SERVICE_UNKNOWN = "org.freedesktop.DBus.Error.ServiceUnknown"
+NAME_HAS_NO_OWNER = "org.freedesktop.DBus.Error.NameHasNoOwner"
+
+
+async def connect_system_bus(timeout: float) -> MessageBus:
+    """Connect to the system bus (``DBUS_SYSTEM_BUS_ADDRESS`` is honoured) with fd passing."""
+    bus = MessageBus(bus_type=BusType.SYSTEM, negotiate_unix_fd=True)
+    try:
+        async with asyncio.timeout(timeout):
+            return await bus.connect()
+    except TimeoutError as error:
+        bus.disconnect()
+        raise CallTimeout("connecting to the system bus timed out") from error
+    except (OSError, DBusError, ValueError) as error:
+        raise BusUnavailable(f"cannot connect to the system bus: {error}") from error
+
+
+async def call(
+    bus: MessageBus,
+    *,
+    destination: str,
+    path: str,
+    interface: str,
+    member: str,
+    signature: str = "",
+    body: list[Any] | None = None,
+    timeout: float,
+) -> Message:
+    """Call a method and return the reply; D-Bus errors become ``CallFailed``."""
+    message = Message(
+        destination=destination,
+        path=path,
+        interface=interface,
+        member=member,
+        signature=signature,
+        body=body or [],
+    )
+    try:
+        async with asyncio.timeout(timeout):
+            reply = await bus.call(message)
+    except TimeoutError as error:
+        raise CallTimeout(f"{interface}.{member} timed out after {timeout:g}s") from error
+    except (EOFError, OSError) as error:
+        raise BusUnavailable(f"bus connection lost during {member}: {error}") from error
+    if reply is None:  # pragma: no cover - only for no-reply calls, which we never make
+        raise CallFailed("NoReply", f"{member} returned nothing")
+    if reply.message_type is MessageType.ERROR:
+        text = reply.body[0] if reply.body else ""
+        raise CallFailed(reply.error_name or "unknown", str(text))
+    return reply

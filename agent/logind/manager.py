@@ -1,0 +1,116 @@
+"""``org.freedesktop.login1.Manager``: properties, inhibitor locks and their listing.
+
+The lock itself is a file descriptor: logind keeps the lock while any copy of it is open.
+Whoever holds an ``InhibitorLock`` owns exactly one fd and must ``close`` it exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+from dbus_fast.aio import MessageBus
+from dbus_fast.signature import Variant
+
+from agent.logind.bus import call
+from agent.logind.errors import CallFailed
+
+LOGIN1 = "org.freedesktop.login1"
+LOGIN1_PATH = "/org/freedesktop/login1"
+MANAGER = "org.freedesktop.login1.Manager"
+PROPERTIES = "org.freedesktop.DBus.Properties"
+
+
+@dataclass(frozen=True)
+class Inhibitor:
+    what: str
+    who: str
+    why: str
+    mode: str
+    uid: int
+    pid: int
+
+
+class InhibitorLock:
+    """One inhibitor fd. ``close`` is idempotent and thread-safe."""
+
+    def __init__(self, fd: int, what: str, who: str) -> None:
+        self._fd: int | None = fd
+        self._lock = threading.Lock()
+        self.what = what
+        self.who = who
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def close(self) -> bool:
+        """Release the lock. Returns whether this call was the one that released it."""
+        with self._lock:
+            fd, self._fd = self._fd, None
+        if fd is None:
+            return False
+        os.close(fd)
+        return True
+
+
+class LogindManager:
+    """Calls on logind's Manager object over an already connected bus."""
+
+    def __init__(self, bus: MessageBus, timeout: float) -> None:
+        self.bus = bus
+        self.timeout = timeout
+
+    async def get_property(self, name: str) -> object:
+        reply = await call(
+            self.bus,
+            destination=LOGIN1,
+            path=LOGIN1_PATH,
+            interface=PROPERTIES,
+            member="Get",
+            signature="ss",
+            body=[MANAGER, name],
+            timeout=self.timeout,
+        )
+        variant = reply.body[0]
+        return variant.value if isinstance(variant, Variant) else variant
+
+    async def inhibit_delay_max_usec(self) -> int:
+        return int(str(await self.get_property("InhibitDelayMaxUSec")))
+
+    async def inhibit(self, what: str, who: str, why: str, mode: str) -> InhibitorLock:
+        reply = await call(
+            self.bus,
+            destination=LOGIN1,
+            path=LOGIN1_PATH,
+            interface=MANAGER,
+            member="Inhibit",
+            signature="ssss",
+            body=[what, who, why, mode],
+            timeout=self.timeout,
+        )
+        index = reply.body[0]
+        fds = reply.unix_fds or []
+        # dbus-fast hands us every fd in the message; keep the one named, close any others.
+        fd = fds[index] if isinstance(index, int) and index < len(fds) else None
+        for other in fds:
+            if other != fd:
+                os.close(other)
+        if fd is None:
+            raise CallFailed("NoFd", "Inhibit returned no file descriptor (fd passing off?)")
+        return InhibitorLock(fd, what, who)
+
+    async def list_inhibitors(self) -> list[Inhibitor]:
+        reply = await call(
+            self.bus,
+            destination=LOGIN1,
+            path=LOGIN1_PATH,
+            interface=MANAGER,
+            member="ListInhibitors",
+            timeout=self.timeout,
+        )
+        return [
+            Inhibitor(str(w), str(who), str(why), str(mode), int(uid), int(pid))
+            for w, who, why, mode, uid, pid in reply.body[0]
+        ]

@@ -1,0 +1,1 @@
+"""The readiness capability: a pure core plus a thin controller (see README)."""

@@ -1,0 +1,1 @@
+"""Process plumbing shared by both entrypoints: clocks, supervised root tasks, wiring context."""

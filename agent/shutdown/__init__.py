@@ -1,0 +1,1 @@
+"""The shutdown capability: a pure core plus a thin controller (see README)."""

@@ -1,0 +1,1 @@
+"""Plumbing every process shares: structured logs, one metrics registry, health endpoints."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -142,7 +143,7 @@ class KubeApi:
         query: dict[str, Any] = {
             "labelSelector": label_selector,
             "fieldSelector": field_selector,
-            "resourceVersion": resource_version,
+            "resourceVersion": resource_version or None,
         }
         if resource_version != "0":  # the watch cache ignores limit for rv=0 anyway
             query["limit"] = page_size
@@ -226,7 +227,7 @@ class KubeApi:
             resource.path(namespace=namespace),
             query={
                 "watch": "true",
-                "resourceVersion": resource_version,
+                "resourceVersion": resource_version or None,
                 "allowWatchBookmarks": "true",
                 "timeoutSeconds": timeout_seconds,
                 "labelSelector": label_selector,
@@ -238,13 +239,24 @@ class KubeApi:
 
 
 class WatchStream:
-    """Decoded watch events from one response. ``close`` may be called from any thread."""
+    """Decoded watch events from one response.
+
+    Concurrency: the thread that iterates owns the response and closes it when it is done.
+    ``close`` may be called from any other thread: it only shuts the socket down for
+    reading, which wakes the blocked reader at once (a plain close from another thread would
+    wait for the reader's buffer lock, i.e. for the next event or bookmark, and could tear
+    the response down under the reader's feet).
+    """
 
     def __init__(self, raw: urllib3.BaseHTTPResponse) -> None:
         self._raw = raw
+        self._lock = threading.Lock()
+        self._reader: int | None = None
         self.closed = False
 
     def __iter__(self) -> Iterator[JsonObject]:
+        with self._lock:
+            self._reader = threading.get_ident()
         buffer = b""
         try:
             for chunk in self._raw.stream(65536, decode_content=True):
@@ -261,9 +273,24 @@ class WatchStream:
         except (urllib3.exceptions.HTTPError, OSError, ValueError) as error:
             if not self.closed:
                 raise Unavailable(f"watch stream broke: {error}") from error
+        finally:
+            with self._lock:
+                self._reader = None
+            self._release()
 
     def close(self) -> None:
-        self.closed = True
+        with self._lock:
+            self.closed = True
+            reading_elsewhere = self._reader not in (None, threading.get_ident())
+        if reading_elsewhere:
+            # Wake the reader; it releases the response itself. Nothing to do if the
+            # connection is already gone.
+            with contextlib.suppress(ValueError, RuntimeError, OSError):
+                self._raw.shutdown()
+        else:
+            self._release()
+
+    def _release(self) -> None:
         # Closing a broken stream has nothing left to report.
         with contextlib.suppress(urllib3.exceptions.HTTPError, OSError):
             self._raw.close()

@@ -1,11 +1,456 @@
-"""Wiring of the swap capability into the agent process."""
+"""The swap controller: audit on a timer and on pod changes, enforce if asked, report.
+
+One cycle:
+1. sample memory, ``vm.min_free_kbytes`` and the kubepods tree, off the event loop;
+2. compare with the pods in NodeState (pure ``audit.build_report``);
+3. with ``memorySwap.enforce``, write the expected limit into drifted containers' cgroups
+   and scan again, so metrics show what the kernel holds now;
+4. keep the Node's swap label, capacity annotation and opt-in taint current (guarded
+   patch, owned keys only), post kubelet's ``PossibleMemoryBackedVolumesOnDisk`` once;
+5. apply the opt-in system.slice settings and the eviction-threshold check.
+
+Concurrency: everything runs on the loop except file walks and writes, which go to a
+worker thread and hand back plain values. Scrapes read ``report`` and ``stats`` from HTTP
+threads; both are immutable and replaced by a single assignment. NodeState's listener only
+sets an event (it must not block); a burst of pod events is coalesced by ``debounce``.
+"""
 
 from __future__ import annotations
 
-from agent.runtime.context import AgentContext
+import asyncio
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import structlog
+
+from agent.config.swap import MemorySwapConfig
+from agent.kube.api import JsonObject
+from agent.kube.errors import KubeError
+from agent.kube.events import ObjectRef
+from agent.node.cgroupfiles import CgroupPathError
+from agent.node.facts import NodeFacts
+from agent.node.kernel import read_kernel
+from agent.node.kubeletconfig import (
+    KubeletConfigError,
+    KubeletEvictionSettings,
+    read_kubelet_eviction,
+)
+from agent.node.kubepods import KubepodsScan, KubepodsTree
+from agent.node.memory import MemoryFacts, read_memory
+from agent.node.paths import HostPaths
+from agent.node.systemslice import SliceChange, SystemSlice, swap_disks
+from agent.runtime.clock import Clock
+from agent.runtime.context import AgentContext, KubeContext
 from agent.runtime.supervisor import RootTask
+from agent.swap.audit import AuditReport, ContainerAudit, SwapWrite, build_report, enforce_plan
+from agent.swap.collector import AuditStats, SwapAuditCollector
+from agent.swap.eviction import check_eviction_threshold
+from agent.swap.labels import swap_node_builder
+from agent.swap.limits import KUBELET_CALC_ERROR
+from agent.swap.summary import (
+    NOSWAP_EVENT_MESSAGE,
+    NOSWAP_EVENT_REASON,
+    kubelet_swap_capacity,
+    node_summary,
+    node_warnings,
+    noswap_warning_due,
+)
+from agent.telemetry.health import Health
+
+_log = structlog.get_logger(subsystem="swap")
+DRIFT_EVENT_REASON = "SwapLimitDrift"
+HEALTH_CHECK = "swap-audit"
+_MAX_REMEMBERED = 1000
 
 
-def root_tasks(ctx: AgentContext) -> list[RootTask]:  # noqa: ARG001 - filled in by the capability
-    """The swap capability's root tasks (none yet)."""
-    return []
+class CgroupTree(Protocol):
+    def scan(self) -> KubepodsScan: ...
+
+    def write_swap_max(self, path: str, value: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class Sample:
+    memory: MemoryFacts
+    min_free_kbytes: int | None
+    scan: KubepodsScan
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    write: SwapWrite
+    error: str | None
+
+
+class SwapController:
+    def __init__(
+        self,
+        *,
+        config: MemorySwapConfig,
+        node_name: str,
+        paths: HostPaths,
+        facts: NodeFacts,
+        clock: Clock,
+        cluster: KubeContext | None,
+        tree: CgroupTree | None = None,
+        system_slice: SystemSlice | None = None,
+        read_kubelet_config: Callable[[], KubeletEvictionSettings] | None = None,
+        health: Health | None = None,
+        page_size: int | None = None,
+        debounce: float = 1.0,
+    ) -> None:
+        self.config = config
+        self.node_name = node_name
+        self.paths = paths
+        self.facts = facts
+        self.clock = clock
+        self.cluster = cluster
+        mount = paths.cgroup_root
+        self.tree: CgroupTree = tree or KubepodsTree(
+            mount, driver=config.cgroup_driver, cgroup_root=config.cgroup_root
+        )
+        self.system_slice = system_slice or SystemSlice(mount)
+        self.read_kubelet_config = read_kubelet_config or (
+            lambda: read_kubelet_eviction(Path(config.kubelet_config_path))
+        )
+        self.health = health
+        self.page_size = page_size or os.sysconf("SC_PAGE_SIZE")
+        self.debounce = debounce
+        self.report: AuditReport | None = None
+        self.stats = AuditStats()
+        self._poke = asyncio.Event()
+        self._noswap_event_sent = False
+        self._drift_logged: dict[str, tuple[object, int]] = {}
+        self._once: set[str] = set()
+        self._calc_logged: set[str] = set()
+
+    # -- the loop -----------------------------------------------------------------------
+
+    async def run(self) -> None:
+        unsubscribe: Callable[[], None] | None = None
+        if self.cluster is not None:
+            await self.cluster.node_state.wait_synced()
+            unsubscribe = self.cluster.node_state.subscribe(self._on_change)
+        try:
+            while True:
+                await self.run_once()
+                await self._wait_for_next()
+        finally:
+            if unsubscribe is not None:
+                unsubscribe()
+
+    def _on_change(self, kind: str, obj: JsonObject | None) -> None:  # noqa: ARG002 - Listener signature
+        # Our own label patches come back as Node events; only pods change the audit.
+        if obj is None or obj.get("kind") != "Node":
+            self._poke.set()
+
+    async def _wait_for_next(self) -> None:
+        poked = asyncio.ensure_future(self._poke.wait())
+        timer = asyncio.ensure_future(self.clock.sleep(self.config.audit_interval))
+        try:
+            await asyncio.wait({poked, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            poked.cancel()
+            timer.cancel()
+        if self._poke.is_set():
+            await self.clock.sleep(self.debounce)
+
+    # -- one cycle ----------------------------------------------------------------------
+
+    def _audit(self, pods: list[JsonObject], node: JsonObject | None) -> tuple[Sample, AuditReport]:
+        """Sample the node and compare (runs in a worker thread).
+
+        ``pods`` and ``node`` were taken from NodeState on the loop; the reflector replaces
+        objects instead of changing them, so reading them here races with nothing.
+        """
+        sample = Sample(
+            memory=read_memory(self.paths),
+            min_free_kbytes=read_kernel(self.paths).min_free_kbytes,
+            scan=self.tree.scan(),
+        )
+        summary = node_summary(
+            self.config,
+            memory=sample.memory,
+            cgroups=self.facts.cgroups,
+            noswap=self.facts.tmpfs_noswap,
+            scan=sample.scan,
+            page_size=self.page_size,
+            kubelet_capacity=kubelet_swap_capacity(node),
+        )
+        return sample, build_report(summary, pods, sample.scan)
+
+    def _pods_and_node(self) -> tuple[list[JsonObject], JsonObject | None]:
+        if self.cluster is None:
+            return [], None
+        state = self.cluster.node_state
+        return state.pod_list(), state.node_object()
+
+    async def run_once(self) -> AuditReport | None:
+        """One audit cycle; returns the report, or ``None`` when the node could not be read."""
+        self._poke.clear()
+        started = self.clock.monotonic()
+        pods, node = self._pods_and_node()
+        try:
+            sample, report = await asyncio.to_thread(self._audit, pods, node)
+        except OSError as error:
+            _log.warning("swap audit failed", error=str(error))
+            self.stats = replace(self.stats, audit_failures=self.stats.audit_failures + 1)
+            if self.health is not None:
+                self.health.set_degraded(HEALTH_CHECK, f"cannot read the node: {error}")
+            return None
+        drifted = report.drifted
+        results: list[WriteResult] = []
+        if self.config.enforce and drifted and self._may_enforce(report):
+            results = await self._enforce(report)
+            try:  # scan again, so metrics show what the kernel holds now
+                sample, report = await asyncio.to_thread(self._audit, pods, node)
+            except OSError as error:
+                _log.warning("swap re-scan after enforcement failed", error=str(error))
+        self.report = report
+        self.stats = replace(
+            self.stats,
+            audits=self.stats.audits + 1,
+            last_audit_timestamp=self.clock.now(),
+            last_audit_seconds=self.clock.monotonic() - started,
+        )
+        if self.health is not None:
+            self.health.set_degraded(HEALTH_CHECK, None)
+        self._log_findings(report, bool(results))
+        await self._node_level(report)
+        await self._pod_events(drifted, results)
+        await self._good_practice(report, sample)
+        return report
+
+    def _may_enforce(self, report: AuditReport) -> bool:
+        """Only where kubelet itself sets swap limits: cgroup v2 with the swap controller."""
+        node = report.summary.node
+        if node.cgroup_v2 and node.swap_controller:
+            return True
+        self._warn_once(
+            "enforce-v1",
+            "swap limit enforcement needs cgroup v2 with the swap controller; not enforcing",
+            cgroup_mode=report.summary.cgroup_mode,
+            swap_controller=node.swap_controller,
+        )
+        return False
+
+    async def _enforce(self, report: AuditReport) -> list[WriteResult]:
+        plan = enforce_plan(report)
+        results = await asyncio.to_thread(self._apply, plan)
+        ok = sum(1 for result in results if result.error is None)
+        self.stats = replace(
+            self.stats,
+            writes=self.stats.writes + ok,
+            write_failures=self.stats.write_failures + len(results) - ok,
+        )
+        for result in results:
+            write = result.write
+            fields: dict[str, Any] = {
+                "namespace": write.namespace,
+                "pod": write.pod,
+                "container": write.container,
+                "cgroup": write.path,
+                "previous": write.previous,
+                "value": write.value,
+            }
+            if result.error is None:
+                _log.info("swap limit enforced", **fields)
+            else:
+                _log.warning("swap limit enforcement failed", error=result.error, **fields)
+        return results
+
+    def _apply(self, plan: tuple[SwapWrite, ...]) -> list[WriteResult]:
+        results = []
+        for write in plan:
+            try:
+                self.tree.write_swap_max(write.path, write.value)
+            except (CgroupPathError, OSError) as error:
+                results.append(WriteResult(write, str(error)))
+            else:
+                results.append(WriteResult(write, None))
+        return results
+
+    def _log_findings(self, report: AuditReport, enforced: bool) -> None:
+        current: dict[str, tuple[object, int]] = {}
+        for row in report.drifted:
+            key = row.cgroup or f"{row.pod_uid}/{row.container}"
+            current[key] = (row.actual, row.expected.bytes)
+            if self._drift_logged.get(key) != current[key]:
+                _log.warning(
+                    "swap limit drift",
+                    namespace=row.namespace,
+                    pod=row.pod,
+                    container=row.container,
+                    cgroup=row.cgroup,
+                    actual=row.actual,
+                    expected=row.expected.bytes,
+                    reason=row.expected.reason,
+                )
+        for key in self._drift_logged.keys() - current.keys():
+            _log.info("swap limit drift resolved", cgroup=key, enforced=enforced)
+        self._drift_logged = current
+        # kubelet logs its calculation errors each time it creates the container; we log
+        # each once while it lasts (keyed per cycle, so gone pods are forgotten).
+        errors = {
+            f"{row.pod_uid}/{row.container}:{row.expected.error}": row
+            for row in report.containers
+            if row.expected.error
+        }
+        for key in errors.keys() - self._calc_logged:
+            row = errors[key]
+            _log.warning(
+                KUBELET_CALC_ERROR,
+                error=row.expected.error,
+                namespace=row.namespace,
+                pod=row.pod,
+                container=row.container,
+            )
+        self._calc_logged = set(errors)
+
+    def _warn_once(self, key: str, message: str, **fields: Any) -> None:
+        if key in self._once:
+            return
+        if len(self._once) >= _MAX_REMEMBERED:  # bound the memory of a long-running agent
+            self._once.clear()
+        self._once.add(key)
+        _log.warning(message, **fields)
+
+    # -- node level ---------------------------------------------------------------------
+
+    async def _node_level(self, report: AuditReport) -> None:
+        summary = report.summary
+        for warning in node_warnings(summary):
+            self._warn_once(f"node:{warning}", warning)
+        if self.cluster is None:
+            return
+        build = swap_node_builder(
+            swap_on=summary.swap_on,
+            capacity_bytes=summary.node.swap_capacity_bytes,
+            taint=self.config.taint_swap_nodes,
+        )
+        node = self.cluster.node_state.node_object()
+        if node is None or build(node):
+            try:
+                node = await self.cluster.patcher.update(build, what="swap labels", node=node)
+            except KubeError as error:
+                self._warn_once(
+                    f"patch:{error}", "cannot update the node's swap label", error=str(error)
+                )
+        if noswap_warning_due(summary) and not self._noswap_event_sent:
+            uid = str(((node or {}).get("metadata") or {}).get("uid") or "")
+            self._noswap_event_sent = await self.cluster.events.emit(
+                ObjectRef.node(self.node_name, uid),
+                "Warning",
+                NOSWAP_EVENT_REASON,
+                NOSWAP_EVENT_MESSAGE,
+            )
+
+    async def _pod_events(
+        self, drifted: tuple[ContainerAudit, ...], results: list[WriteResult]
+    ) -> None:
+        if self.cluster is None or not self.config.pod_drift_events:
+            return
+        outcomes = {result.write.path: result.error for result in results}
+        for row in drifted:
+            message = (
+                f"container {row.container}: memory.swap.max is {row.actual}, expected "
+                f"{row.expected.bytes} ({row.expected.reason})"
+            )
+            if row.cgroup in outcomes:
+                error = outcomes[row.cgroup]
+                message += "; set to expected" if error is None else f"; not corrected: {error}"
+            ref = ObjectRef(kind="Pod", name=row.pod, namespace=row.namespace, uid=row.pod_uid)
+            await self.cluster.events.emit(
+                ref,
+                "Warning",
+                DRIFT_EVENT_REASON,
+                message,
+                min_interval=self.config.pod_drift_event_interval,
+            )
+
+    # -- the swap guide's good practice -------------------------------------------------
+
+    async def _good_practice(self, report: AuditReport, sample: Sample) -> None:
+        config = self.config
+        if config.system_slice_no_swap or config.system_slice_io_latency > 0:
+            if not report.summary.node.cgroup_v2:
+                self._warn_once(
+                    "slice-v1",
+                    "system.slice settings need cgroup v2; skipped",
+                    cgroup_mode=report.summary.cgroup_mode,
+                )
+            else:
+                await self._system_slice(sample)
+        if config.check_eviction_threshold:
+            await self._eviction_check(report, sample)
+
+    async def _system_slice(self, sample: Sample) -> None:
+        config = self.config
+        changes: list[SliceChange] = []
+        problems: list[str] = []
+
+        def apply() -> None:
+            if config.system_slice_no_swap:
+                try:
+                    if change := self.system_slice.ensure_no_swap():
+                        changes.append(change)
+                except (CgroupPathError, OSError) as error:
+                    problems.append(f"memory.swap.max: {error}")
+            if config.system_slice_io_latency > 0:
+                target = max(1, round(config.system_slice_io_latency * 1_000_000))
+                devices = config.system_slice_io_latency_devices
+                if not devices:
+                    disks = swap_disks(self.paths, sample.memory.swap_devices)
+                    devices = disks.devices
+                    problems.extend(f"io.latency: skipped {reason}" for reason in disks.skipped)
+                for device in devices:
+                    try:
+                        if change := self.system_slice.ensure_io_latency(device, target):
+                            changes.append(change)
+                    except (CgroupPathError, OSError, ValueError) as error:
+                        problems.append(f"io.latency {device}: {error}")
+
+        await asyncio.to_thread(apply)
+        for change in changes:
+            _log.info(
+                "system.slice updated", file=change.file, before=change.before, after=change.after
+            )
+        for problem in problems:
+            self._warn_once(f"slice:{problem}", "system.slice setting not applied", detail=problem)
+
+    async def _eviction_check(self, report: AuditReport, sample: Sample) -> None:
+        try:
+            settings = await asyncio.to_thread(self.read_kubelet_config)
+        except KubeletConfigError as error:
+            self._warn_once(f"kubeletconfig:{error}", "eviction check skipped", error=str(error))
+            return
+        check = check_eviction_threshold(
+            settings,
+            memory_capacity=report.summary.node.memory_total_bytes,
+            min_free_kbytes=sample.min_free_kbytes,
+            swap_on=report.summary.swap_on,
+        )
+        was = self.stats.eviction_warning
+        self.stats = replace(self.stats, eviction_warning=check.warning is not None)
+        if check.warning is not None:
+            self._warn_once(f"eviction:{check.warning}", check.warning)
+        elif was:
+            _log.info("eviction threshold below vm.min_free_kbytes now", detail=check.detail)
+
+
+def root_tasks(ctx: AgentContext) -> list[RootTask]:
+    """The swap capability: one supervised controller and its metrics collector."""
+    controller = SwapController(
+        config=ctx.config.memory_swap,
+        node_name=ctx.node_name,
+        paths=ctx.paths,
+        facts=ctx.facts,
+        clock=ctx.clock,
+        cluster=ctx.cluster,
+        health=ctx.health,
+    )
+    ctx.registry.register(SwapAuditCollector(lambda: controller.report, lambda: controller.stats))
+    return [RootTask(name="swap", run=controller.run)]

@@ -1,0 +1,29 @@
+"""One-shot access for CLI commands (``shutdown plan``, ``swap report``, ``readiness``).
+
+Long-running code reads NodeState; a one-shot command has no cache, so it lists once,
+from the watch cache (``resourceVersion=0``), which is cheap for the API server.
+"""
+
+from __future__ import annotations
+
+from agent.config import AgentConfig
+from agent.kube.api import JsonObject, KubeApi
+from agent.kube.connection import connect
+from agent.kube.resources import NODES, PODS
+
+
+def open_api(config: AgentConfig) -> KubeApi | None:
+    """A ``KubeApi`` for the configured cluster, or ``None`` in node-only mode."""
+    connection = connect(config.kubeconfig)
+    if connection is None:
+        return None
+    return KubeApi(connection.api_client, request_timeout=config.kube.request_timeout)
+
+
+def list_node_pods(api: KubeApi, node_name: str) -> list[JsonObject]:
+    listing = api.list(PODS, field_selector=f"spec.nodeName={node_name}", resource_version="0")
+    return list(listing.get("items") or [])
+
+
+def get_node(api: KubeApi, node_name: str) -> JsonObject:
+    return api.get(NODES, node_name)

@@ -1,0 +1,233 @@
+"""The audit: what each container's ``memory.swap.max`` should be, next to what it is.
+
+Pure: pods (API dicts) and a kubepods scan go in, a report comes out. Cgroups are matched
+to containers by (pod UID, container ID) as plain strings; a cgroup no pod claims is listed
+as unmapped and never touched. The kernel stores the limit in pages and reads it back
+rounded down, so a value is in sync when it equals the expected bytes or their page-aligned
+floor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from agent.node.kubepods import CgroupReading, KubepodsScan, SwapMax
+from agent.swap.limits import SwapLimit, SwapNode, container_swap_limit
+from agent.swap.pods import ContainerKind, pod_view
+from agent.swap.qos import QOSClass
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+_KIND_ORDER = {ContainerKind.INIT: 0, ContainerKind.REGULAR: 1, ContainerKind.EPHEMERAL: 2}
+
+
+class DriftState(StrEnum):
+    OK = "ok"
+    DRIFT = "drift"
+    UNKNOWN = "unknown"
+    """The cgroup exists but has no readable ``memory.swap.max``."""
+    NO_CGROUP = "no-cgroup"
+    """Not running (yet, or any more), so there is nothing to compare."""
+
+
+@dataclass(frozen=True)
+class ContainerAudit:
+    namespace: str
+    pod: str
+    pod_uid: str
+    container: str
+    kind: ContainerKind
+    qos: QOSClass
+    memory_request: int
+    memory_limit: int
+    expected: SwapLimit
+    actual: SwapMax
+    usage: int | None
+    cgroup: str | None
+    state: DriftState
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "pod": self.pod,
+            "pod_uid": self.pod_uid,
+            "container": self.container,
+            "kind": self.kind.value,
+            "qos": self.qos.value,
+            "memory_request_bytes": self.memory_request,
+            "memory_limit_bytes": self.memory_limit,
+            "expected_bytes": self.expected.bytes,
+            "expected_reason": self.expected.reason,
+            "expected_error": self.expected.error,
+            "actual": self.actual,
+            "usage_bytes": self.usage,
+            "cgroup": self.cgroup,
+            "state": self.state.value,
+        }
+
+
+@dataclass(frozen=True)
+class UnmappedCgroup:
+    """A container cgroup in the tree that no pod on this node claims (sandboxes, strays)."""
+
+    path: str
+    pod_uid: str
+    container_id: str
+    swap_max: SwapMax
+    swap_current: int | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "cgroup": self.path,
+            "pod_uid": self.pod_uid,
+            "container_id": self.container_id,
+            "actual": self.swap_max,
+            "usage_bytes": self.swap_current,
+        }
+
+
+@dataclass(frozen=True)
+class NodeSummary:
+    node: SwapNode
+    swap_on: bool
+    swap_used_bytes: int
+    cgroup_mode: str
+    noswap_supported: bool
+    noswap_reason: str
+    page_size: int
+    driver: str | None
+    kubepods_root: str | None
+    kubepods_problem: str | None = None
+    kubelet_swap_capacity_bytes: int | None = None
+    """What kubelet reports in ``node.status.nodeInfo.swap.capacity``, when known."""
+
+    def as_json(self) -> dict[str, Any]:
+        node = self.node
+        return {
+            "swap_behavior": node.behavior,
+            "swap_on": self.swap_on,
+            "swap_capacity_bytes": node.swap_capacity_bytes,
+            "swap_used_bytes": self.swap_used_bytes,
+            "reserved_swap_bytes": node.reserved_swap_bytes,
+            "pods_swap_available_bytes": node.pods_swap_available,
+            "memory_total_bytes": node.memory_total_bytes,
+            "cgroup_mode": self.cgroup_mode,
+            "swap_controller": node.swap_controller,
+            "tmpfs_noswap_supported": self.noswap_supported,
+            "tmpfs_noswap_reason": self.noswap_reason,
+            "page_size_bytes": self.page_size,
+            "cgroup_driver": self.driver,
+            "kubepods_cgroup": self.kubepods_root,
+            "kubepods_problem": self.kubepods_problem,
+            "kubelet_swap_capacity_bytes": self.kubelet_swap_capacity_bytes,
+        }
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    summary: NodeSummary
+    containers: tuple[ContainerAudit, ...]
+    unmapped: tuple[UnmappedCgroup, ...]
+
+    @property
+    def drifted(self) -> tuple[ContainerAudit, ...]:
+        return tuple(row for row in self.containers if row.state is DriftState.DRIFT)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "containers": [row.as_json() for row in self.containers],
+            "unmapped_cgroups": [cgroup.as_json() for cgroup in self.unmapped],
+            "drifted_containers": len(self.drifted),
+            "node": self.summary.as_json(),
+        }
+
+
+def in_sync(actual: SwapMax, expected: int, page_size: int) -> bool:
+    """The kernel keeps whole pages: writing N reads back as N rounded down to a page."""
+    if not isinstance(actual, int):
+        return False
+    return actual in (expected, expected - expected % page_size)
+
+
+def _state(reading: CgroupReading | None, expected: int, page_size: int) -> DriftState:
+    if reading is None:
+        return DriftState.NO_CGROUP
+    if reading.swap_max is None:
+        return DriftState.UNKNOWN
+    return DriftState.OK if in_sync(reading.swap_max, expected, page_size) else DriftState.DRIFT
+
+
+def audit_containers(
+    pods: Iterable[Mapping[str, Any]], readings: Iterable[CgroupReading], summary: NodeSummary
+) -> tuple[tuple[ContainerAudit, ...], tuple[UnmappedCgroup, ...]]:
+    by_key = {(reading.pod_uid, reading.container_id): reading for reading in readings}
+    claimed: set[tuple[str, str]] = set()
+    rows = []
+    for pod in pods:
+        if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+            continue
+        view = pod_view(pod)
+        for container in view.containers:
+            reading = None
+            if container.container_id is not None:
+                for uid in view.cgroup_uids:
+                    key = (uid, container.container_id)
+                    if key in by_key:
+                        reading = by_key[key]
+                        claimed.add(key)
+                        break
+            expected = container_swap_limit(summary.node, view, container)
+            rows.append(
+                ContainerAudit(
+                    namespace=view.namespace,
+                    pod=view.name,
+                    pod_uid=view.uid,
+                    container=container.name,
+                    kind=container.kind,
+                    qos=view.qos,
+                    memory_request=container.memory_request,
+                    memory_limit=container.memory_limit,
+                    expected=expected,
+                    actual=reading.swap_max if reading else None,
+                    usage=reading.swap_current if reading else None,
+                    cgroup=reading.path if reading else None,
+                    state=_state(reading, expected.bytes, summary.page_size),
+                )
+            )
+    rows.sort(key=lambda row: (row.namespace, row.pod, _KIND_ORDER[row.kind], row.container))
+    unmapped = tuple(
+        UnmappedCgroup(r.path, r.pod_uid, r.container_id, r.swap_max, r.swap_current)
+        for key, r in sorted(by_key.items())
+        if key not in claimed
+    )
+    return tuple(rows), unmapped
+
+
+def build_report(
+    summary: NodeSummary, pods: Iterable[Mapping[str, Any]], scan: KubepodsScan
+) -> AuditReport:
+    containers, unmapped = audit_containers(pods, scan.containers, summary)
+    return AuditReport(summary=summary, containers=containers, unmapped=unmapped)
+
+
+@dataclass(frozen=True)
+class SwapWrite:
+    """One enforcement step: put ``value`` into the container cgroup at ``path``."""
+
+    path: str
+    value: int
+    namespace: str
+    pod: str
+    container: str
+    previous: SwapMax
+
+
+def enforce_plan(report: AuditReport) -> tuple[SwapWrite, ...]:
+    """Writes for drifted containers of pods on this node, and nothing else."""
+    return tuple(
+        SwapWrite(row.cgroup, row.expected.bytes, row.namespace, row.pod, row.container, row.actual)
+        for row in report.drifted
+        if row.cgroup is not None
+    )

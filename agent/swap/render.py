@@ -1,0 +1,115 @@
+"""``swap report`` output: a table per pod and container, the node summary, then warnings.
+
+Swap limits are printed in exact bytes (they are what the cgroup files hold, and drift can
+be a single page); requests and limits also in binary units for reading.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from agent.node.kubepods import SwapMax
+from agent.swap.audit import AuditReport, ContainerAudit, DriftState
+
+_HEADERS = ("CONTAINER", "KIND", "QOS", "REQUEST", "LIMIT", "EXPECTED", "ACTUAL", "USAGE", "DRIFT")
+
+
+def human_bytes(value: int) -> str:
+    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if value >= size:
+            amount = value / size
+            return f"{amount:.0f}{unit}" if value % size == 0 else f"{amount:.1f}{unit}"
+    return str(value)
+
+
+def _memory(value: int) -> str:
+    return human_bytes(value) if value else "-"
+
+
+def _swap(value: SwapMax) -> str:
+    return "-" if value is None else str(value)
+
+
+def _drift(row: ContainerAudit) -> str:
+    if row.state is DriftState.DRIFT:
+        return "DRIFT"
+    return {DriftState.OK: "ok", DriftState.UNKNOWN: "unknown", DriftState.NO_CGROUP: "-"}[
+        row.state
+    ]
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+
+
+def render_table(report: AuditReport, warnings: list[str]) -> str:
+    lines: list[str] = []
+    pods: dict[tuple[str, str], list[ContainerAudit]] = {}
+    for row in report.containers:
+        pods.setdefault((row.namespace, row.pod), []).append(row)
+    if not pods:
+        lines.append("no pods on this node (or node-only mode)")
+    for (namespace, pod), rows in pods.items():
+        first = rows[0]
+        lines.append(f"pod {namespace}/{pod}  qos={first.qos.value}  uid={first.pod_uid}")
+        table: list[tuple[str, ...]] = [_HEADERS]
+        table += [
+            (
+                row.container,
+                row.kind.value,
+                row.qos.value,
+                _memory(row.memory_request),
+                _memory(row.memory_limit),
+                str(row.expected.bytes),
+                _swap(row.actual),
+                _swap(row.usage),
+                _drift(row),
+            )
+            for row in rows
+        ]
+        lines += ["  " + line for line in _table(table)]
+        reasons = sorted({f"{row.container}: {row.expected.reason}" for row in rows})
+        lines += [f"    expected because {reason}" for reason in reasons]
+        lines.append("")
+    if report.unmapped:
+        lines.append(f"container cgroups no pod claims: {len(report.unmapped)}")
+        lines += [f"  {cgroup.path}  actual={_swap(cgroup.swap_max)}" for cgroup in report.unmapped]
+        lines.append("")
+    summary = report.summary
+    node = summary.node
+    lines.append("[node]")
+    facts = [
+        ("swap behavior", node.behavior),
+        ("swap on", "yes" if summary.swap_on else "no"),
+        ("swap capacity", f"{node.swap_capacity_bytes} ({human_bytes(node.swap_capacity_bytes)})"),
+        ("swap used", f"{summary.swap_used_bytes} ({human_bytes(summary.swap_used_bytes)})"),
+        ("reserved swap", str(node.reserved_swap_bytes)),
+        ("podsSwapAvailable", str(node.pods_swap_available)),
+        ("memory total", f"{node.memory_total_bytes} ({human_bytes(node.memory_total_bytes)})"),
+        ("cgroup mode", summary.cgroup_mode),
+        ("swap controller", "yes" if node.swap_controller else "no"),
+        (
+            "tmpfs noswap",
+            f"{'yes' if summary.noswap_supported else 'no'} ({summary.noswap_reason})",
+        ),
+        (
+            "kubepods cgroup",
+            f"{summary.kubepods_root} ({summary.driver})" if summary.driver else "none",
+        ),
+        ("drifted containers", str(len(report.drifted))),
+    ]
+    width = max(len(key) for key, _ in facts) + 2
+    lines += [f"  {key:<{width}}{value}" for key, value in facts]
+    lines.append("")
+    lines.append("[warnings]")
+    lines += [f"  ! {warning}" for warning in warnings] or ["  none"]
+    return "\n".join(lines) + "\n"
+
+
+def render_json(report: AuditReport, warnings: list[str]) -> str:
+    return json.dumps({**report.as_json(), "warnings": warnings}, indent=2) + "\n"

@@ -1,0 +1,67 @@
+"""A container's (or pod's) requests and limits as exact numbers, defaulted like the API server.
+
+The API server copies a limit into a missing request of the same resource before it stores a
+pod, and kubelet repeats that for pods from older clusters. Pods read from a watch are already
+defaulted; doing it again here keeps hand-written and file-sourced pods on the same rules.
+Quantities stay ``Fraction`` so "request equals limit" is an exact comparison, as in Go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from agent.config.quantities import parse_quantity
+
+CPU = "cpu"
+MEMORY = "memory"
+QOS_RESOURCES = (CPU, MEMORY)
+
+
+@dataclass(frozen=True)
+class Resources:
+    requests: Mapping[str, Fraction] = field(default_factory=dict)
+    limits: Mapping[str, Fraction] = field(default_factory=dict)
+    invalid: tuple[str, ...] = ()
+    """Names of quantities that did not parse (dropped, so they count as unset)."""
+
+    def request(self, name: str) -> Fraction:
+        return self.requests.get(name, Fraction(0))
+
+    def limit(self, name: str) -> Fraction:
+        return self.limits.get(name, Fraction(0))
+
+    @property
+    def empty(self) -> bool:
+        return not self.requests and not self.limits
+
+
+def _quantities(raw: Any, where: str, invalid: list[str]) -> dict[str, Fraction]:
+    if not isinstance(raw, Mapping):
+        return {}
+    parsed: dict[str, Fraction] = {}
+    for name, value in raw.items():
+        try:
+            parsed[str(name)] = parse_quantity(value)
+        except (ValueError, TypeError):
+            invalid.append(f"{where}.{name}")
+    return parsed
+
+
+def parse_resources(raw: Any) -> Resources:
+    """``resources`` of a container or a pod spec; a missing request defaults to the limit."""
+    if not isinstance(raw, Mapping):
+        return Resources()
+    invalid: list[str] = []
+    requests = _quantities(raw.get("requests"), "requests", invalid)
+    limits = _quantities(raw.get("limits"), "limits", invalid)
+    for name, limit in limits.items():
+        requests.setdefault(name, limit)
+    return Resources(requests=requests, limits=limits, invalid=tuple(invalid))
+
+
+def whole_bytes(value: Fraction) -> int:
+    """``Quantity.Value()``: bytes are whole, rounded up."""
+    return -((-value.numerator) // value.denominator)

@@ -1,0 +1,93 @@
+"""Benchmark: how long until a fresh node-only agent serves its facts on /metrics.
+
+Target (foundation issue): build info plus the swap and cgroup facts within 5 s of start.
+Baseline, measured in the same run: a bare interpreter start (``python -c pass``), so the
+ratio shows what the agent adds on this machine.
+
+Run: .venv/bin/python scripts/bench/startup.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REQUIRED = ("kubelet_companion_build_info", "machine_swap_bytes", "kubelet_companion_cgroup_mode")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def time_agent_start(workdir: Path) -> float:
+    port = _free_port()
+    config = workdir / "agent.yaml"
+    config.write_text(f"metricsBindAddress: 127.0.0.1:{port}\nstateDir: {workdir}\n")
+    env = {**os.environ, "KUBECONFIG": "", "HOME": str(workdir), "KUBERNETES_SERVICE_HOST": ""}
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agent.cli", "agent", "--config", str(config)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1) as r:
+                    body = r.read().decode()
+                if all(name in body for name in REQUIRED):
+                    return time.perf_counter() - started
+            except OSError:
+                pass
+            if time.perf_counter() - started > 60:
+                raise RuntimeError("agent did not serve metrics within 60 s")
+            time.sleep(0.01)
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def time_interpreter_start() -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    agent, baseline = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(args.runs):
+            baseline.append(time_interpreter_start())
+            agent.append(time_agent_start(Path(tmp)))
+    agent_median, base_median = statistics.median(agent), statistics.median(baseline)
+    print(
+        f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, kernel {platform.release()}"
+    )
+    print(
+        f"agent start to facts on /metrics: median {agent_median * 1000:.0f} ms "
+        f"over {args.runs} runs (target <= 5000 ms)"
+    )
+    print(
+        f"baseline interpreter start: median {base_median * 1000:.0f} ms; "
+        f"ratio {agent_median / base_median:.1f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()

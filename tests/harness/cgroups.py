@@ -1,0 +1,186 @@
+"""Fixture cgroup v2 trees: real directories and files laid out the way kubelet's two cgroup
+drivers lay out kubepods, plus the pod objects the API would show for them.
+
+The layouts are spelled out here by hand (not computed by the code under test), so a test
+catches a naming mistake in the scanner instead of sharing it::
+
+    systemd:  kubepods.slice/kubepods-pod<uid_>.slice/cri-containerd-<id>.scope    (Guaranteed)
+              kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice/...
+    cgroupfs: kubepods/pod<uid>/<id>, kubepods/burstable/pod<uid>/<id>, kubepods/besteffort/...
+
+Every cgroup directory gets the files a real one has that matter here (``cgroup.procs``,
+``memory.max``, ``memory.swap.max``, ``memory.swap.current``), and ``system.slice`` sits
+beside kubepods, so ``snapshot`` can prove that nothing outside a target file was written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Driver = Literal["systemd", "cgroupfs"]
+QOS = Literal["guaranteed", "burstable", "besteffort"]
+GIB = 2**30
+MIB = 2**20
+
+_SCOPE_PREFIX = {"containerd": "cri-containerd-", "crio": "crio-", "docker": "docker-"}
+_SCHEME = {"containerd": "containerd://", "crio": "cri-o://", "docker": "docker://"}
+
+
+def container_id(seed: int) -> str:
+    """A 64-hex runtime ID, distinct per seed."""
+    return f"{seed:064x}"
+
+
+@dataclass
+class CgroupTreeBuilder:
+    """Builds one node's cgroup2 mount under ``mount`` for ``driver`` and ``runtime``."""
+
+    mount: Path
+    driver: Driver
+    runtime: str = "containerd"
+
+    def __post_init__(self) -> None:
+        self.mount.mkdir(parents=True, exist_ok=True)
+        _cgroup_files(self.mount, root=True)
+
+    # -- layout ---------------------------------------------------------------------------
+
+    @property
+    def kubepods(self) -> Path:
+        name = "kubepods.slice" if self.driver == "systemd" else "kubepods"
+        return self._cgroup(self.mount / name)
+
+    def qos_dir(self, qos: QOS) -> Path:
+        if qos == "guaranteed":
+            return self.kubepods
+        name = f"kubepods-{qos}.slice" if self.driver == "systemd" else qos
+        return self._cgroup(self.kubepods / name)
+
+    def pod_dir_name(self, uid: str, qos: QOS) -> str:
+        if self.driver == "systemd":
+            middle = "" if qos == "guaranteed" else f"-{qos}"
+            return f"kubepods{middle}-pod{uid.replace('-', '_')}.slice"
+        return f"pod{uid}"
+
+    def pod_dir(self, uid: str, qos: QOS) -> Path:
+        return self._cgroup(self.qos_dir(qos) / self.pod_dir_name(uid, qos))
+
+    def container_name(self, cid: str) -> str:
+        if self.driver == "systemd":
+            return f"{_SCOPE_PREFIX[self.runtime]}{cid}.scope"
+        return f"crio-{cid}" if self.runtime == "crio" else cid
+
+    def add_container(
+        self, uid: str, qos: QOS, cid: str, *, swap_max: str = "max", swap_current: int = 0
+    ) -> Path:
+        path = self._cgroup(self.pod_dir(uid, qos) / self.container_name(cid))
+        (path / "memory.swap.max").write_text(f"{swap_max}\n")
+        (path / "memory.swap.current").write_text(f"{swap_current}\n")
+        return path
+
+    def system_slice(self, *, swap_max: str = "max", io_latency: str = "") -> Path:
+        path = self._cgroup(self.mount / "system.slice")
+        (path / "memory.swap.max").write_text(f"{swap_max}\n")
+        (path / "io.latency").write_text(io_latency)
+        self._cgroup(path / "kubelet.service")
+        return path
+
+    def _cgroup(self, path: Path) -> Path:
+        if not path.is_dir():
+            path.mkdir(parents=True)
+            _cgroup_files(path, root=False)
+        return path
+
+    # -- checking -------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, tuple[str, str]]:
+        """Every entry under the mount: files with content, symlinks with target, dirs."""
+        entries: dict[str, tuple[str, str]] = {}
+        for directory, dirnames, filenames in os.walk(self.mount, followlinks=False):
+            base = Path(directory)
+            for name in dirnames + filenames:
+                path = base / name
+                key = str(path.relative_to(self.mount))
+                if path.is_symlink():
+                    entries[key] = ("link", str(path.readlink()))
+                elif path.is_dir():
+                    entries[key] = ("dir", "")
+                else:
+                    entries[key] = ("file", path.read_text())
+        return entries
+
+    def relative(self, path: Path) -> str:
+        return str(path.relative_to(self.mount))
+
+
+def _cgroup_files(path: Path, *, root: bool) -> None:
+    (path / "cgroup.procs").write_text("")
+    (path / "cgroup.subtree_control").write_text("cpu io memory pids\n")
+    if not root:  # the root cgroup has no limits, as on a real host
+        (path / "memory.max").write_text("max\n")
+        (path / "memory.swap.max").write_text("max\n")
+        (path / "memory.swap.current").write_text("0\n")
+
+
+def changed_files(
+    before: Mapping[str, tuple[str, str]], after: Mapping[str, tuple[str, str]]
+) -> dict[str, tuple[tuple[str, str] | None, tuple[str, str] | None]]:
+    """Entries added, removed or changed between two snapshots."""
+    return {
+        key: (before.get(key), after.get(key))
+        for key in before.keys() | after.keys()
+        if before.get(key) != after.get(key)
+    }
+
+
+@dataclass(frozen=True)
+class ContainerFixture:
+    name: str
+    cid: str | None
+    requests: Mapping[str, str] = field(default_factory=dict)
+    limits: Mapping[str, str] = field(default_factory=dict)
+    kind: Literal["containers", "initContainers", "ephemeralContainers"] = "containers"
+
+
+def pod_object(
+    name: str,
+    uid: str,
+    *containers: ContainerFixture,
+    namespace: str = "default",
+    runtime: str = "containerd",
+    node_name: str = "node-1",
+    priority: int | None = None,
+    annotations: Mapping[str, str] | None = None,
+    phase: str = "Running",
+) -> dict[str, Any]:
+    """A pod as the API shows it: spec resources and status container IDs."""
+    spec: dict[str, Any] = {"nodeName": node_name}
+    status: dict[str, Any] = {"phase": phase}
+    status_key = {
+        "containers": "containerStatuses",
+        "initContainers": "initContainerStatuses",
+        "ephemeralContainers": "ephemeralContainerStatuses",
+    }
+    for container in containers:
+        resources: dict[str, Any] = {}
+        if container.requests:
+            resources["requests"] = dict(container.requests)
+        if container.limits:
+            resources["limits"] = dict(container.limits)
+        spec.setdefault(container.kind, []).append(
+            {"name": container.name, "image": "registry.k8s.io/pause:3.10", "resources": resources}
+        )
+        entry: dict[str, Any] = {"name": container.name, "ready": True}
+        if container.cid is not None:
+            entry["containerID"] = f"{_SCHEME[runtime]}{container.cid}"
+        status.setdefault(status_key[container.kind], []).append(entry)
+    if priority is not None:
+        spec["priority"] = priority
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}

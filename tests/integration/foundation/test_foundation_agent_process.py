@@ -1,0 +1,65 @@
+"""The agent process in node-only mode: metrics within 5 s, clean exit on SIGINT/SIGTERM."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _scrape(url: str, deadline: float) -> str:
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:  # noqa: S310 - loopback
+                return response.read().decode()
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_node_only_agent_serves_facts_and_exits_0(tmp_path: Path, signum: signal.Signals) -> None:
+    """Without a cluster the agent serves build info and node facts, then exits 0 on a signal."""
+    port = _free_port()
+    config = tmp_path / "agent.yaml"
+    config.write_text(f"metricsBindAddress: 127.0.0.1:{port}\nstateDir: {tmp_path}\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agent.cli", "agent", "--config", str(config)],
+        env={**os.environ, "KUBECONFIG": "", "HOME": str(tmp_path), "KUBERNETES_SERVICE_HOST": ""},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        body = _scrape(f"http://127.0.0.1:{port}/metrics", time.monotonic() + 20)
+        for series in (
+            "kubelet_companion_build_info",
+            "machine_swap_bytes",
+            "node_swap_usage_bytes",
+            "kubelet_companion_cgroup_mode",
+            "kubelet_companion_tmpfs_noswap_supported",
+        ):
+            assert series in body
+        ready = _scrape(f"http://127.0.0.1:{port}/readyz", time.monotonic() + 10)
+        assert ready.startswith("ok")
+        process.send_signal(signum)
+        output, _ = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, output
+    assert "node-only mode" in output
+    assert '"node":' in output

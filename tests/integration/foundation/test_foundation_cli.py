@@ -1,0 +1,80 @@
+"""The console script end to end: exit codes, config errors, version, doctor."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "agent.cli"]
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "KUBECONFIG": "", "HOME": "/nonexistent", **(env or {})}
+    return subprocess.run(
+        [*CLI, *args], check=False, capture_output=True, text=True, timeout=60, env=environment
+    )
+
+
+def test_bad_config_exits_2_and_names_all_four_problems(tmp_path: Path) -> None:
+    """Three bad fields and one unknown key: exit 2, each named with its path."""
+    config = tmp_path / "agent.yaml"
+    config.write_text(
+        "metricsBindAddress: nowhere\n"
+        "shutdownGracePeriod: 10\n"
+        "readiness: {mode: sometimes}\n"
+        "colour: blue\n"
+    )
+    result = run("agent", "--config", str(config))
+    assert result.returncode == 2
+    for path in (
+        "metricsBindAddress:",
+        "shutdownGracePeriod:",
+        "readiness.mode:",
+        "colour: unknown field",
+    ):
+        assert path in result.stderr
+    assert "4 error(s)" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["doctor", "version", "descheduler"])
+def test_every_subcommand_takes_config(command: str, tmp_path: Path) -> None:
+    """--config is accepted by every subcommand; a bad file is exit 2 for all of them."""
+    config = tmp_path / "bad.yaml"
+    config.write_text("nope: 1\n")
+    expected = 0 if command == "version" else 2
+    assert run(command, "--config", str(config)).returncode == expected
+
+
+def test_bad_usage_exits_2() -> None:
+    """An unknown subcommand is a usage error."""
+    assert run("frobnicate").returncode == 2
+
+
+def test_version_prints_the_version() -> None:
+    """version prints the distribution version."""
+    result = run("version")
+    assert result.returncode == 0
+    assert result.stdout.startswith("kubelet-companion ")
+
+
+def test_descheduler_is_a_stub_for_now() -> None:
+    """The descheduler says it is not implemented yet and fails as a runtime error."""
+    result = run("descheduler")
+    assert result.returncode == 1
+    assert "not yet" in result.stderr
+
+
+def test_doctor_prints_a_table_and_json_of_this_machine() -> None:
+    """doctor's table and JSON describe this machine; JSON matches /proc/swaps."""
+    table = run("doctor")
+    assert table.returncode == 0, table.stderr
+    for section in ("[node]", "[swap]", "[cgroups]", "[logind]", "[config]", "[warnings]"):
+        assert section in table.stdout
+    report = json.loads(run("doctor", "--json").stdout)
+    swaps = Path("/proc/swaps").read_text().splitlines()[1:]
+    assert report["sections"]["swap"]["on"] == bool(swaps)
+    assert len(report["sections"]["swap"]["devices"]) == len(swaps)
+    assert report["sections"]["cluster"]["mode"] == "node-only"

@@ -1,0 +1,105 @@
+"""Guarded node patches and events over HTTP: nothing of others is lost, repeats aggregate."""
+
+import pytest
+
+from agent.kube.client import AsyncKube
+from agent.kube.events import EventRecorder, ObjectRef
+from agent.kube.patches import NodePatcher, OwnershipError, Taint, taint_ops
+from tests.harness.fake_apiserver import FakeApiServer, manifests
+
+OURS = "kubelet-companion.io/test"
+
+
+def owns(key: str) -> bool:
+    return key.startswith("kubelet-companion.io/")
+
+
+async def test_a_concurrent_taint_survives_our_guarded_write(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """Someone adds a taint after we read: the test op fails, we re-read, and both stay."""
+    fake_apiserver.create(manifests.node("n1"))
+    cached = fake_apiserver.get("nodes", "n1")
+    foreign = fake_apiserver.patch(
+        "nodes", "n1", {"spec": {"taints": [{"key": "dedicated", "effect": "NoSchedule"}]}}
+    )
+    patcher = NodePatcher(async_kube, "n1", owns)
+    await patcher.update(lambda node: taint_ops(node, ensure=Taint(OURS)), what="t", node=cached)
+    keys = [t["key"] for t in fake_apiserver.get("nodes", "n1")["spec"]["taints"]]
+    assert keys == ["dedicated", OURS]
+    patches = fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")
+    assert [r.status for r in patches] == [422, 200]
+    assert patches[-1].body[0] == {
+        "op": "test",
+        "path": "/metadata/resourceVersion",
+        "value": foreign["metadata"]["resourceVersion"],
+    }
+
+
+async def test_conflicts_and_server_errors_are_retried(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """A 409 and a 503 in a row only delay the write."""
+    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.faults.add("PATCH", r"/nodes/n1$", status=409, times=1)
+    fake_apiserver.faults.add("PATCH", r"/nodes/n1$", status=503, times=1)
+    patcher = NodePatcher(async_kube, "n1", owns)
+    await patcher.update(lambda node: taint_ops(node, ensure=Taint(OURS)), what="t")
+    assert [t["key"] for t in fake_apiserver.get("nodes", "n1")["spec"]["taints"]] == [OURS]
+
+
+async def test_no_change_sends_nothing(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """An idempotent builder that yields no ops makes no PATCH."""
+    fake_apiserver.create(manifests.node("n1", taints=[{"key": OURS, "effect": "NoSchedule"}]))
+    await NodePatcher(async_kube, "n1", owns).update(
+        lambda node: taint_ops(node, ensure=Taint(OURS)), what="t"
+    )
+    assert fake_apiserver.requests(method="PATCH") == []
+
+
+async def test_foreign_keys_are_refused_before_sending(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """A builder that would touch someone else's taint raises and sends nothing."""
+    fake_apiserver.create(
+        manifests.node("n1", taints=[{"key": "dedicated", "effect": "NoSchedule"}])
+    )
+    with pytest.raises(OwnershipError):
+        await NodePatcher(async_kube, "n1", owns).update(
+            lambda node: taint_ops(node, remove="dedicated"), what="t"
+        )
+    assert fake_apiserver.requests(method="PATCH") == []
+
+
+async def test_events_are_created_then_aggregated(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """The first Event is created in 'default' for a Node; a repeat bumps its count."""
+    now = [1000.0]
+    recorder = EventRecorder(
+        async_kube, component="kubelet-companion", host="n1", clock=lambda: now[0]
+    )
+    node = ObjectRef.node("n1")
+    assert await recorder.emit(node, "Normal", "Shutdown", "shutting down")
+    assert not await recorder.emit(node, "Normal", "Shutdown", "shutting down", min_interval=60)
+    now[0] += 120
+    assert await recorder.emit(node, "Normal", "Shutdown", "shutting down", min_interval=60)
+    (event,) = fake_apiserver.list("events", "default")
+    assert (event["reason"], event["count"], event["involvedObject"]["kind"]) == (
+        "Shutdown",
+        2,
+        "Node",
+    )
+    assert event["source"] == {"component": "kubelet-companion", "host": "n1"}
+
+
+async def test_event_failures_are_swallowed(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """Events are best effort: a 500 is logged and reported as not sent, never raised."""
+    fake_apiserver.faults.add("POST", r"/events$", status=500, times=1)
+    recorder = EventRecorder(async_kube, component="c", host="n1")
+    assert not await recorder.emit(ObjectRef.node("n1"), "Warning", "X", "y")
+    assert fake_apiserver.list("events", "default") == []

@@ -1,0 +1,133 @@
+"""List+watch caches against the fake API server: sync, events, 410 relist, reconnects."""
+
+import asyncio
+from collections.abc import Callable
+
+from agent.kube.api import KubeApi
+from agent.kube.nodestate import NodeState
+from agent.kube.reflector import Reflector
+from agent.kube.resources import PODS
+from tests.harness.fake_apiserver import FakeApiServer, manifests
+
+
+async def _until(check: Callable[[], bool], timeout: float = 10) -> None:
+    async with asyncio.timeout(timeout):
+        while not check():  # noqa: ASYNC110 - polls a store fed from another thread
+            await asyncio.sleep(0.01)
+
+
+def _pods(kube_api: KubeApi, **kwargs: object) -> Reflector:
+    return Reflector(kube_api, PODS, name="pods", read_timeout=5, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_reflector_syncs_then_follows_events(
+    kube_api: KubeApi, fake_apiserver: FakeApiServer
+) -> None:
+    """The first list fills the store; later adds, updates and deletes arrive by watch."""
+    fake_apiserver.create(manifests.pod("before", node="n1"))
+    reflector = _pods(kube_api)
+    seen: list[str] = []
+    reflector.subscribe(lambda kind, _obj: seen.append(kind))
+    task = asyncio.create_task(reflector.run())
+    try:
+        async with asyncio.timeout(10):
+            await reflector.synced.wait()
+        assert set(reflector.store) == {"default/before"}
+        fake_apiserver.create(manifests.pod("after", node="n1"))
+        fake_apiserver.patch("pods", "before", {"metadata": {"labels": {"x": "1"}}}, "default")
+        fake_apiserver.delete("pods", "after", "default", grace_period_seconds=0)
+        await _until(lambda: "DELETED" in seen)
+        assert set(reflector.store) == {"default/before"}
+        assert reflector.store["default/before"]["metadata"]["labels"] == {"x": "1"}
+        assert seen[0] == "SYNCED"
+        first_list = fake_apiserver.requests(method="GET", path_contains="/pods")[0]
+        assert first_list.query.get("resourceVersion") == "0"
+    finally:
+        reflector.stop()
+        await asyncio.wait_for(task, 10)
+
+
+async def test_reflector_relists_after_410(
+    kube_api: KubeApi, fake_apiserver: FakeApiServer
+) -> None:
+    """A watch from a compacted resourceVersion gets 410; the reflector relists consistently."""
+    fake_apiserver.faults.add("GET", r"/pods$", status=503, times=1, watch=True)
+    reflector = _pods(kube_api)
+    task = asyncio.create_task(reflector.run())
+    try:
+        async with asyncio.timeout(10):
+            await reflector.synced.wait()
+        # The first watch failed; while the reflector backs off, history moves on and is
+        # compacted, so its re-watch from the listed resourceVersion is too old.
+        await asyncio.to_thread(
+            fake_apiserver.wait_for_request, lambda r: r.is_watch and r.status == 503, 10
+        )
+        fake_apiserver.create(manifests.pod("while-away", node="n1"))
+        fake_apiserver.compact()
+        await _until(lambda: "default/while-away" in reflector.store)
+        lists = [
+            r
+            for r in fake_apiserver.requests(method="GET", path_contains="/pods")
+            if not r.is_watch
+        ]
+        # The first list is served from the watch cache; the relist is a consistent read.
+        assert [r.query.get("resourceVersion") for r in lists] == ["0", None]
+    finally:
+        reflector.stop()
+        await asyncio.wait_for(task, 10)
+
+
+async def test_reflector_recovers_from_an_outage(
+    kube_api: KubeApi, fake_apiserver: FakeApiServer
+) -> None:
+    """After the API server comes back, events written meanwhile are seen."""
+    reflector = _pods(kube_api)
+    task = asyncio.create_task(reflector.run())
+    try:
+        async with asyncio.timeout(10):
+            await reflector.synced.wait()
+        with fake_apiserver.outage(mode="status", status=503):
+            await asyncio.sleep(0.2)
+        fake_apiserver.create(manifests.pod("later", node="n1"))
+        await _until(lambda: "default/later" in reflector.store, timeout=20)
+    finally:
+        reflector.stop()
+        await asyncio.wait_for(task, 10)
+
+
+async def test_stop_is_prompt_on_a_quiet_watch(
+    kube_api: KubeApi, fake_apiserver: FakeApiServer
+) -> None:
+    """Stopping does not wait for the next event or bookmark on an idle watch."""
+    reflector = _pods(kube_api, watch_timeout=300)
+    task = asyncio.create_task(reflector.run())
+    async with asyncio.timeout(10):
+        await reflector.synced.wait()
+    await asyncio.to_thread(fake_apiserver.wait_for_watches, "pods")
+    reflector.stop()
+    await asyncio.wait_for(task, 3)
+
+
+async def test_node_state_holds_this_nodes_pods_and_node(
+    kube_api: KubeApi, fake_apiserver: FakeApiServer
+) -> None:
+    """NodeState sees only pods bound to its node, plus its Node, and reports changes."""
+    fake_apiserver.kubelet("n1")
+    fake_apiserver.create(manifests.pod("mine", node="n1"))
+    fake_apiserver.create(manifests.pod("elsewhere", node="n2"))
+    state = NodeState(kube_api, "n1", read_timeout=5)
+    tasks = [asyncio.create_task(r.run()) for r in state.reflectors]
+    try:
+        async with asyncio.timeout(10):
+            await state.wait_synced()
+        assert [p["metadata"]["name"] for p in state.pod_list()] == ["mine"]
+        node = state.node_object()
+        assert node is not None
+        assert node["metadata"]["name"] == "n1"
+        version = state.version
+        fake_apiserver.create(manifests.pod("new", node="n1"))
+        assert await state.wait_changed(version, timeout=10) != version
+    finally:
+        for reflector in state.reflectors:
+            reflector.stop()
+        await asyncio.wait_for(asyncio.gather(*tasks), 10)

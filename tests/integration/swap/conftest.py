@@ -1,0 +1,219 @@
+"""A swap node for integration tests: a fixture /proc and cgroup2 tree, and a real controller.
+
+``swap_node`` builds a host tree (meminfo, /proc/swaps, kernel sysctls) and a cgroup tree
+for one cgroup driver in a tmp dir; the node's facts are collected from it with the real
+readers, the cgroup2 filesystem magic being the one thing injected (a tmp dir is not a
+cgroup2 mount). ``start_swap_agent`` wires the real controller the way the agent does:
+``build_cluster`` against the fake API server (real client, NodeState watches, EventRecorder,
+NodePatcher), with the watches supervised on the test's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from agent.config import AgentConfig, parse_document
+from agent.daemon import build_cluster
+from agent.node.facts import NodeFacts, collect_node_facts
+from agent.node.filesystems import CGROUP2_SUPER_MAGIC
+from agent.node.metrics import NodeFactsCollector
+from agent.node.paths import HostPaths
+from agent.runtime.clock import SystemClock
+from agent.runtime.context import KubeContext
+from agent.runtime.supervisor import RootTask, Supervisor
+from agent.runtime.watches import watch_task
+from agent.swap.collector import SwapAuditCollector
+from agent.swap.controller import SwapController
+from agent.telemetry.health import Health
+from tests.harness.cgroups import GIB, CgroupTreeBuilder, Driver
+from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.hosttree import HostTree
+
+JSON = dict[str, Any]
+NODE = "node-1"
+
+
+@dataclass
+class SwapNode:
+    host: HostTree
+    cgroups: CgroupTreeBuilder
+
+    @property
+    def paths(self) -> HostPaths:
+        return self.host.paths
+
+    def facts(self) -> NodeFacts:
+        root = self.paths.cgroup_root
+        return collect_node_facts(
+            self.paths, fs_magic=lambda path: CGROUP2_SUPER_MAGIC if path == root else None
+        )
+
+    def swap(self, total: int, free: int | None = None) -> None:
+        """Turn swap on (a 4 GiB device by default) or off (``total=0``) in the fixture /proc."""
+        self.host.memory(total=16 * GIB, swap_total=total, swap_free=free)
+        if total:
+            self.host.swaps(("/swapfile", "file", total // 1024, 0, -2))
+        else:
+            self.host.swaps()
+
+
+class RealNode:
+    """This machine as the agent's node: the real /proc and /sys (nothing injected)."""
+
+    paths = HostPaths()
+
+    def facts(self) -> NodeFacts:
+        return collect_node_facts(self.paths)
+
+
+MakeSwapNode = Callable[..., SwapNode]
+
+
+@pytest.fixture
+def make_swap_node(tmp_path: Path) -> MakeSwapNode:
+    def make(
+        driver: Driver = "systemd",
+        *,
+        runtime: str = "containerd",
+        swap: int = 4 * GIB,
+        in_user_namespace: bool = False,
+        min_free_kbytes: int = 67584,
+    ) -> SwapNode:
+        host = HostTree(tmp_path / "host")
+        host.kernel(min_free_kbytes=min_free_kbytes)
+        host.user_namespace(in_user_namespace)
+        host.own_cgroup("/system.slice/kubelet-companion.service")
+        node = SwapNode(host, CgroupTreeBuilder(host.paths.cgroup_root, driver, runtime))
+        node.swap(swap)
+        node.cgroups.system_slice()
+        node.cgroups.kubepods  # noqa: B018 - creating the kubepods root is the point
+        return node
+
+    return make
+
+
+@dataclass
+class SwapAgent:
+    server: FakeApiServer
+    controller: SwapController
+    registry: CollectorRegistry
+    health: Health
+    cluster: KubeContext
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+    def metric(self, name: str, **labels: str) -> float | None:
+        return self.registry.get_sample_value(name, labels)
+
+    async def until(self, predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+        await wait_until(predicate, what, timeout)
+
+    async def synced_with(self, server_predicate: Callable[[list[JSON]], bool]) -> None:
+        """Wait until NodeState's pods satisfy ``server_predicate`` (the watch caught up)."""
+        state = self.cluster.node_state
+        await self.until(lambda: server_predicate(state.pod_list()), "NodeState caught up")
+
+    async def shutdown(self) -> None:
+        self.stop.set()
+        if self.task is not None:
+            await asyncio.wait_for(self.task, timeout=15)
+        self.cluster.kube.close()
+
+
+StartSwapAgent = Callable[..., Awaitable[SwapAgent]]
+
+
+async def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    """Wait (bounded, to avoid hangs) until ``predicate`` holds."""
+    try:
+        async with asyncio.timeout(timeout):
+            # Polling: the state lives in watch and HTTP threads, with no event to await.
+            while not predicate():  # noqa: ASYNC110 - see above
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for: {what}") from None
+
+
+def node_object(name: str = NODE, swap_capacity: int | None = None) -> JSON:
+    status: JSON = {"nodeInfo": {}}
+    if swap_capacity is not None:
+        status["nodeInfo"]["swap"] = {"capacity": swap_capacity}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name},
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
+        },
+        "spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]},
+        "status": status,
+    }
+
+
+@pytest.fixture
+async def start_swap_agent(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> AsyncIterator[StartSwapAgent]:
+    """Start the swap controller for ``node`` with ``memorySwap`` settings ``swap``.
+
+    ``loop=False`` leaves the controller's own loop off, so the test drives ``run_once``.
+    """
+    kubeconfig = fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig")
+    agents: list[SwapAgent] = []
+
+    async def start(
+        node: SwapNode | RealNode,
+        swap: JSON | None = None,
+        *,
+        loop: bool = False,
+        debounce: float = 0.05,
+    ) -> SwapAgent:
+        if fake_apiserver.try_get("nodes", NODE) is None:
+            fake_apiserver.create(node_object())
+        document = {
+            "nodeName": NODE,
+            "kubeconfig": str(kubeconfig),
+            "stateDir": str(tmp_path),
+            "memorySwap": swap or {},
+        }
+        config = parse_document(AgentConfig, json.dumps(document), "test-config")
+        cluster = await asyncio.to_thread(build_cluster, config, NODE)
+        assert cluster is not None
+        facts = await asyncio.to_thread(node.facts)
+        registry = CollectorRegistry()
+        health = Health()
+        controller = SwapController(
+            config=config.memory_swap,
+            node_name=NODE,
+            paths=node.paths,
+            facts=facts,
+            clock=SystemClock(),
+            cluster=cluster,
+            health=health,
+            debounce=debounce,
+        )
+        registry.register(NodeFactsCollector(node.paths, facts))
+        registry.register(SwapAuditCollector(lambda: controller.report, lambda: controller.stats))
+        supervisor = Supervisor(health, stop_timeout=5)
+        for reflector in cluster.node_state.reflectors:
+            supervisor.add(watch_task(reflector, health))
+        if loop:
+            supervisor.add(RootTask(name="swap", run=controller.run))
+        agent = SwapAgent(fake_apiserver, controller, registry, health, cluster)
+        agent.task = asyncio.create_task(supervisor.run(agent.stop))
+        agents.append(agent)
+        await agent.until(lambda: health.readiness().ok, "every watch synced")
+        return agent
+
+    yield start
+    for agent in agents:
+        await agent.shutdown()

@@ -1,0 +1,116 @@
+"""``kubelet-companion swap report``: the real CLI process against a fixture node and the fake
+API server; exit codes 0 (complete), 1 (pods unavailable, node part still printed), 2 (config)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.harness.cgroups import ContainerFixture, container_id, pod_object
+from tests.harness.fake_apiserver import FakeApiServer
+from tests.integration.swap.conftest import NODE, MakeSwapNode, node_object
+
+
+def run_report(config: Path, *args: str, env: dict[str, str] | None = None) -> Any:
+    return subprocess.run(
+        [sys.executable, "-m", "agent.cli", "swap", "report", "--config", str(config), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "KUBECONFIG": "", "HOME": "/nonexistent", **(env or {})},
+        check=False,
+    )
+
+
+def write_config(tmp_path: Path, host: Path, kubeconfig: str = "", **swap: Any) -> Path:
+    document = {
+        "nodeName": NODE,
+        "kubeconfig": kubeconfig,
+        "hostPaths": {"proc": str(host / "proc"), "sys": str(host / "sys")},
+        "memorySwap": {"swapBehavior": "LimitedSwap", **swap},
+    }
+    path = tmp_path / "agent.yaml"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_report_lists_pods_containers_and_the_node(
+    fake_apiserver: FakeApiServer, make_swap_node: MakeSwapNode, tmp_path: Path
+) -> None:
+    """--json: one row per container with expected/actual/usage/drift, then the node summary."""
+    node = make_swap_node("systemd")
+    fake_apiserver.create(node_object(swap_capacity=0))
+    fake_apiserver.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
+    app = ContainerFixture("app", container_id(1), {"memory": "1Gi"}, {"memory": "2Gi"})
+    pod = fake_apiserver.create(pod_object("web", "x", app, namespace="shop"))
+    node.cgroups.add_container(pod["metadata"]["uid"], "burstable", container_id(1), swap_current=7)
+    kubeconfig = fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig")
+    result = run_report(write_config(tmp_path, node.host.root, str(kubeconfig)), "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    (row,) = data["containers"]
+    assert (row["namespace"], row["pod"], row["container"], row["qos"]) == (
+        "shop",
+        "web",
+        "app",
+        "Burstable",
+    )
+    # A tmp dir is not a cgroup2 mount, so this "node" has no cgroup v2: kubelet would give 0.
+    assert (row["expected_bytes"], row["expected_reason"]) == (0, "no cgroup v2")
+    assert (row["actual"], row["usage_bytes"], row["state"]) == ("max", 7, "drift")
+    assert data["node"]["swap_capacity_bytes"] == 4 * 2**30
+    assert data["node"]["cgroup_driver"] == "systemd"
+    assert any("kubelet reports 0 bytes of swap" in w for w in data["warnings"])
+
+
+def test_table_output_and_node_only_mode(make_swap_node: MakeSwapNode, tmp_path: Path) -> None:
+    """Without a cluster the node summary and unmapped cgroups still print, exit 0."""
+    node = make_swap_node("cgroupfs")
+    node.cgroups.add_container("00000000-0000-4000-8000-000000000001", "burstable", container_id(9))
+    result = run_report(write_config(tmp_path, node.host.root))
+    assert result.returncode == 0, result.stderr
+    assert "container cgroups no pod claims: 1" in result.stdout
+    assert "podsSwapAvailable" in result.stdout
+    assert re.search(r"kubepods cgroup +kubepods \(cgroupfs\)", result.stdout)
+
+
+def test_unreachable_cluster_prints_the_node_and_exits_1(
+    make_swap_node: MakeSwapNode, tmp_path: Path
+) -> None:
+    """Pods that cannot be listed make the report incomplete: exit 1, reason on stderr."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    node = make_swap_node("systemd")
+    result = run_report(write_config(tmp_path, node.host.root, str(kubeconfig)), "--json")
+    assert result.returncode == 1
+    assert "cannot list this node's pods" in result.stderr
+    assert json.loads(result.stdout)["node"]["swap_behavior"] == "LimitedSwap"
+
+
+def test_bad_config_exits_2(tmp_path: Path) -> None:
+    """An invalid memorySwap section is rejected with its path, exit 2."""
+    config = tmp_path / "agent.yaml"
+    config.write_text("memorySwap:\n  swapBehavior: Sometimes\n")
+    result = run_report(config)
+    assert result.returncode == 2
+    assert "memorySwap.swapBehavior" in result.stderr

@@ -1,0 +1,104 @@
+"""doctor's rows and warnings, built from plain facts (no machine needed)."""
+
+from dataclasses import replace
+
+from agent.config import AgentConfig, parse_document
+from agent.doctor.render import render_json, render_table
+from agent.doctor.report import ClusterStatus, build_report
+from agent.logind.facts import LogindFacts
+from agent.node.cgroups import CgroupFacts, CgroupMode
+from agent.node.facts import NodeFacts
+from agent.node.kernel import KernelFacts
+from agent.node.memory import MemoryFacts, SwapDevice
+from agent.node.tmpfs import NoswapSupport
+
+GIB = 2**30
+SWAPFILE = SwapDevice("/swapfile", "file", 4 * GIB, 0, -2)
+
+
+def facts(
+    *, swap: bool = False, noswap: bool = True, mode: CgroupMode = CgroupMode.V2
+) -> NodeFacts:
+    return NodeFacts(
+        memory=MemoryFacts(
+            16 * GIB,
+            8 * GIB,
+            4 * GIB if swap else 0,
+            4 * GIB if swap else 0,
+            0,
+            0,
+            (SWAPFILE,) if swap else (),
+        ),
+        cgroups=CgroupFacts(mode, swap_controller=mode is CgroupMode.V2, own_cgroup="/"),
+        kernel=KernelFacts("6.1.0", (6, 1, 0), 67584, "boot", False),
+        tmpfs_noswap=NoswapSupport(noswap, "probe"),
+    )
+
+
+LOGIND = LogindFacts(True, 5_000_000, "ok")
+NODE_ONLY = ClusterStatus("node-only", "none")
+
+
+def test_swap_without_noswap_warns_about_memory_backed_volumes() -> None:
+    """Swap on with tmpfs noswap unsupported is the warning kubelet also raises."""
+    report = build_report(AgentConfig(), "n1", facts(swap=True, noswap=False), LOGIND, NODE_ONLY)
+    assert (
+        "swap is on but tmpfs noswap is unsupported: memory-backed volumes may reach disk"
+        in report.warnings
+    )
+
+
+def test_a_healthy_node_has_no_warnings() -> None:
+    """No swap, cgroup v2, no shutdown budget: nothing to warn about."""
+    assert build_report(AgentConfig(), "n1", facts(), LOGIND, NODE_ONLY).warnings == []
+
+
+def test_swap_on_cgroup_v1_warns() -> None:
+    """Kubernetes limits swap only on cgroup v2."""
+    report = build_report(
+        AgentConfig(), "n1", facts(swap=True, mode=CgroupMode.HYBRID), LOGIND, NODE_ONLY
+    )
+    assert any("only on cgroup v2" in w for w in report.warnings)
+
+
+def test_limited_swap_without_swap_warns() -> None:
+    """LimitedSwap configured on a node without swap is pointed out."""
+    config = parse_document(AgentConfig, "memorySwap: {swapBehavior: LimitedSwap}", "x")
+    report = build_report(config, "n1", facts(), LOGIND, NODE_ONLY)
+    assert "memorySwap.swapBehavior is LimitedSwap but swap is off" in report.warnings
+
+
+def test_short_inhibit_delay_is_reported_with_the_fix() -> None:
+    """A 5 s logind delay under a 30 s budget names the drop-in that will raise it."""
+    config = parse_document(AgentConfig, "shutdownGracePeriod: 30s", "x")
+    report = build_report(config, "n1", facts(), LOGIND, NODE_ONLY)
+    (warning,) = report.warnings
+    assert "InhibitDelayMaxSec is 5s, below the shutdown budget of 30s" in warning
+    assert "99-kubelet-companion.conf" in warning
+
+
+def test_missing_logind_with_a_budget_warns() -> None:
+    """Without logind nothing holds shutdown back, so pods are not drained."""
+    config = parse_document(AgentConfig, "shutdownGracePeriod: 30s", "x")
+    report = build_report(config, "n1", facts(), LogindFacts(False, None, "no bus"), NODE_ONLY)
+    assert any("logind is not reachable" in w for w in report.warnings)
+
+
+def test_unreachable_cluster_warns() -> None:
+    """A configured but unreachable cluster is a warning."""
+    report = build_report(
+        AgentConfig(), "n1", facts(), LOGIND, ClusterStatus("unreachable", "refused")
+    )
+    assert report.warnings == ["cluster unreachable: refused"]
+
+
+def test_table_and_json_carry_the_same_facts() -> None:
+    """The table shows sections and warnings; JSON holds the same values."""
+    report = build_report(AgentConfig(), "n1", facts(swap=True, noswap=False), LOGIND, NODE_ONLY)
+    table = render_table(report)
+    assert "[swap]" in table
+    assert "4294967296 (4.0 GiB)" in table
+    assert "! swap is on but tmpfs noswap is unsupported" in table
+    data = render_json(report)
+    assert '"total_bytes": 4294967296' in data
+    assert replace(report, warnings=[]).warnings == []

@@ -1,0 +1,67 @@
+"""HTTP statuses map onto our own error classes, so callers retry by class."""
+
+import pytest
+
+from agent.kube.errors import (
+    RETRYABLE,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    KubeError,
+    NotFound,
+    TooManyRequests,
+    Unavailable,
+    error_for_status,
+)
+
+
+@pytest.mark.parametrize(
+    ("status", "cls"),
+    [
+        (400, BadRequest),
+        (403, Forbidden),
+        (404, NotFound),
+        (409, Conflict),
+        (410, Gone),
+        (422, Invalid),
+        (429, TooManyRequests),
+        (500, Unavailable),
+        (503, Unavailable),
+        (504, Unavailable),
+        (0, Unavailable),
+        (418, KubeError),
+    ],
+)
+def test_status_maps_to_class(status: int, cls: type[KubeError]) -> None:
+    """Each status gets its class; unknown 5xx are Unavailable."""
+    error = error_for_status(status, {"message": "m", "reason": "R"})
+    assert type(error) is cls
+    assert (error.status, error.reason, str(error)) == (status, "R", "m")
+
+
+def test_conflict_tells_already_exists_apart() -> None:
+    """409 AlreadyExists and 409 Conflict share a class but not a meaning."""
+    assert error_for_status(409, {"reason": "AlreadyExists"}).already_exists  # type: ignore[attr-defined]
+    assert not error_for_status(409, {"reason": "Conflict"}).already_exists  # type: ignore[attr-defined]
+
+
+def test_pdb_refusal_is_recognised() -> None:
+    """An eviction refused by a PodDisruptionBudget carries the DisruptionBudget cause."""
+    error = error_for_status(
+        429,
+        {
+            "message": "Cannot evict pod as it would violate the pod's disruption budget.",
+            "details": {"causes": [{"reason": "DisruptionBudget"}]},
+        },
+        retry_after=2,
+    )
+    assert isinstance(error, TooManyRequests)
+    assert error.disruption_budget
+    assert error.retry_after == 2
+
+
+def test_retryable_errors_are_throttling_and_unavailability() -> None:
+    """Only 429 and unavailability are retried unchanged."""
+    assert set(RETRYABLE) == {TooManyRequests, Unavailable}

@@ -1,0 +1,116 @@
+"""Pure JSON-patch builders for our Node: only our keys change, others survive."""
+
+import pytest
+
+from agent.kube.patches import (
+    OwnershipError,
+    Taint,
+    check_ownership,
+    escape_pointer,
+    has_taint,
+    metadata_map_ops,
+    taint_ops,
+)
+
+OURS = "kubelet-companion.io/shutting-down"
+
+
+def owns(key: str) -> bool:
+    return key.startswith("kubelet-companion.io/")
+
+
+def node(taints: list[dict[str, str]] | None = None, **metadata: object) -> dict[str, object]:
+    spec = {} if taints is None else {"taints": taints}
+    return {"metadata": {"name": "n1", "resourceVersion": "7", **metadata}, "spec": spec}
+
+
+def test_adding_a_taint_to_a_node_without_taints_adds_the_list() -> None:
+    """With no spec.taints, the list is added (a replace would fail on a missing path)."""
+    assert taint_ops(node(), ensure=Taint(OURS)) == [
+        {"op": "add", "path": "/spec/taints", "value": [{"key": OURS, "effect": "NoSchedule"}]}
+    ]
+
+
+def test_adding_keeps_every_other_taint_in_order() -> None:
+    """spec.taints is atomic: the replacement carries the others unchanged."""
+    other = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+    (op,) = taint_ops(node([other]), ensure=Taint(OURS))
+    assert op == {
+        "op": "replace",
+        "path": "/spec/taints",
+        "value": [other, {"key": OURS, "effect": "NoSchedule"}],
+    }
+
+
+def test_ensure_is_idempotent() -> None:
+    """A taint already present yields no operation."""
+    assert taint_ops(node([{"key": OURS, "effect": "NoSchedule"}]), ensure=Taint(OURS)) == []
+
+
+def test_removal_drops_only_our_key() -> None:
+    """Removing our taint keeps foreign taints, including ones with the same effect."""
+    other = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+    (op,) = taint_ops(node([other, {"key": OURS, "effect": "NoSchedule"}]), remove=OURS)
+    assert op["value"] == [other]
+    assert taint_ops(node([other]), remove=OURS) == []
+
+
+def test_has_taint_matches_key_and_optional_effect() -> None:
+    """has_taint looks at the key, and at the effect when asked."""
+    tainted = node([{"key": OURS, "effect": "NoExecute"}])
+    assert has_taint(tainted, OURS)
+    assert not has_taint(tainted, OURS, "NoSchedule")
+
+
+def test_label_ops_add_replace_and_remove_key_by_key() -> None:
+    """Labels change one escaped pointer at a time; unchanged values produce nothing."""
+    current = node(labels={"kubelet-companion.io/swap": "false", "kubelet-companion.io/old": "x"})
+    ops = metadata_map_ops(
+        current,
+        "labels",
+        set_values={"kubelet-companion.io/swap": "true", "kubelet-companion.io/new": "1"},
+        remove=("kubelet-companion.io/old", "kubelet-companion.io/absent"),
+    )
+    assert ops == [
+        {"op": "replace", "path": "/metadata/labels/kubelet-companion.io~1swap", "value": "true"},
+        {"op": "add", "path": "/metadata/labels/kubelet-companion.io~1new", "value": "1"},
+        {"op": "remove", "path": "/metadata/labels/kubelet-companion.io~1old"},
+    ]
+
+
+def test_annotations_map_is_created_when_missing() -> None:
+    """Without metadata.annotations the whole map is added at once."""
+    assert metadata_map_ops(node(), "annotations", set_values={"kubelet-companion.io/a": "1"}) == [
+        {"op": "add", "path": "/metadata/annotations", "value": {"kubelet-companion.io/a": "1"}}
+    ]
+
+
+def test_json_pointer_escaping() -> None:
+    """RFC 6901: ~ before / so that ~1 in a key survives."""
+    assert escape_pointer("a/b~c") == "a~1b~0c"
+
+
+@pytest.mark.parametrize(
+    "ops",
+    [
+        [{"op": "add", "path": "/metadata/labels/team", "value": "x"}],
+        [{"op": "add", "path": "/metadata/labels", "value": {"team": "x"}}],
+        [{"op": "replace", "path": "/spec/unschedulable", "value": True}],
+        [{"op": "replace", "path": "/spec/taints", "value": []}],
+    ],
+)
+def test_ownership_check_refuses_foreign_changes(ops: list[dict[str, object]]) -> None:
+    """Foreign labels, other fields, and dropping a foreign taint are refused before sending."""
+    with pytest.raises(OwnershipError):
+        check_ownership(node([{"key": "dedicated", "effect": "NoSchedule"}]), ops, owns)
+
+
+def test_ownership_check_allows_our_own_changes() -> None:
+    """Our taint and labels under our domain pass the check."""
+    current = node([{"key": "dedicated", "effect": "NoSchedule"}])
+    check_ownership(current, taint_ops(current, ensure=Taint(OURS)), owns)
+    check_ownership(
+        current,
+        metadata_map_ops(current, "labels", set_values={"kubelet-companion.io/swap": "true"}),
+        owns,
+    )

@@ -1,0 +1,102 @@
+"""Supervised root tasks: restart on crash, staged stop, fatal exit for critical tasks."""
+
+import asyncio
+
+import pytest
+
+from agent.runtime.supervisor import FatalTaskError, RootTask, Supervisor
+from agent.telemetry.health import Health
+
+
+async def test_a_crashing_task_is_restarted() -> None:
+    """A task that raises is logged and started again."""
+    runs = []
+    stop = asyncio.Event()
+
+    async def flaky() -> None:
+        runs.append(1)
+        if len(runs) < 3:
+            raise RuntimeError("boom")
+        stop.set()
+        await asyncio.Event().wait()
+
+    supervisor = Supervisor(Health(), stop_timeout=1)
+    supervisor.add(RootTask("flaky", flaky, max_restarts=5))
+    async with asyncio.timeout(10):
+        await supervisor.run(stop)
+    assert len(runs) == 3
+
+
+async def test_controllers_stop_before_watches() -> None:
+    """Stage 2 (controllers) is stopped and cancelled before stage 1 (watches)."""
+    order = []
+    stop = asyncio.Event()
+
+    def forever(name: str):  # type: ignore[no-untyped-def]
+        async def run() -> None:
+            try:
+                await asyncio.Event().wait()
+            finally:
+                order.append(name)
+
+        return run
+
+    supervisor = Supervisor(Health(), stop_timeout=1)
+    supervisor.add(RootTask("watch", forever("watch"), stage=1))
+    supervisor.add(RootTask("controller", forever("controller"), stage=2))
+    asyncio.get_running_loop().call_later(0.05, stop.set)
+    async with asyncio.timeout(10):
+        await supervisor.run(stop)
+    assert order == ["controller", "watch"]
+
+
+async def test_graceful_stop_hook_runs_first() -> None:
+    """A task's stop hook is awaited before the task is cancelled."""
+    events = []
+    stop = asyncio.Event()
+    finished = asyncio.Event()
+
+    async def run() -> None:
+        await finished.wait()
+        events.append("finished")
+
+    async def graceful() -> None:
+        events.append("stop-hook")
+        finished.set()
+        await asyncio.sleep(0.01)
+
+    supervisor = Supervisor(Health(), stop_timeout=1)
+    supervisor.add(RootTask("c", run, stop=graceful))
+    asyncio.get_running_loop().call_later(0.02, stop.set)
+    async with asyncio.timeout(10):
+        await supervisor.run(stop)
+    assert events == ["stop-hook", "finished"]
+
+
+async def test_a_critical_task_that_keeps_failing_is_fatal() -> None:
+    """After max_restarts a critical task fails health and the run raises."""
+    health = Health()
+
+    async def broken() -> None:
+        raise RuntimeError("always")
+
+    supervisor = Supervisor(health, stop_timeout=1)
+    supervisor.add(RootTask("broken", broken, critical=True, max_restarts=1))
+    with pytest.raises(FatalTaskError, match="broken"):
+        async with asyncio.timeout(10):
+            await supervisor.run(asyncio.Event())
+    assert not health.liveness().ok
+
+
+def test_health_readiness_needs_every_expected_check() -> None:
+    """/readyz is ok only when every declared condition is true; degraded is separate."""
+    health = Health()
+    health.expect("watch:pods")
+    health.expect("node-facts")
+    health.set_ready("node-facts")
+    assert not health.readiness().ok
+    health.set_ready("watch:pods")
+    assert health.readiness().ok
+    health.set_degraded("logind", "delay not raised")
+    assert health.readiness().ok
+    assert health.degraded() == {"logind": "delay not raised"}

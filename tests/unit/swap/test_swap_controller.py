@@ -1,0 +1,192 @@
+"""The controller's own logic with doubles: failures, write errors, and what wakes it up."""
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from structlog.testing import capture_logs
+
+from agent.config.swap import MemorySwapConfig
+from agent.node.cgroupfiles import CgroupPathError
+from agent.node.cgroups import CgroupFacts, CgroupMode
+from agent.node.facts import NodeFacts
+from agent.node.kernel import KernelFacts
+from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir
+from agent.node.memory import read_memory
+from agent.node.tmpfs import NoswapSupport
+from agent.swap.controller import SwapController
+from agent.swap.limits import KUBELET_CALC_ERROR
+from agent.telemetry.health import Health
+from tests.harness.cgroups import GIB, container_id
+from tests.harness.hosttree import HostTree
+
+
+class FakeTree:
+    """A kubepods tree double: canned scans, recorded (or refused) writes."""
+
+    def __init__(self) -> None:
+        self.fail_scan: OSError | None = None
+        self.refuse_writes = False
+        self.writes: list[tuple[str, int]] = []
+        self.readings: tuple[CgroupReading, ...] = ()
+
+    def scan(self) -> KubepodsScan:
+        if self.fail_scan is not None:
+            raise self.fail_scan
+        return KubepodsScan(None, "kubepods.slice", self.readings)
+
+    def write_swap_max(self, path: str, value: int) -> None:
+        if self.refuse_writes:
+            raise CgroupPathError("read-only in this test")
+        self.writes.append((path, value))
+
+
+class FakeClock:
+    """Short sleeps return at once; the audit-interval sleep waits until cancelled."""
+
+    def __init__(self) -> None:
+        self.slept: list[float] = []
+
+    def now(self) -> float:
+        return 1000.0
+
+    def monotonic(self) -> float:
+        return 5.0
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        if seconds >= 30:
+            await asyncio.Future()
+
+
+def controller(
+    tmp_path: Path,
+    tree: FakeTree,
+    clock: FakeClock,
+    mode: CgroupMode = CgroupMode.V2,
+    **config: object,
+) -> SwapController:
+    host = HostTree(tmp_path).standard(total=16 * GIB, swap_total=4 * GIB)
+    facts = NodeFacts(
+        memory=read_memory(host.paths),
+        cgroups=CgroupFacts(mode, True, "/"),
+        kernel=KernelFacts("6.8.0", (6, 8, 0), 67584, None, False),
+        tmpfs_noswap=NoswapSupport(True, "kernel >= 6.4"),
+    )
+    return SwapController(
+        config=MemorySwapConfig(**config),  # type: ignore[arg-type]
+        node_name="node-1",
+        paths=host.paths,
+        facts=facts,
+        clock=clock,
+        cluster=None,
+        tree=tree,
+        health=Health(),
+        page_size=4096,
+    )
+
+
+async def test_unreadable_node_counts_a_failure_and_degrades_health(tmp_path: Path) -> None:
+    """A scan error is logged and counted, never raised; the next good audit clears it."""
+    tree = FakeTree()
+    swap = controller(tmp_path, tree, FakeClock())
+    tree.fail_scan = PermissionError(13, "Permission denied")
+    assert await swap.run_once() is None
+    assert swap.stats.audit_failures == 1
+    assert swap.health is not None
+    assert "swap-audit" in swap.health.degraded()
+    tree.fail_scan = None
+    assert await swap.run_once() is not None
+    assert swap.stats.audits == 1
+    assert "swap-audit" not in swap.health.degraded()
+
+
+async def test_node_only_mode_reports_cgroups_as_unmapped_and_never_writes(tmp_path: Path) -> None:
+    """Without a cluster there are no pods: cgroups are listed, enforcement has no target."""
+    tree = FakeTree()
+    tree.readings = (
+        CgroupReading("k/p/c", PodQOSDir.BURSTABLE, "u", container_id(1), "crio", "max", 0),
+    )
+    swap = controller(tmp_path, tree, FakeClock(), enforce=True)
+    report = await swap.run_once()
+    assert report is not None
+    assert len(report.unmapped) == 1
+    assert tree.writes == []
+
+
+UID = "00000000-0000-4000-8000-000000000001"
+POD = {
+    "metadata": {"name": "p", "namespace": "ns", "uid": UID},
+    "spec": {"containers": [{"name": "c", "resources": {"requests": {"memory": "1Gi"}}}]},
+    "status": {"containerStatuses": [{"name": "c", "containerID": f"cri-o://{container_id(1)}"}]},
+}
+DRIFTED = CgroupReading("k/p/c", PodQOSDir.BURSTABLE, UID, container_id(1), "crio", "max", 0)
+
+
+async def test_refused_writes_are_counted_and_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write the tree refuses is a failure in the counter and a warning, not a crash."""
+    tree = FakeTree()
+    tree.refuse_writes = True
+    tree.readings = (DRIFTED,)
+    swap = controller(tmp_path, tree, FakeClock(), enforce=True, swap_behavior="LimitedSwap")
+    monkeypatch.setattr(swap, "_pods_and_node", lambda: ([POD], None))
+    with capture_logs() as logs:
+        await swap.run_once()
+    assert (swap.stats.writes, swap.stats.write_failures) == (0, 1)
+    (failure,) = [e for e in logs if e["event"] == "swap limit enforcement failed"]
+    assert (failure["value"], failure["error"]) == (268435456, "read-only in this test")
+
+
+async def test_pod_events_wake_the_loop_after_the_debounce_node_events_do_not(
+    tmp_path: Path,
+) -> None:
+    """A pod change ends the wait early (after the debounce); our own Node updates do not."""
+    clock = FakeClock()
+    swap = controller(tmp_path, FakeTree(), clock, audit_interval=60.0)
+    waiting = asyncio.ensure_future(swap._wait_for_next())
+    await asyncio.sleep(0)
+    swap._on_change("MODIFIED", {"kind": "Node", "metadata": {"name": "node-1"}})
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    swap._on_change("MODIFIED", {"kind": "Pod", "metadata": {"name": "p"}})
+    await asyncio.wait_for(waiting, timeout=5)
+    assert clock.slept == [60.0, swap.debounce]
+
+
+async def test_no_enforcement_without_cgroup_v2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where kubelet would not set swap limits (no cgroup v2), neither do we; said once."""
+    tree = FakeTree()
+    tree.readings = (DRIFTED,)
+    swap = controller(tmp_path, tree, FakeClock(), CgroupMode.HYBRID, enforce=True)
+    monkeypatch.setattr(swap, "_pods_and_node", lambda: ([POD], None))
+    with capture_logs() as logs:
+        report = await swap.run_once()
+        await swap.run_once()
+    assert report is not None
+    assert len(report.drifted) == 1  # still audited and reported
+    assert tree.writes == []
+    assert sum("needs cgroup v2" in entry["event"] for entry in logs) == 1
+
+
+async def test_kubelets_calculation_error_is_logged_once_while_it_lasts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request above node memory logs kubelet's message once, not every cycle."""
+    huge = {
+        **POD,
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"memory": "64Gi"}}}]},
+    }
+    swap = controller(tmp_path, FakeTree(), FakeClock(), swap_behavior="LimitedSwap")
+    monkeypatch.setattr(swap, "_pods_and_node", lambda: ([huge], None))
+    with capture_logs() as logs:
+        await swap.run_once()
+        await swap.run_once()
+    (entry,) = [e for e in logs if e["event"] == KUBELET_CALC_ERROR]
+    assert (
+        entry["error"]
+        == f"container request {64 * GIB} is larger than total node memory {16 * GIB}"
+    )

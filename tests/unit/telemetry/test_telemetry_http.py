@@ -1,0 +1,64 @@
+"""The telemetry listener: /metrics from our registry, /healthz and /readyz from Health."""
+
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from agent.telemetry.health import Health
+from agent.telemetry.http import TelemetryServer
+from agent.telemetry.metrics import new_registry
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[str, Health]]:
+    health = Health()
+    server = TelemetryServer("127.0.0.1:0", new_registry("agent"), health)
+    server.start()
+    host, port = server.address
+    yield f"http://{host}:{port}", health
+    server.close()
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - loopback test server
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def test_metrics_serve_build_info(served: tuple[str, Health]) -> None:
+    """/metrics exposes kubelet_companion_build_info from the process registry."""
+    status, body = _get(served[0] + "/metrics")
+    assert status == 200
+    assert 'kubelet_companion_build_info{component="agent"' in body
+
+
+def test_readyz_follows_expected_checks(served: tuple[str, Health]) -> None:
+    """/readyz is 503 listing the unmet check until it is ready, then 200."""
+    url, health = served
+    health.expect("watch:pods")
+    assert _get(url + "/readyz") == (503, "failed\n[-]watch:pods\n")
+    health.set_ready("watch:pods")
+    assert _get(url + "/readyz?verbose") == (200, "ok\n[+]watch:pods\n")
+
+
+def test_healthz_fails_when_a_task_failed(served: tuple[str, Health]) -> None:
+    """/healthz turns 503 when a root task is marked failed."""
+    url, health = served
+    assert _get(url + "/healthz")[0] == 200
+    health.set_failed("watch-pods", "too many restarts")
+    assert _get(url + "/healthz")[0] == 503
+
+
+def test_unknown_paths_are_404(served: tuple[str, Health]) -> None:
+    """Only the three endpoints exist."""
+    assert _get(served[0] + "/debug")[0] == 404
+
+
+def test_registries_are_per_process_not_global() -> None:
+    """Two registries can coexist: nothing registers into the library default."""
+    first, second = new_registry("agent"), new_registry("descheduler")
+    assert first is not second

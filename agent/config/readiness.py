@@ -1,28 +1,98 @@
-"""The readiness gate: which taint we hold on a new node, and what it waits for."""
+"""The readiness gate: which taint we hold on a new node, and what it waits for.
+
+``startupTaints`` exists because the DaemonSet controller's rules, applied literally on a
+fresh node, skip every critical DaemonSet that does not tolerate a start-up taint such as
+``node.kubernetes.io/not-ready``, and the gate would open before those DaemonSets ever got
+a pod. Taints listed here are expected to go away by themselves, so a DaemonSet kept off
+the node only by them is waited for rather than skipped.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
 from agent.config.errors import FieldError
 from agent.config.schema import Duration, setting
 
+DEFAULT_STARTUP_TAINTS = (
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/network-unavailable",
+    "node.cloudprovider.kubernetes.io/uninitialized",
+)
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+
+
+def qualified_name_problem(key: str) -> str | None:
+    """Why ``key`` is not a valid taint/label key (``[prefix/]name``), or ``None``."""
+    prefix, _, name = key.rpartition("/")
+    if "/" in prefix:
+        return "must be [prefix/]name with a single '/'"
+    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        return "prefix must be a lowercase DNS subdomain"
+    if not name or len(name) > 63 or not _NAME_PART.match(name):
+        return "name must be 1-63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric"
+    return None
+
+
+_CORE_TAINT_PREFIXES = frozenset(
+    {
+        "kubernetes.io",
+        "k8s.io",
+        "node.kubernetes.io",
+        "node-role.kubernetes.io",
+        "node-restriction.kubernetes.io",
+        "node.cloudprovider.kubernetes.io",
+    }
+)
+"""Prefixes whose taints Kubernetes' own components set and remove: never ours to manage.
+
+Other ``*.kubernetes.io`` prefixes stay allowed on purpose: cluster-autoscaler's
+``startup-taint.cluster-autoscaler.kubernetes.io/`` is meant for taints like ours.
+"""
+
+
+def _is_reserved(key: str) -> bool:
+    return key.rpartition("/")[0] in _CORE_TAINT_PREFIXES
+
 
 @dataclass(frozen=True)
 class ReadinessConfig:
     enabled: bool = setting(True)
     preset: Literal["default", "gardener"] = setting("default")
+    taint_key: str = setting("")
+    """Overrides the preset's taint key (e.g. to use cluster-autoscaler's startup prefix)."""
     namespaces: tuple[str, ...] = setting(factory=lambda: ("kube-system",))
     mode: Literal["bootstrap-only", "continuous"] = setting("bootstrap-only")
     hold_time: Duration = setting(Duration(30.0))
     resync_period: Duration = setting(Duration(300.0), minimum=10)
     event_interval: Duration = setting(Duration(60.0), minimum=1)
+    startup_taints: tuple[str, ...] = setting(factory=lambda: DEFAULT_STARTUP_TAINTS)
 
     def validate(self) -> list[FieldError]:
         errors = []
         if not self.namespaces:
             errors.append(FieldError("namespaces", "must name at least one namespace"))
+        seen: set[str] = set()
+        for index, namespace in enumerate(self.namespaces):
+            if len(namespace) > 63 or not _DNS_LABEL.match(namespace):
+                errors.append(FieldError(f"namespaces[{index}]", "must be a DNS label"))
+            elif namespace in seen:
+                errors.append(FieldError(f"namespaces[{index}]", f"duplicate {namespace!r}"))
+            seen.add(namespace)
+        if self.taint_key and (problem := qualified_name_problem(self.taint_key)):
+            errors.append(FieldError("taintKey", problem))
+        elif _is_reserved(self.taint_key):
+            errors.append(
+                FieldError("taintKey", "this prefix belongs to Kubernetes' own components")
+            )
+        for index, key in enumerate(self.startup_taints):
+            if problem := qualified_name_problem(key):
+                errors.append(FieldError(f"startupTaints[{index}]", problem))
         if self.mode == "continuous" and self.hold_time < 1:
             errors.append(FieldError("holdTime", "must be >= 1s in continuous mode"))
         return errors

@@ -1,11 +1,72 @@
-"""CLI subcommands of the readiness capability."""
+"""``kubelet-companion readiness``: what the gate waits for on this node, and its verdict.
+
+It judges the same objects with the same code as the running agent, so "why is my node still
+tainted?" has one answer. Exit codes: 0 when the report was produced (ready or not), 1 when
+the cluster could not be read, 2 for bad usage or config.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+
+from agent.config import load_agent_config
+from agent.kube.connection import ConfigException
+from agent.kube.errors import KubeError, NotFound
+from agent.readiness.gather import read_snapshot
+from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION
+from agent.readiness.report import build_report, render_json, render_text
+from agent.readiness.settings import GateSettings, evaluate
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    from agent.daemon import resolve_node_name  # noqa: PLC0415 - keep CLI start-up light
+    from agent.kube.session import open_api  # noqa: PLC0415
+
+    config = load_agent_config(getattr(args, "config", None))
+    node_name = args.node or resolve_node_name(config)
+    settings = GateSettings.from_config(config.readiness)
+    try:
+        api = open_api(config)
+    except (ConfigException, OSError) as error:
+        print(f"readiness: cannot load the cluster config: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+    if api is None:
+        print("readiness: no cluster configured (node-only mode)", file=sys.stderr)
+        return EXIT_FAILURE
+    try:
+        snapshot = read_snapshot(api, node_name, settings)
+    except NotFound:
+        print(f"readiness: node {node_name} does not exist", file=sys.stderr)
+        return EXIT_FAILURE
+    except KubeError as error:
+        print(f"readiness: cannot read the cluster: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+    finally:
+        api.api_client.close()  # type: ignore[no-untyped-call]  # the client ships untyped
+    assessment, view = evaluate(settings, snapshot)
+    annotations = ((snapshot.node or {}).get("metadata") or {}).get("annotations") or {}
+    report = build_report(
+        node_name, assessment, view, settings, annotations.get(BOOTSTRAP_COMPLETED_ANNOTATION)
+    )
+    sys.stdout.write(render_json(report) if args.json else render_text(report))
+    return EXIT_OK
 
 
 def register(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
-    """Add this capability's subcommands (none yet)."""
+    """Add ``readiness``."""
+    parser = subparsers.add_parser(
+        "readiness",
+        parents=[common],
+        help="show what the node readiness gate waits for, and its verdict",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument(
+        "--node", metavar="NAME", default="", help="the node to check (default: this node)"
+    )
+    parser.set_defaults(handler=_run)

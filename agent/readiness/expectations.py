@@ -1,0 +1,49 @@
+"""Which Node to trust right after our own write: the write's result, until the watch catches up.
+
+The watch delivers our patch a moment after the PATCH returns. In between, the cached Node
+still carries the taint we just removed, and judging it would send a second, pointless
+patch (it would fail its ``test`` op, but it is traffic and noise). Like client-go's
+controller expectations, we keep the patch result and prefer it until the watch shows that
+very resourceVersion, or relists, or the expectation grows old (the guarded patch makes a
+stale guess harmless, so a bound on the wait is only a safety net).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent.kube.api import JsonObject
+
+
+def resource_version(obj: JsonObject | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
+
+
+@dataclass
+class WriteExpectation:
+    max_age: float = 30.0
+    _node: JsonObject | None = None
+    _since: float = 0.0
+
+    def expect(self, written: JsonObject, now: float) -> None:
+        """Remember the Node our write returned."""
+        self._node = written if resource_version(written) else None
+        self._since = now
+
+    def observe(self, kind: str, obj: JsonObject | None) -> None:
+        """Feed every event of the Node watch (on the loop)."""
+        if self._node is None:
+            return
+        if kind == "SYNCED" or resource_version(obj) == resource_version(self._node):
+            self._node = None
+
+    @property
+    def pending(self) -> bool:
+        return self._node is not None
+
+    def current(self, cached: JsonObject | None, now: float) -> JsonObject | None:
+        """The Node to judge: our write's result while the cache lags, else the cache."""
+        if self._node is not None and now - self._since < self.max_age:
+            return self._node
+        self._node = None
+        return cached

@@ -1,0 +1,118 @@
+"""A real readiness gate, wired as the agent wires it, against the fake API server over HTTP.
+
+``start_gate`` builds the cluster context with the entrypoint's own ``build_cluster`` (a real
+kubeconfig, the real client, NodeState, EventRecorder and NodePatcher), adds NodeState's
+watches and the capability's ``root_tasks`` to a real ``Supervisor``, and runs it on the
+test's event loop until the test ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from agent.config import AgentConfig, parse_document
+from agent.daemon import build_cluster
+from agent.node.facts import collect_node_facts
+from agent.node.paths import HostPaths
+from agent.readiness.controller import root_tasks
+from agent.runtime.clock import SystemClock
+from agent.runtime.context import AgentContext, KubeContext
+from agent.runtime.supervisor import Supervisor
+from agent.runtime.watches import watch_task
+from agent.telemetry.health import Health
+from tests.harness.fake_apiserver import FakeApiServer
+
+JSON = dict[str, Any]
+
+
+@dataclass
+class GateAgent:
+    server: FakeApiServer
+    registry: CollectorRegistry
+    health: Health
+    cluster: KubeContext
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+    def metric(self, name: str, **labels: str) -> float | None:
+        return self.registry.get_sample_value(name, labels)
+
+    async def until(
+        self, predicate: Callable[[], object], what: str, timeout: float = 10.0
+    ) -> None:
+        """Wait (bounded, to avoid hangs) until ``predicate`` holds."""
+        try:
+            async with asyncio.timeout(timeout):
+                while not predicate():  # noqa: ASYNC110 - the state lives in other threads
+                    await asyncio.sleep(0.02)
+        except TimeoutError:
+            raise AssertionError(f"timed out waiting for: {what}") from None
+
+    async def shutdown(self) -> None:
+        self.stop.set()
+        if self.task is not None:
+            await asyncio.wait_for(self.task, timeout=15)
+        self.cluster.kube.close()
+
+
+StartGate = Callable[..., Awaitable[GateAgent]]
+
+
+@pytest.fixture
+def facts_paths() -> HostPaths:
+    return HostPaths()
+
+
+@pytest.fixture
+async def start_gate(
+    fake_apiserver: FakeApiServer, tmp_path: Path, facts_paths: HostPaths
+) -> AsyncIterator[StartGate]:
+    """Start the gate for a node (``readiness`` is the config section as a dict)."""
+    kubeconfig = fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig")
+    facts = await asyncio.to_thread(collect_node_facts, facts_paths)
+    agents: list[GateAgent] = []
+
+    async def start(readiness: JSON | None = None, node_name: str = "node-1") -> GateAgent:
+        document = {
+            "nodeName": node_name,
+            "kubeconfig": str(kubeconfig),
+            "stateDir": str(tmp_path),
+            "readiness": readiness or {},
+        }
+        config = parse_document(AgentConfig, json.dumps(document), "test-config")
+        cluster = await asyncio.to_thread(build_cluster, config, node_name)
+        assert cluster is not None
+        registry = CollectorRegistry()
+        health = Health()
+        ctx = AgentContext(
+            config=config,
+            node_name=node_name,
+            paths=facts_paths,
+            registry=registry,
+            health=health,
+            clock=SystemClock(),
+            facts=facts,
+            cluster=cluster,
+        )
+        supervisor = Supervisor(health, stop_timeout=5)
+        for reflector in cluster.node_state.reflectors:
+            supervisor.add(watch_task(reflector, health))
+        for task in root_tasks(ctx):
+            supervisor.add(task)
+        agent = GateAgent(fake_apiserver, registry, health, cluster)
+        agent.task = asyncio.create_task(supervisor.run(agent.stop))
+        agents.append(agent)
+        await agent.until(lambda: health.readiness().ok, "every watch synced")
+        return agent
+
+    yield start
+    for agent in agents:
+        await agent.shutdown()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from collections.abc import Callable, Sequence
 
@@ -33,6 +34,11 @@ def _common() -> argparse.ArgumentParser:
 
 def agent_config(args: argparse.Namespace) -> AgentConfig:
     return load_agent_config(getattr(args, "config", None))
+
+
+def _stop_during_start_up(signum: int, frame: object) -> None:  # noqa: ARG001 - handler signature
+    # Until the event loop installs its own handler, SIGTERM means what Ctrl-C means.
+    raise KeyboardInterrupt
 
 
 def _cmd_agent(args: argparse.Namespace) -> int:
@@ -93,10 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handler: Handler = args.handler
+    signal.signal(signal.SIGTERM, _stop_during_start_up)
     try:
+        args = build_parser().parse_args(argv)
+        handler: Handler = args.handler
         return handler(args)
     except ConfigError as error:
         print(str(error), file=sys.stderr)

@@ -53,10 +53,29 @@ def parse_quantity(value: str | int | float) -> Fraction:
         raise ValueError(f"invalid quantity {value!r}") from error
 
 
-def quantity_to_bytes(value: str | int | float) -> int:
-    """Bytes are whole: round up like the API server's ``Value()`` does."""
-    exact = parse_quantity(value)
+def whole_bytes(exact: Fraction) -> int:
+    """Bytes are whole: round up like the API server's ``Quantity.Value()`` does."""
     return -((-exact.numerator) // exact.denominator)
+
+
+def quantity_to_bytes(value: str | int | float) -> int:
+    return whole_bytes(parse_quantity(value))
+
+
+def format_bytes(value: int) -> str:
+    """Binary units for people: ``4Gi``, ``1.5Gi``, ``512Mi``; small values stay bytes."""
+    for unit, size in (
+        ("Ei", 2**60),
+        ("Pi", 2**50),
+        ("Ti", 2**40),
+        ("Gi", 2**30),
+        ("Mi", 2**20),
+        ("Ki", 2**10),
+    ):
+        if abs(value) >= size:
+            amount = value / size
+            return f"{amount:.0f}{unit}" if value % size == 0 else f"{amount:.1f}{unit}"
+    return str(value)
 
 
 def quantity_to_millis(value: str | int | float) -> int:

@@ -7,8 +7,8 @@ import asyncio
 from agent.config import AgentConfig
 from agent.doctor.report import ClusterStatus, DoctorReport, build_report
 from agent.kube.api import KubeApi
-from agent.kube.connection import ConfigException, connect
-from agent.kube.errors import KubeError
+from agent.kube.connection import connect
+from agent.kube.errors import KubeConfigError, KubeError
 from agent.logind.facts import read_logind_facts
 from agent.node.facts import collect_node_facts
 from agent.node.paths import HostPaths
@@ -17,7 +17,7 @@ from agent.node.paths import HostPaths
 def check_cluster(config: AgentConfig) -> ClusterStatus:
     try:
         connection = connect(config.kubeconfig)
-    except (ConfigException, OSError) as error:
+    except KubeConfigError as error:
         return ClusterStatus("misconfigured", str(error))
     if connection is None:
         return ClusterStatus("node-only", "no in-cluster config, KUBECONFIG or ~/.kube/config")

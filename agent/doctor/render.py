@@ -5,19 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agent.config.quantities import format_bytes
 from agent.doctor.report import DoctorReport
-
-
-def _human_bytes(value: int) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if value >= size:
-            return f"{value} ({value / size:.1f} {unit})"
-    return str(value)
 
 
 def _cell(key: str, value: Any) -> str:
     if key.endswith("_bytes") and isinstance(value, int) and not isinstance(value, bool):
-        return _human_bytes(value)
+        return f"{value} ({format_bytes(value)})" if value >= 1024 else str(value)
     if value is None:
         return "-"
     if isinstance(value, bool):

@@ -121,7 +121,11 @@ class KubeApi:
             raise Unavailable(f"{method} {path}: reading the response failed: {error}") from error
         finally:
             raw.release_conn()
-        parsed = json.loads(data) if data else {}
+        try:
+            parsed = json.loads(data) if data else {}
+        except ValueError as error:
+            # A truncated or garbled body is a transport problem: worth a retry, not a crash.
+            raise Unavailable(f"{method} {path}: response is not JSON: {error}") from error
         return parsed if isinstance(parsed, dict) else {"items": parsed}
 
     # -- verbs ----------------------------------------------------------------------

@@ -16,6 +16,8 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
+from agent.kube.errors import KubeConfigError
+
 
 @dataclass(frozen=True)
 class ClusterConnection:
@@ -32,17 +34,21 @@ def _configuration() -> k8s_client.Configuration:
 
 def _from_kubeconfig(path: str) -> ClusterConnection:
     configuration = _configuration()
-    k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-        config_file=path, client_configuration=configuration
-    )
+    try:
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=path, client_configuration=configuration
+        )
+    except (ConfigException, OSError, ValueError, TypeError) as error:
+        # The client raises a mix of these for missing files, bad YAML and bad fields.
+        raise KubeConfigError(f"kubeconfig {path}: {error}") from None
     return ClusterConnection(k8s_client.ApiClient(configuration), f"kubeconfig {path}")
 
 
 def connect(kubeconfig: str = "") -> ClusterConnection | None:
     """Return a connection, or ``None`` for node-only mode.
 
-    An explicitly configured kubeconfig that cannot be loaded is an error, not a silent
-    fallback: the operator asked for that cluster.
+    An explicitly configured kubeconfig that cannot be loaded is an error
+    (``KubeConfigError``), not a silent fallback: the operator asked for that cluster.
     """
     if kubeconfig:
         return _from_kubeconfig(kubeconfig)
@@ -62,4 +68,4 @@ def connect(kubeconfig: str = "") -> ClusterConnection | None:
     return None
 
 
-__all__ = ["ClusterConnection", "ConfigException", "connect"]
+__all__ = ["ClusterConnection", "KubeConfigError", "connect"]

@@ -31,6 +31,10 @@ class NodeOnlyMode(KubeError):
     """No cluster is configured; Kubernetes features are off."""
 
 
+class KubeConfigError(KubeError):
+    """The configured kubeconfig (or in-cluster config) cannot be loaded."""
+
+
 class BadRequest(KubeError):
     """400: the request itself is malformed (a bug on our side, not retried)."""
 

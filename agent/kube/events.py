@@ -2,16 +2,18 @@
 
 Events are best effort: a failure is logged and dropped, never raised into a controller.
 Repeats of the same (object, reason, message) inside ``min_interval`` are suppressed; later
-repeats bump ``count`` on the existing Event instead of creating a new one.
+repeats bump ``count`` on the existing Event instead of creating a new one. Messages carry
+changing detail, so the memory of past Events is bounded (least recently used goes first).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import structlog
 
@@ -19,6 +21,7 @@ from agent.kube.api import JsonObject
 from agent.kube.client import AsyncKube
 from agent.kube.errors import KubeError, NotFound
 from agent.kube.resources import EVENTS
+from agent.kube.timestamps import rfc3339
 
 _log = structlog.get_logger(subsystem="kube.events")
 NODE_EVENT_NAMESPACE = "default"  # kubelet posts Node events in "default"
@@ -56,16 +59,26 @@ class ObjectRef:
         return ref
 
 
+class EventSink(Protocol):
+    """What controllers need from ``EventRecorder`` (tests pass simpler doubles)."""
+
+    async def emit(
+        self,
+        involved: ObjectRef,
+        event_type: str,
+        reason: str,
+        message: str,
+        *,
+        min_interval: float = 0.0,
+    ) -> bool: ...
+
+
 @dataclass
 class _Seen:
     name: str
     namespace: str
     count: int
     last: float = field(default=0.0)
-
-
-def _now_rfc3339(now: float) -> str:
-    return dt.datetime.fromtimestamp(now, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class EventRecorder:
@@ -76,12 +89,14 @@ class EventRecorder:
         component: str,
         host: str,
         clock: Callable[[], float] = time.time,
+        remembered: int = 512,
     ) -> None:
         self.kube = kube
         self.component = component
         self.host = host
         self.clock = clock
-        self._seen: dict[tuple[str, str, str, str, str], _Seen] = {}
+        self.remembered = remembered
+        self._seen: OrderedDict[tuple[str, str, str, str, str], _Seen] = OrderedDict()
 
     async def emit(
         self,
@@ -96,10 +111,12 @@ class EventRecorder:
         now = self.clock()
         key = (involved.kind, involved.namespace, involved.name, reason, message)
         seen = self._seen.get(key)
-        if seen is not None and now - seen.last < min_interval:
-            return False
+        if seen is not None:
+            self._seen.move_to_end(key)
+            if now - seen.last < min_interval:
+                return False
         namespace = involved.namespace or NODE_EVENT_NAMESPACE
-        stamp = _now_rfc3339(now)
+        stamp = rfc3339(now)
         try:
             if seen is not None:
                 try:
@@ -136,6 +153,8 @@ class EventRecorder:
                 namespace,
             )
             self._seen[key] = _Seen(name=name, namespace=namespace, count=1, last=now)
+            while len(self._seen) > self.remembered:
+                self._seen.popitem(last=False)
             return True
         except KubeError as error:
             _log.warning("event not posted", reason=reason, error=str(error))

@@ -14,7 +14,7 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -103,6 +103,19 @@ def metadata_map_ops(
     return ops
 
 
+class NodeWriter(Protocol):
+    """What controllers need from ``NodePatcher`` (tests pass simpler doubles)."""
+
+    async def update(
+        self,
+        build: Builder,
+        *,
+        what: str,
+        node: JsonObject | None = None,
+        deadline: float | None = None,
+    ) -> JsonObject: ...
+
+
 class OwnershipError(RuntimeError):
     """A builder produced an operation on something we do not own (a bug, never sent)."""
 
@@ -154,12 +167,12 @@ class NodePatcher:
         what: str,
         node: JsonObject | None = None,
         deadline: float | None = None,
-    ) -> JsonObject | None:
+    ) -> JsonObject:
         """Apply ``build`` until it yields no operations or the guarded patch lands.
 
         ``node`` may be a cached copy to try first; a conflict makes us read a fresh one.
-        Returns the resulting Node (``None`` if it does not exist). Raises the last
-        ``KubeError`` when attempts or the deadline run out.
+        Returns the resulting Node. Raises ``NotFound`` if the Node does not exist, and the
+        last ``KubeError`` when attempts or the deadline run out.
         """
         attempt = 0
         while True:

@@ -7,6 +7,8 @@ ever used from the loop thread and need no lock.
 
 Recovery:
 - a watch that ends normally (server timeout) is reopened from the last resourceVersion;
+  one that ends within a second having delivered nothing counts as a failure, so a
+  misbehaving server cannot drive us into a reconnect storm;
 - a broken or silent watch (client read timeout) is reopened after a backoff;
 - 410 Gone (as an HTTP status or an ``ERROR`` event) forces a relist, as a consistent read;
 - the first list uses ``resourceVersion=0``, served from the API server's watch cache.
@@ -33,6 +35,8 @@ Listener = Callable[[str, JsonObject | None], None]
 """Called on the loop with (``ADDED``/``MODIFIED``/``DELETED``/``SYNCED``, object or None)."""
 
 _log = structlog.get_logger(subsystem="kube.reflector")
+_SHORT_WATCH = 1.0
+"""A watch that ends sooner than this with nothing delivered is treated as a failure."""
 
 
 def object_key(obj: JsonObject) -> str:
@@ -181,8 +185,13 @@ class Reflector:
                     )
                     self._post("REPLACE", listing.get("items") or [], resource_version)
                     need_list = False
-                resource_version = self._watch_once(resource_version)
-                failures = 0
+                started = time.monotonic()
+                resource_version, delivered = self._watch_once(resource_version)
+                if delivered or time.monotonic() - started >= _SHORT_WATCH:
+                    failures = 0
+                else:
+                    failures += 1
+                    self._stopping.wait(self.backoff.delay(min(failures - 1, 10)))
             except Gone:
                 _log.info("watch expired, relisting", reflector=self.name)
                 need_list, list_version = True, ""
@@ -202,7 +211,8 @@ class Reflector:
                     )
                 self._stopping.wait(delay)
 
-    def _watch_once(self, resource_version: str) -> str:
+    def _watch_once(self, resource_version: str) -> tuple[str, int]:
+        """Follow one watch to its end; return the last resourceVersion and the events seen."""
         # Spread reconnects like client-go does, so many agents do not reconnect in step.
         timeout = int(self.watch_timeout * (1 + random.random()))  # noqa: S311 - jitter
         stream = self.api.watch(
@@ -215,9 +225,10 @@ class Reflector:
             read_timeout=self.read_timeout,
         )
         self._stream = stream
+        delivered = 0
         try:
             if self._stopping.is_set():
-                return resource_version
+                return resource_version, delivered
             for event in stream:
                 kind = event.get("type", "")
                 obj = event.get("object") or {}
@@ -231,9 +242,10 @@ class Reflector:
                     (obj.get("metadata") or {}).get("resourceVersion") or resource_version
                 )
                 self._post(kind, obj, resource_version)
+                delivered += 1
                 if self._stopping.is_set():
                     break
         finally:
             self._stream = None
             stream.close()
-        return resource_version
+        return resource_version, delivered

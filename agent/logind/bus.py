@@ -8,6 +8,8 @@ why every call here is bounded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 from typing import Any
 
 from dbus_fast import BusType, Message, MessageType
@@ -33,6 +35,14 @@ async def connect_system_bus(timeout: float) -> MessageBus:
         raise BusUnavailable(f"cannot connect to the system bus: {error}") from error
 
 
+def _close_late_fds(pending: asyncio.Future[Message]) -> None:
+    if pending.cancelled() or pending.exception() is not None:
+        return
+    for fd in pending.result().unix_fds or []:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 async def call(
     bus: MessageBus,
     *,
@@ -53,11 +63,19 @@ async def call(
         signature=signature,
         body=body or [],
     )
+    # The call runs as its own task, shielded from our timeout: if logind answers after we
+    # gave up, the late reply may carry a file descriptor (an inhibitor lock!) that must be
+    # closed, or the lock would be held, unseen, until the process exits.
+    pending = asyncio.ensure_future(bus.call(message))
     try:
         async with asyncio.timeout(timeout):
-            reply = await bus.call(message)
+            reply = await asyncio.shield(pending)
     except TimeoutError as error:
+        pending.add_done_callback(_close_late_fds)
         raise CallTimeout(f"{interface}.{member} timed out after {timeout:g}s") from error
+    except asyncio.CancelledError:
+        pending.add_done_callback(_close_late_fds)
+        raise
     except (EOFError, OSError) as error:
         raise BusUnavailable(f"bus connection lost during {member}: {error}") from error
     if reply is None:  # pragma: no cover - only for no-reply calls, which we never make

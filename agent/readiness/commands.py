@@ -11,8 +11,7 @@ import argparse
 import sys
 
 from agent.config import load_agent_config
-from agent.kube.connection import ConfigException
-from agent.kube.errors import KubeError, NotFound
+from agent.kube.errors import KubeConfigError, KubeError, NotFound
 from agent.readiness.gather import read_snapshot
 from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION
 from agent.readiness.report import build_report, render_json, render_text
@@ -31,7 +30,7 @@ def _run(args: argparse.Namespace) -> int:
     settings = GateSettings.from_config(config.readiness)
     try:
         api = open_api(config)
-    except (ConfigException, OSError) as error:
+    except KubeConfigError as error:
         print(f"readiness: cannot load the cluster config: {error}", file=sys.stderr)
         return EXIT_FAILURE
     if api is None:

@@ -16,15 +16,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Coroutine
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 
 from agent.kube.api import JsonObject
 from agent.kube.backoff import Backoff
 from agent.kube.errors import KubeError
-from agent.kube.events import ObjectRef
-from agent.kube.patches import Builder, Op
+from agent.kube.events import EventSink, ObjectRef
+from agent.kube.patches import Builder, NodeWriter, Op
+from agent.kube.timestamps import rfc3339
 from agent.readiness import node_writes, notices
 from agent.readiness.checks import Assessment
 from agent.readiness.expectations import WriteExpectation
@@ -40,29 +41,6 @@ from agent.runtime.watches import watch_task
 _log = structlog.get_logger(subsystem="readiness")
 
 _OPERATIONS = {Action.LIFT: "remove", Action.ADD: "add", Action.MARK_COMPLETED: "mark-completed"}
-
-
-class NodeWriter(Protocol):
-    async def update(
-        self,
-        build: Builder,
-        *,
-        what: str,
-        node: JsonObject | None = None,
-        deadline: float | None = None,
-    ) -> JsonObject | None: ...
-
-
-class EventSink(Protocol):
-    async def emit(
-        self,
-        involved: ObjectRef,
-        event_type: str,
-        reason: str,
-        message: str,
-        *,
-        min_interval: float = 0.0,
-    ) -> bool: ...
 
 
 class _CountingBuilder:
@@ -226,7 +204,7 @@ class ReadinessController:
     # -- writes ---------------------------------------------------------------------
 
     def _builder(self, action: Action) -> Builder:
-        completed_at = node_writes.rfc3339(self.clock.now())
+        completed_at = rfc3339(self.clock.now())
         if action is Action.LIFT:
             return node_writes.lift(self.settings.keys.taint, completed_at)
         if action is Action.ADD:
@@ -251,7 +229,7 @@ class ReadinessController:
             )
             return
         self._failures, self._retry_at = 0, None
-        if result is None or not build.last_ops:
+        if not build.last_ops:
             self._count(operation, "noop", build.calls)
             _log.info("gate write had nothing to do", operation=operation, why=decision.why)
             return
@@ -282,7 +260,7 @@ class ReadinessController:
 
     def _waited(self, node: JsonObject) -> float | None:
         created = (node.get("metadata") or {}).get("creationTimestamp")
-        born = node_writes.parse_rfc3339(str(created)) if created else None
+        born = node_writes.parse_time(str(created)) if created else None
         return max(0.0, self.clock.now() - born) if born is not None else None
 
     # -- events ---------------------------------------------------------------------

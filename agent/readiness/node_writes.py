@@ -8,20 +8,16 @@ completion go in one patch, so the Node never shows one without the other.
 
 from __future__ import annotations
 
-import datetime as dt
-
 from agent.kube.api import JsonObject
 from agent.kube.patches import Builder, Op, Taint, metadata_map_ops, taint_ops
+from agent.kube.timestamps import parse_rfc3339
 from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION, GATE_TAINT_EFFECT
 
 
-def rfc3339(seconds: float) -> str:
-    return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: str) -> float | None:
+def parse_time(text: str) -> float | None:
+    """An API timestamp in Unix seconds, or ``None`` when it cannot be read."""
     try:
-        return dt.datetime.fromisoformat(text).timestamp()
+        return parse_rfc3339(text)
     except ValueError:
         return None
 

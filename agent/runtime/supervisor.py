@@ -1,8 +1,9 @@
 """Named root tasks, supervised together, with a staged shutdown.
 
-A root task that ends unexpectedly is logged and restarted with backoff; after too many
-failures in a row its health check fails and, if it is critical, the process exits
-non-zero. Nothing dies silently.
+A root task that ends unexpectedly is logged and restarted with backoff. A run that lasted
+``healthy_after`` seconds resets the count, so only failures in a row count; after
+``max_restarts`` of them the task's health check fails and, if it is critical (the default),
+the process exits non-zero so that systemd or the kubelet restarts it. Nothing dies silently.
 
 Shutdown is staged by ``stage`` number, highest first: controllers (stage 2) get to finish
 their current step within a timeout before watches (stage 1) and the HTTP server (stage 0,
@@ -30,8 +31,9 @@ class RootTask:
     name: str
     run: Callable[[], Awaitable[None]]
     stage: int = STAGE_CONTROLLER
-    critical: bool = False
+    critical: bool = True
     max_restarts: int = 10
+    healthy_after: float = 60.0
     stop: Callable[[], Awaitable[None]] | None = None
     """Optional graceful stop, awaited (with the stop timeout) before cancellation."""
 
@@ -53,7 +55,9 @@ class Supervisor:
 
     async def _guard(self, task: RootTask) -> None:
         failures = 0
+        loop = asyncio.get_running_loop()
         while True:
+            started = loop.time()
             try:
                 await task.run()
                 _log.warning("root task returned; restarting", task=task.name)
@@ -61,6 +65,8 @@ class Supervisor:
                 raise
             except Exception:  # noqa: BLE001 - any crash is logged and the task restarted
                 _log.exception("root task crashed", task=task.name, failures=failures + 1)
+            if loop.time() - started >= task.healthy_after:
+                failures = 0
             failures += 1
             if failures > task.max_restarts:
                 self.health.set_failed(task.name, "too many restarts")

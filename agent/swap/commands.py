@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.config import AgentConfig, load_agent_config
-from agent.kube.connection import ConfigException
-from agent.kube.errors import KubeError
+from agent.kube.errors import KubeConfigError, KubeError
 from agent.node.facts import collect_node_facts
 from agent.node.kubeletconfig import KubeletConfigError, read_kubelet_eviction
 from agent.node.kubepods import KubepodsTree
@@ -53,7 +52,7 @@ def _cluster_view(
 
     try:
         api = open_api(config)
-    except (ConfigException, OSError) as error:
+    except KubeConfigError as error:
         return [], None, f"cannot load the cluster config: {error}"
     if api is None:
         return [], None, None

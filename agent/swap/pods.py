@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from agent.config.quantities import whole_bytes
 from agent.swap.qos import CONFIG_MIRROR_ANNOTATION, QOSClass, critical_reason, pod_qos
-from agent.swap.resources import MEMORY, parse_resources, whole_bytes
+from agent.swap.resources import MEMORY, parse_resources
 
 _RUNTIME_ID = re.compile(r"^[0-9a-f]{12,128}$")
 

@@ -9,22 +9,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from agent.config.quantities import format_bytes
 from agent.node.kubepods import SwapMax
 from agent.swap.audit import AuditReport, ContainerAudit, DriftState
 
 _HEADERS = ("CONTAINER", "KIND", "QOS", "REQUEST", "LIMIT", "EXPECTED", "ACTUAL", "USAGE", "DRIFT")
 
 
-def human_bytes(value: int) -> str:
-    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-        if value >= size:
-            amount = value / size
-            return f"{amount:.0f}{unit}" if value % size == 0 else f"{amount:.1f}{unit}"
-    return str(value)
-
-
 def _memory(value: int) -> str:
-    return human_bytes(value) if value else "-"
+    return format_bytes(value) if value else "-"
 
 
 def _swap(value: SwapMax) -> str:
@@ -86,11 +79,11 @@ def render_table(report: AuditReport, warnings: list[str]) -> str:
     facts = [
         ("swap behavior", node.behavior),
         ("swap on", "yes" if summary.swap_on else "no"),
-        ("swap capacity", f"{node.swap_capacity_bytes} ({human_bytes(node.swap_capacity_bytes)})"),
-        ("swap used", f"{summary.swap_used_bytes} ({human_bytes(summary.swap_used_bytes)})"),
+        ("swap capacity", f"{node.swap_capacity_bytes} ({format_bytes(node.swap_capacity_bytes)})"),
+        ("swap used", f"{summary.swap_used_bytes} ({format_bytes(summary.swap_used_bytes)})"),
         ("reserved swap", str(node.reserved_swap_bytes)),
         ("podsSwapAvailable", str(node.pods_swap_available)),
-        ("memory total", f"{node.memory_total_bytes} ({human_bytes(node.memory_total_bytes)})"),
+        ("memory total", f"{node.memory_total_bytes} ({format_bytes(node.memory_total_bytes)})"),
         ("cgroup mode", summary.cgroup_mode),
         ("swap controller", "yes" if node.swap_controller else "no"),
         (

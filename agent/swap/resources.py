@@ -60,8 +60,3 @@ def parse_resources(raw: Any) -> Resources:
     for name, limit in limits.items():
         requests.setdefault(name, limit)
     return Resources(requests=requests, limits=limits, invalid=tuple(invalid))
-
-
-def whole_bytes(value: Fraction) -> int:
-    """``Quantity.Value()``: bytes are whole, rounded up."""
-    return -((-value.numerator) // value.denominator)

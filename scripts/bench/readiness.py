@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, f
 from prometheus_client import CollectorRegistry
 
 from agent.config import AgentConfig, parse_document
-from agent.daemon import build_cluster
+from agent.daemon import assemble, build_cluster
 from agent.kube.api import KubeApi
 from agent.kube.connection import connect
 from agent.kube.patches import NodePatcher
@@ -55,8 +55,6 @@ from agent.readiness.controller import root_tasks
 from agent.readiness.gate import GateState, GateView, decide
 from agent.runtime.clock import SystemClock
 from agent.runtime.context import AgentContext
-from agent.runtime.supervisor import Supervisor
-from agent.runtime.watches import watch_task
 from agent.telemetry.health import Health
 from agent.telemetry.logs import configure_logging
 from tests.harness.fake_apiserver import FakeApiServer
@@ -123,11 +121,7 @@ class Gate:
             facts=facts,
             cluster=self.cluster,
         )
-        supervisor = Supervisor(self.health, stop_timeout=5)
-        for reflector in self.cluster.node_state.reflectors:
-            supervisor.add(watch_task(reflector, self.health))
-        for task in root_tasks(ctx):
-            supervisor.add(task)
+        supervisor = assemble(ctx, [root_tasks], stop_timeout=5)
         self.task = asyncio.create_task(supervisor.run(self.stop))
         await self.until(
             lambda: (

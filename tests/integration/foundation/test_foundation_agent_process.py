@@ -18,6 +18,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _catches(status: Path, signum: int) -> bool:
+    for line in status.read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << (signum - 1)))
+    return False
+
+
 def _scrape(url: str, deadline: float) -> str:
     while True:
         try:
@@ -63,3 +70,42 @@ def test_node_only_agent_serves_facts_and_exits_0(tmp_path: Path, signum: signal
     assert process.returncode == 0, output
     assert "node-only mode" in output
     assert '"node":' in output
+
+
+def test_sigterm_during_start_up_exits_0(tmp_path: Path) -> None:
+    """A stop request while the agent is still starting is a clean exit, not a kill."""
+    config = tmp_path / "agent.yaml"
+    config.write_text(f"metricsBindAddress: 127.0.0.1:{_free_port()}\nstateDir: {tmp_path}\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agent.cli", "agent", "--config", str(config)],
+        env={**os.environ, "KUBECONFIG": "", "HOME": str(tmp_path), "KUBERNETES_SERVICE_HOST": ""},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    # Signal as soon as the CLI has a SIGTERM handler: the agent is still importing and
+    # starting then, before its event loop takes the signal over.
+    status = Path(f"/proc/{process.pid}/status")
+    deadline = time.monotonic() + 20
+    while not _catches(status, signal.SIGTERM) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=20)
+    assert process.returncode == 0, output
+
+
+def test_an_unreadable_kubeconfig_is_a_config_error(tmp_path: Path) -> None:
+    """An explicit kubeconfig that cannot be loaded exits 2 with a message, no traceback."""
+    config = tmp_path / "agent.yaml"
+    config.write_text(f"metricsBindAddress: 127.0.0.1:{_free_port()}\nstateDir: {tmp_path}\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "agent", "--config", str(config)],
+        env={**os.environ, "KUBECONFIG": str(tmp_path / "missing"), "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "cannot use the configured kubeconfig" in result.stdout

@@ -103,3 +103,14 @@ async def test_event_failures_are_swallowed(
     recorder = EventRecorder(async_kube, component="c", host="n1")
     assert not await recorder.emit(ObjectRef.node("n1"), "Warning", "X", "y")
     assert fake_apiserver.list("events", "default") == []
+
+
+async def test_event_memory_is_bounded(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """Distinct messages do not grow the recorder's memory past its bound."""
+    recorder = EventRecorder(async_kube, component="c", host="n1", remembered=3)
+    for index in range(5):
+        assert await recorder.emit(ObjectRef.node("n1"), "Warning", "Drift", f"value {index}")
+    assert len(recorder._seen) == 3
+    assert len(fake_apiserver.list("events", "default")) == 5

@@ -19,14 +19,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from agent.config import AgentConfig, parse_document
-from agent.daemon import build_cluster
+from agent.daemon import assemble, build_cluster
 from agent.node.facts import collect_node_facts
 from agent.node.paths import HostPaths
 from agent.readiness.controller import root_tasks
 from agent.runtime.clock import SystemClock
 from agent.runtime.context import AgentContext, KubeContext
-from agent.runtime.supervisor import Supervisor
-from agent.runtime.watches import watch_task
 from agent.telemetry.health import Health
 from tests.harness.fake_apiserver import FakeApiServer
 
@@ -102,11 +100,7 @@ async def start_gate(
             facts=facts,
             cluster=cluster,
         )
-        supervisor = Supervisor(health, stop_timeout=5)
-        for reflector in cluster.node_state.reflectors:
-            supervisor.add(watch_task(reflector, health))
-        for task in root_tasks(ctx):
-            supervisor.add(task)
+        supervisor = assemble(ctx, [root_tasks], stop_timeout=5)
         agent = GateAgent(fake_apiserver, registry, health, cluster)
         agent.task = asyncio.create_task(supervisor.run(agent.stop))
         agents.append(agent)

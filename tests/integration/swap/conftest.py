@@ -21,15 +21,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from agent.config import AgentConfig, parse_document
-from agent.daemon import build_cluster
+from agent.daemon import assemble, build_cluster
 from agent.node.facts import NodeFacts, collect_node_facts
 from agent.node.filesystems import CGROUP2_SUPER_MAGIC
 from agent.node.metrics import NodeFactsCollector
 from agent.node.paths import HostPaths
 from agent.runtime.clock import SystemClock
-from agent.runtime.context import KubeContext
-from agent.runtime.supervisor import RootTask, Supervisor
-from agent.runtime.watches import watch_task
+from agent.runtime.context import AgentContext, KubeContext
+from agent.runtime.supervisor import RootTask
 from agent.swap.collector import SwapAuditCollector
 from agent.swap.controller import SwapController
 from agent.telemetry.health import Health
@@ -203,11 +202,18 @@ async def start_swap_agent(
         )
         registry.register(NodeFactsCollector(node.paths, facts))
         registry.register(SwapAuditCollector(lambda: controller.report, lambda: controller.stats))
-        supervisor = Supervisor(health, stop_timeout=5)
-        for reflector in cluster.node_state.reflectors:
-            supervisor.add(watch_task(reflector, health))
-        if loop:
-            supervisor.add(RootTask(name="swap", run=controller.run))
+        ctx = AgentContext(
+            config=config,
+            node_name=NODE,
+            paths=node.paths,
+            registry=registry,
+            health=health,
+            clock=SystemClock(),
+            facts=facts,
+            cluster=cluster,
+        )
+        tasks = [RootTask(name="swap", run=controller.run)] if loop else []
+        supervisor = assemble(ctx, [lambda _ctx: tasks], stop_timeout=5)
         agent = SwapAgent(fake_apiserver, controller, registry, health, cluster)
         agent.task = asyncio.create_task(supervisor.run(agent.stop))
         agents.append(agent)

@@ -5,7 +5,12 @@ from fractions import Fraction
 import pytest
 
 from agent.config.durations import format_duration, parse_duration
-from agent.config.quantities import parse_quantity, quantity_to_bytes, quantity_to_millis
+from agent.config.quantities import (
+    format_bytes,
+    parse_quantity,
+    quantity_to_bytes,
+    quantity_to_millis,
+)
 
 
 @pytest.mark.parametrize(
@@ -74,3 +79,13 @@ def test_bytes_and_millis_round_up_like_the_api_server() -> None:
     assert quantity_to_bytes("1Ki") == 1024
     assert quantity_to_millis("0.0001") == 1
     assert quantity_to_millis("250m") == 250
+
+
+def test_format_bytes_uses_binary_units() -> None:
+    """Whole units print bare, others with one decimal; small values stay bytes."""
+    assert [format_bytes(v) for v in (2**30, 3 * 2**29, 512 * 2**20, 12)] == [
+        "1Gi",
+        "1.5Gi",
+        "512Mi",
+        "12",
+    ]

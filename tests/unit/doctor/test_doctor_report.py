@@ -97,7 +97,7 @@ def test_table_and_json_carry_the_same_facts() -> None:
     report = build_report(AgentConfig(), "n1", facts(swap=True, noswap=False), LOGIND, NODE_ONLY)
     table = render_table(report)
     assert "[swap]" in table
-    assert "4294967296 (4.0 GiB)" in table
+    assert "4294967296 (4Gi)" in table
     assert "! swap is on but tmpfs noswap is unsupported" in table
     data = render_json(report)
     assert '"total_bytes": 4294967296' in data

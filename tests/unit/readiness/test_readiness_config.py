@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from agent.config import AgentConfig, ConfigError, parse_document
+from agent.daemon import owned_node_keys
 from agent.readiness.presets import PRESETS, gate_keys
 from agent.readiness.settings import GateSettings
-from agent.runtime.ownership import owned_keys
 
 
 def _load(text: str) -> AgentConfig:
@@ -36,10 +36,12 @@ def test_gardener_preset_speaks_gardeners_keys() -> None:
 def test_ownership_follows_the_preset_from_one_definition() -> None:
     """The agent may write exactly the gate taint it looks for, and Gardener's only with it."""
     gardener_taint = PRESETS["gardener"].taint
-    assert not owned_keys(_load(""))(gardener_taint)
-    assert owned_keys(_load("readiness: {preset: gardener}"))(gardener_taint)
-    assert not owned_keys(_load("readiness: {preset: gardener, enabled: false}"))(gardener_taint)
-    assert not owned_keys(_load("readiness: {preset: gardener}"))("node.gardener.cloud/other")
+    assert not owned_node_keys(_load(""))(gardener_taint)
+    assert owned_node_keys(_load("readiness: {preset: gardener}"))(gardener_taint)
+    assert not owned_node_keys(_load("readiness: {preset: gardener, enabled: false}"))(
+        gardener_taint
+    )
+    assert not owned_node_keys(_load("readiness: {preset: gardener}"))("node.gardener.cloud/other")
 
 
 def test_a_taint_key_override_is_used_and_owned() -> None:
@@ -48,7 +50,7 @@ def test_a_taint_key_override_is_used_and_owned() -> None:
     config = _load(f"readiness: {{taintKey: {key}}}")
     assert GateSettings.from_config(config.readiness).keys.taint == key
     assert gate_keys("default", key).label == PRESETS["default"].label
-    assert owned_keys(config)(key)
+    assert owned_node_keys(config)(key)
 
 
 @pytest.mark.parametrize(

@@ -40,3 +40,25 @@ def test_an_expectation_expires() -> None:
     expectation.expect(WRITTEN, now=0)
     assert expectation.current(STALE, now=4) is WRITTEN
     assert expectation.current(STALE, now=6) is STALE
+
+
+def test_a_write_the_watch_already_delivered_is_not_expected() -> None:
+    """The watch event may beat the PATCH result to the loop: then the cache is trusted."""
+    expectation = WriteExpectation()
+    written = {"metadata": {"resourceVersion": "5"}}
+    newer = {"metadata": {"resourceVersion": "6"}}
+    expectation.observe("MODIFIED", written)
+    expectation.observe("MODIFIED", newer)
+    expectation.expect(written, now=0.0)
+    assert not expectation.pending
+    assert expectation.current(newer, now=1.0) is newer
+
+
+def test_a_cache_showing_our_write_ends_the_expectation() -> None:
+    """Once the cached Node carries our write's resourceVersion, the cache is used."""
+    expectation = WriteExpectation()
+    written = {"metadata": {"resourceVersion": "5"}, "spec": {}}
+    expectation.expect(written, now=0.0)
+    cached = {"metadata": {"resourceVersion": "5"}, "spec": {"taints": []}}
+    assert expectation.current(cached, now=1.0) is cached
+    assert not expectation.pending

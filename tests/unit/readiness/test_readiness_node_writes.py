@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agent import DOMAIN
 from agent.kube.patches import check_ownership
+from agent.kube.timestamps import rfc3339
 from agent.readiness import node_writes
 from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION
 from tests.harness.readiness_objects import GATE, node, taint
@@ -72,6 +73,8 @@ def test_mark_completed_touches_only_our_annotation() -> None:
 
 def test_times_round_trip_as_rfc3339() -> None:
     """Completion times are written as RFC 3339 UTC and parse back to the same second."""
-    assert node_writes.rfc3339(1_700_000_000) == "2023-11-14T22:13:20Z"
-    assert node_writes.parse_rfc3339("2023-11-14T22:13:20Z") == 1_700_000_000
-    assert node_writes.parse_rfc3339("garbage") is None
+    assert rfc3339(1_700_000_000) == "2023-11-14T22:13:20Z"
+    assert node_writes.parse_time("2023-11-14T22:13:20Z") == 1_700_000_000
+    assert node_writes.parse_time("2023-11-14T22:13:20.123456789+00:00") == 1_700_000_000.123456
+    assert node_writes.parse_time("2023-11-14T22:13:20") is None
+    assert node_writes.parse_time("garbage") is None

@@ -100,3 +100,25 @@ def test_health_readiness_needs_every_expected_check() -> None:
     health.set_degraded("logind", "delay not raised")
     assert health.readiness().ok
     assert health.degraded() == {"logind": "delay not raised"}
+
+
+async def test_failures_after_a_healthy_run_do_not_add_up() -> None:
+    """A task that crashes only after running a while is restarted for ever, not given up."""
+    runs = []
+    stop = asyncio.Event()
+
+    async def crashes_after_a_while() -> None:
+        runs.append(1)
+        if len(runs) > 4:
+            stop.set()
+            await asyncio.Event().wait()
+        await asyncio.sleep(0.02)
+        raise RuntimeError("late crash")
+
+    health = Health()
+    supervisor = Supervisor(health, stop_timeout=1)
+    supervisor.add(RootTask("late", crashes_after_a_while, max_restarts=1, healthy_after=0.01))
+    async with asyncio.timeout(20):
+        await supervisor.run(stop)
+    assert len(runs) == 5
+    assert health.liveness().ok

@@ -6,7 +6,7 @@ from dataclasses import replace
 from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir, SwapMax
 from agent.swap.audit import AuditReport, NodeSummary, build_report
 from agent.swap.limits import LIMITED_SWAP, SwapNode
-from agent.swap.render import human_bytes, render_json, render_table
+from agent.swap.render import render_json, render_table
 from agent.swap.summary import NOSWAP_EVENT_REASON, kubelet_swap_capacity, report_warnings
 from tests.harness.cgroups import GIB, ContainerFixture, container_id, pod_object
 
@@ -92,8 +92,3 @@ def test_kubelet_capacity_comes_from_node_info() -> None:
     assert kubelet_swap_capacity({"status": {"nodeInfo": {"swap": {"capacity": 5}}}}) == 5
     assert kubelet_swap_capacity({"status": {}}) is None
     assert kubelet_swap_capacity(None) is None
-
-
-def test_human_bytes() -> None:
-    """Exact binary units print whole, others with one decimal."""
-    assert (human_bytes(GIB), human_bytes(3 * 2**29), human_bytes(12)) == ("1Gi", "1.5Gi", "12")

@@ -1,0 +1,194 @@
+"""The phase plan: which pods die in which phase, with which grace period.
+
+kubelet's ``GracefulNodeShutdownBasedOnPodPriority`` is the reference, and operators tune
+their priority classes against it, so grouping follows its rule exactly: a pod joins the
+bucket with the highest priority at or below its own (a missing priority counts as 0);
+below the lowest bucket it joins the lowest, above the highest the highest.
+
+Where we differ, we do so on purpose:
+- mirror and static pods are skipped (they die with the node; deleting a mirror pod does
+  not stop its containers and the kubelet recreates it at once);
+- DaemonSet pods are skipped unless configured (their controller would recreate them on
+  this node while it goes down);
+- pods that already finished (``Succeeded``/``Failed``) have nothing left to terminate;
+- a grace period of 0 is sent as 1 s, because 0 through the API is a *force* delete that
+  removes the object before its containers have stopped.
+
+Pure: pods in (plain dicts), a frozen plan out.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent.config.shutdown import PriorityBucket
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+SOURCE_ANNOTATION = "kubernetes.io/config.source"
+DEFAULT_TERMINATION_GRACE_SECONDS = 30
+"""What the API server defaults ``terminationGracePeriodSeconds`` to."""
+MIN_API_GRACE_SECONDS = 1
+FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PodTarget:
+    """A pod to terminate, and the grace period we will ask for."""
+
+    namespace: str
+    name: str
+    uid: str
+    priority: int
+    grace_seconds: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class SkippedPod:
+    namespace: str
+    name: str
+    reason: str  # "mirror", "static", "daemonset", "finished"
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One priority bucket: its priority range, its budget, and its pods."""
+
+    index: int
+    priority: int
+    min_priority: int | None
+    """Lowest priority that lands here (``None``: no lower bound, the first bucket)."""
+    max_priority: int | None
+    """Highest priority that lands here (``None``: no upper bound, the last bucket)."""
+    budget_seconds: int
+    deadline_offset_seconds: int
+    """Seconds from the shutdown's start by which this phase must be over."""
+    pods: tuple[PodTarget, ...]
+
+
+@dataclass(frozen=True)
+class PhasePlan:
+    phases: tuple[Phase, ...]
+    """Every bucket in running order (ascending priority), empty ones included."""
+    skipped: tuple[SkippedPod, ...]
+
+    @property
+    def budget_seconds(self) -> int:
+        return sum(phase.budget_seconds for phase in self.phases)
+
+    def phase_for(self, index: int) -> Phase:
+        return self.phases[index]
+
+
+def budget_seconds(buckets: Sequence[PriorityBucket]) -> int:
+    """The total budget: kubelet asks logind for the *sum* of every bucket's seconds."""
+    return sum(bucket.shutdown_grace_period_seconds for bucket in buckets)
+
+
+def pod_priority(pod: JsonObject) -> int:
+    value = (pod.get("spec") or {}).get("priority")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def bucket_index(priorities: Sequence[int], priority: int) -> int:
+    """kubelet's rule over ascending ``priorities``: highest bucket <= priority, else the lowest."""
+    return max(bisect.bisect_right(priorities, priority) - 1, 0)
+
+
+def skip_reason(pod: JsonObject, *, include_daemon_set_pods: bool) -> str | None:
+    """Why we leave this pod alone, or ``None`` when it is ours to terminate."""
+    metadata = pod.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    if MIRROR_ANNOTATION in annotations:
+        return "mirror"
+    if annotations.get(SOURCE_ANNOTATION, "api") != "api":
+        return "static"
+    if (pod.get("status") or {}).get("phase") in FINISHED_PHASES:
+        return "finished"
+    if not include_daemon_set_pods and is_daemon_set_pod(pod):
+        return "daemonset"
+    return None
+
+
+def is_daemon_set_pod(pod: JsonObject) -> bool:
+    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
+    return any(
+        owner.get("kind") == "DaemonSet" and owner.get("controller") is True for owner in owners
+    )
+
+
+def grace_seconds(pod: JsonObject, bucket_seconds: int) -> int:
+    """``min(bucket seconds, terminationGracePeriodSeconds)``, never a force delete."""
+    own = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+    if not isinstance(own, int) or isinstance(own, bool) or own < 0:
+        own = DEFAULT_TERMINATION_GRACE_SECONDS
+    return max(MIN_API_GRACE_SECONDS, min(bucket_seconds, own))
+
+
+def _target(pod: JsonObject, bucket_seconds: int) -> PodTarget:
+    metadata = pod.get("metadata") or {}
+    return PodTarget(
+        namespace=str(metadata.get("namespace") or ""),
+        name=str(metadata.get("name") or ""),
+        uid=str(metadata.get("uid") or ""),
+        priority=pod_priority(pod),
+        grace_seconds=grace_seconds(pod, bucket_seconds),
+    )
+
+
+def plan_phases(
+    buckets: Sequence[PriorityBucket],
+    pods: Iterable[JsonObject],
+    *,
+    include_daemon_set_pods: bool = False,
+) -> PhasePlan:
+    """Group ``pods`` into ``buckets`` (ascending by priority), kubelet's way."""
+    ordered = sorted(buckets, key=lambda bucket: bucket.priority)
+    if not ordered:
+        return PhasePlan(phases=(), skipped=())
+    priorities = [bucket.priority for bucket in ordered]
+    members: list[list[PodTarget]] = [[] for _ in ordered]
+    skipped_pods: list[SkippedPod] = []
+    for pod in pods:
+        reason = skip_reason(pod, include_daemon_set_pods=include_daemon_set_pods)
+        if reason is not None:
+            skipped_pods.append(SkippedPod(**_name_of(pod), reason=reason))
+            continue
+        index = bucket_index(priorities, pod_priority(pod))
+        members[index].append(_target(pod, ordered[index].shutdown_grace_period_seconds))
+    phases = []
+    offset = 0
+    for index, bucket in enumerate(ordered):
+        offset += bucket.shutdown_grace_period_seconds
+        phases.append(
+            Phase(
+                index=index,
+                priority=bucket.priority,
+                min_priority=None if index == 0 else bucket.priority,
+                max_priority=priorities[index + 1] - 1 if index + 1 < len(ordered) else None,
+                budget_seconds=bucket.shutdown_grace_period_seconds,
+                deadline_offset_seconds=offset,
+                pods=tuple(sorted(members[index], key=lambda t: (t.priority, t.key))),
+            )
+        )
+    return PhasePlan(phases=tuple(phases), skipped=tuple(sorted(skipped_pods, key=lambda s: s.key)))
+
+
+def _name_of(pod: JsonObject) -> dict[str, str]:
+    metadata = pod.get("metadata") or {}
+    return {
+        "namespace": str(metadata.get("namespace") or ""),
+        "name": str(metadata.get("name") or ""),
+    }

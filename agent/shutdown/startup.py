@@ -1,0 +1,56 @@
+"""What to do at start with the shutdown we find in the state file.
+
+kubelet forgets a shutdown when it restarts mid-way (kubernetes#122674): it admits pods
+again on a node that is going down. We remember. The boot ID tells the two stories apart:
+
+- **same boot, still running**: the agent restarted mid-shutdown; carry on with the
+  remaining phases inside the original deadlines, and keep the taint;
+- **another boot**: the node went down and came back; the taint must go, and the record
+  is marked complete (its times still feed the metrics);
+- **same boot, and logind says no shutdown is under way**: it was called off while we
+  were down (the PrepareForShutdown(false) went unheard), so undo it like a cancellation.
+  When logind cannot be asked, we trust the file;
+- **nothing on record, but logind is already preparing for shutdown**: the signal went out
+  before we listened (the agent started late); start the shutdown now.
+
+Pure: a record, two facts, one decision.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from agent.shutdown.record import ShutdownRecord, ShutdownStatus
+
+
+class StartupAction(Enum):
+    NOTHING = "nothing"
+    RESUME = "resume"
+    """Same boot, shutdown unfinished: resume inside the original deadlines."""
+    CLEAR_AFTER_REBOOT = "clear-after-reboot"
+    """Another boot: remove the taint, mark the record complete."""
+    CLEAR_CANCELLED = "clear-cancelled"
+    """Same boot, logind is not shutting down: the shutdown was cancelled while we were away."""
+    BEGIN = "begin"
+    """logind is already preparing for shutdown and no shutdown of ours is on record: the
+    PrepareForShutdown(true) went out before we listened, so start one now."""
+
+
+ACTIVE = frozenset({ShutdownStatus.RUNNING, ShutdownStatus.FINISHED})
+
+
+def decide_startup(
+    record: ShutdownRecord | None, boot_id: str | None, preparing: bool | None
+) -> StartupAction:
+    """``preparing`` is logind's ``PreparingForShutdown`` (``None``: logind could not be asked)."""
+    if record is None or record.status not in ACTIVE:
+        return StartupAction.BEGIN if preparing else StartupAction.NOTHING
+    if boot_id is None:
+        return StartupAction.NOTHING
+    if record.boot_id != boot_id:
+        return StartupAction.CLEAR_AFTER_REBOOT
+    if preparing is False:
+        return StartupAction.CLEAR_CANCELLED
+    if record.status is ShutdownStatus.RUNNING:
+        return StartupAction.RESUME
+    return StartupAction.NOTHING

@@ -1,0 +1,291 @@
+"""The shutdown rig: the real controller against the real logind harness and the fake API server.
+
+Nothing of ours is mocked: the controller is wired exactly as ``agent.daemon`` wires it
+(``build_cluster`` over a kubeconfig for the fake API server, NodeState reflectors running,
+the system bus from ``DBUS_SYSTEM_BUS_ADDRESS``). Only the host paths are redirected, so a
+test can choose the boot ID the agent sees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from agent.config import AgentConfig, parse_document
+from agent.daemon import build_cluster
+from agent.node.paths import HostPaths
+from agent.runtime.clock import SystemClock
+from agent.runtime.context import KubeContext
+from agent.shutdown.controller import ShutdownController
+from agent.shutdown.inhibitor import WHO
+from agent.shutdown.metrics import ShutdownMetrics
+from agent.telemetry.health import Health
+from tests.harness.fake_apiserver import FakeApiServer, FakeKubelet
+from tests.harness.logind import LogindHarness
+
+NODE = "node-1"
+TAINT_KEY = "kubelet-companion.io/shutting-down"
+BOOT_ID = "5b1f3c9e-0000-4000-8000-000000000001"
+
+
+async def until(condition: Callable[[], Any], timeout: float, what: str = "condition") -> Any:
+    """Poll ``condition`` on the loop until it is truthy; fail after ``timeout`` (a hang guard)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+def fake_proc(root: Path, boot_id: str = BOOT_ID) -> Path:
+    """A ``/proc`` with just the boot ID file the agent reads."""
+    random = root / "proc" / "sys" / "kernel" / "random"
+    random.mkdir(parents=True, exist_ok=True)
+    (random / "boot_id").write_text(boot_id + "\n")
+    return root / "proc"
+
+
+def priority_class_name(priority: int) -> str:
+    if priority == 2_000_000_000:
+        return "system-cluster-critical"
+    return f"prio-minus-{-priority}" if priority < 0 else f"prio-{priority}"
+
+
+def ensure_priority_classes(server: FakeApiServer, pods: list[dict[str, Any]]) -> None:
+    for pod in pods:
+        name = pod["spec"].get("priorityClassName")
+        if not name or server.exists("priorityclasses", name):
+            continue
+        digits = name.removeprefix("prio-")
+        value = -int(digits.removeprefix("minus-")) if digits.startswith("minus-") else int(digits)
+        server.create(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            }
+        )
+
+
+def make_pod(
+    name: str,
+    *,
+    priority: int | None = None,
+    grace: int = 30,
+    namespace: str = "default",
+    owner_kind: str | None = None,
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "nodeName": NODE,
+        "terminationGracePeriodSeconds": grace,
+        "containers": [{"name": "app", "image": "registry.example/app:1"}],
+    }
+    if priority is not None:  # the Priority admission plugin fills in spec.priority
+        spec["priorityClassName"] = priority_class_name(priority)
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if owner_kind:
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": owner_kind,
+                "name": f"{name}-owner",
+                "uid": f"{name}-owner-uid",
+                "controller": True,
+            }
+        ]
+    if annotations:
+        metadata["annotations"] = annotations
+    if labels:
+        metadata["labels"] = labels
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": spec,
+        "status": {"phase": "Running"},
+    }
+
+
+def config_text(
+    *,
+    state_dir: Path,
+    proc: Path,
+    dropin: Path,
+    buckets: list[tuple[int, int]],
+    kubeconfig: Path | None = None,
+    mode: str = "delete",
+    extra: str = "",
+) -> str:
+    lines = [
+        f"nodeName: {NODE}",
+        f"stateDir: {state_dir}",
+        f"hostPaths: {{proc: {proc}}}",
+        "shutdownGracePeriodByPodPriority:",
+        *[f"  - {{priority: {p}, shutdownGracePeriodSeconds: {s}}}" for p, s in buckets],
+        "shutdown:",
+        f"  mode: {mode}",
+        f"  logindDropInPath: {dropin}",
+        "  dbusCallTimeout: 2s",
+    ]
+    if kubeconfig is not None:
+        lines.append(f"kubeconfig: {kubeconfig}")
+    return "\n".join(lines) + "\n" + extra
+
+
+@dataclass
+class ShutdownRig:
+    logind: LogindHarness
+    tmp: Path
+    server: FakeApiServer | None
+    kubelet: FakeKubelet | None
+    config: AgentConfig
+    controller: ShutdownController
+    registry: CollectorRegistry
+    health: Health
+    cluster: KubeContext | None
+    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+    # -- observation ----------------------------------------------------------------------
+
+    def metric(self, name: str, **labels: str) -> float | None:
+        return self.registry.get_sample_value(name, labels)
+
+    def state(self) -> dict[str, Any]:
+        return dict(json.loads(self.config.shutdown_state_file.read_text()))
+
+    async def our_locks(self) -> list[tuple[str, str, str, str, int, int]]:
+        listed = await asyncio.to_thread(self.logind.list_inhibitors)
+        return [inhibitor for inhibitor in listed if inhibitor[1] == WHO]
+
+    async def wait_for_lock(self, timeout: float = 10) -> None:
+        deadline = time.monotonic() + timeout
+        while len(await self.our_locks()) != 1:
+            assert time.monotonic() < deadline, "the agent never took its lock"
+            await asyncio.sleep(0.02)
+
+    def taints(self) -> list[dict[str, Any]]:
+        assert self.server is not None
+        node = self.server.get("nodes", NODE)
+        return list((node.get("spec") or {}).get("taints") or [])
+
+    def has_taint(self) -> bool:
+        return any(t.get("key") == TAINT_KEY for t in self.taints())
+
+    def pod_deletions(self) -> list[Any]:
+        assert self.server is not None
+        return self.server.requests(
+            "DELETE", predicate=lambda r: "/pods/" in r.path and r.status is not None
+        )
+
+    async def power_off(self) -> float:
+        """PowerOff through logind; returns when PrepareForShutdown(true) was seen."""
+        since = time.monotonic()
+        await asyncio.to_thread(self.logind.power_off)
+        return await self.logind.wait_for_prepare_for_shutdown_async(True, timeout=5, since=since)
+
+    async def stop(self) -> None:
+        for task in reversed(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self.cluster is not None:
+            self.cluster.kube.close()
+
+
+@pytest.fixture
+async def rig_factory(
+    logind_harness: LogindHarness, tmp_path: Path
+) -> AsyncIterator[Callable[..., Any]]:
+    """Build and start rigs; everything is stopped at teardown."""
+    rigs: list[ShutdownRig] = []
+    servers: list[FakeApiServer] = []
+
+    async def build(
+        *,
+        buckets: list[tuple[int, int]],
+        cluster: bool = True,
+        mode: str = "delete",
+        pods: list[dict[str, Any]] | None = None,
+        time_scale: float = 1.0,
+        boot_id: str = BOOT_ID,
+        dropin: Path | None = None,
+        extra: str = "",
+        server: FakeApiServer | None = None,
+        start: bool = True,
+        prepare: Callable[[ShutdownRig], None] | None = None,
+    ) -> ShutdownRig:
+        kubeconfig = None
+        kubelet = None
+        if cluster:
+            if server is None:
+                server = FakeApiServer().start()
+                servers.append(server)
+            kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+            kubelet = server.kubelet(NODE, time_scale=time_scale)
+            pods = pods or []
+            ensure_priority_classes(server, pods)
+            for pod in pods:
+                server.create(pod)
+        text = config_text(
+            state_dir=tmp_path / "state",
+            proc=fake_proc(tmp_path / boot_id, boot_id),
+            dropin=dropin or logind_harness.dropin_dir / "99-kubelet-companion.conf",
+            buckets=buckets,
+            kubeconfig=kubeconfig,
+            mode=mode,
+            extra=extra,
+        )
+        config = parse_document(AgentConfig, text, "test config")
+        kube = build_cluster(config, NODE) if cluster else None
+        registry = CollectorRegistry()
+        health = Health()
+        controller = ShutdownController(
+            config=config,
+            node_name=NODE,
+            paths=HostPaths(proc=Path(config.host_paths.proc)),
+            metrics=ShutdownMetrics(registry),
+            health=health,
+            clock=SystemClock(),
+            cluster=kube,
+        )
+        rig = ShutdownRig(
+            logind=logind_harness,
+            tmp=tmp_path,
+            server=server if cluster else None,
+            kubelet=kubelet,
+            config=config,
+            controller=controller,
+            registry=registry,
+            health=health,
+            cluster=kube,
+        )
+        rigs.append(rig)
+        if prepare is not None:
+            prepare(rig)
+        if kube is not None:
+            rig.tasks += [asyncio.create_task(r.run()) for r in kube.node_state.reflectors]
+            await asyncio.wait_for(kube.node_state.wait_synced(), 10)
+        if start:
+            rig.tasks.append(asyncio.create_task(controller.run(), name="shutdown-controller"))
+        return rig
+
+    try:
+        yield build
+    finally:
+        for rig in rigs:
+            await rig.stop()
+        for server in servers:
+            server.stop()

@@ -1,0 +1,207 @@
+"""Deadlines hold whatever the pods or the API server do: stuck pods, outages, hangs, PDBs."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.harness.logind import LogindHarness
+from tests.integration.shutdown.conftest import ShutdownRig, make_pod, until
+
+pytestmark = pytest.mark.root
+
+# Upper bounds only guard against hangs and a grossly late release; the lower bounds are
+# causal (a stuck pod holds its phase until the deadline, nothing else can end it sooner).
+SLACK = 0.75
+
+
+@pytest.mark.parametrize("logind_harness", [{"inhibit_delay_max_sec": 20}], indirect=True)
+async def test_stuck_pod_delays_neither_the_next_phase_nor_the_release(
+    logind_harness: LogindHarness, rig_factory: Callable[..., Any]
+) -> None:
+    """A stuck pod delays neither the next phase past its deadline nor the release."""
+    logind_harness.systemd1.configure_jobs(emit_job_removed=False)
+    rig: ShutdownRig = await rig_factory(
+        buckets=[(0, 2), (1000, 2)],
+        pods=[make_pod("stuck", grace=30), make_pod("next", priority=1000, grace=30)],
+        time_scale=0.05,
+    )
+    assert rig.kubelet is not None
+    rig.kubelet.stick("default", "stuck")
+    await rig.wait_for_lock()
+    signalled = await rig.power_off()
+    start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
+
+    by_pod = {d.path.rsplit("/", 1)[1]: d.monotonic for d in rig.pod_deletions()}
+    assert 2.0 <= by_pod["next"] - signalled < 2.0 + SLACK  # at phase 1's deadline, not later
+    assert start_unit.time - signalled < 4.0 + SLACK  # released within the 4 s budget
+    await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
+    state = rig.state()
+    assert [p["status"] for p in state["phases"]] == ["timed-out", "done"]
+    assert state["releasedBy"] == "phases-done"
+    timed_out = rig.metric(
+        "kubelet_companion_shutdown_pods_terminated_total", priority="0", result="timed-out"
+    )
+    assert timed_out == 1
+
+
+@pytest.mark.parametrize("logind_harness", [{"inhibit_delay_max_sec": 20}], indirect=True)
+async def test_api_outage_keeps_phase_timing_and_releases_on_time(
+    logind_harness: LogindHarness, rig_factory: Callable[..., Any]
+) -> None:
+    """With the API down, deletes are retried per phase and the lock goes on time."""
+    logind_harness.systemd1.configure_jobs(emit_job_removed=False)
+    rig: ShutdownRig = await rig_factory(
+        buckets=[(0, 1), (1000, 2)],
+        pods=[make_pod("a", grace=1), make_pod("b", priority=1000, grace=1)],
+    )
+    await rig.wait_for_lock()
+    assert rig.server is not None
+    with rig.server.outage():
+        signalled = await rig.power_off()
+        start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
+    assert start_unit.time - signalled < 3.0 + SLACK
+    failed = rig.server.requests("DELETE", "/pods/", status=503)
+    assert len([r for r in failed if r.path.endswith("/a")]) >= 2  # retried, with backoff
+    first_b = min(r.monotonic for r in failed if r.path.endswith("/b"))
+    assert first_b - signalled >= 1.0  # phase 2 still waited for phase 1's deadline
+    await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
+    assert rig.state()["releasedBy"] == "budget"
+    failed_a = rig.metric(
+        "kubelet_companion_shutdown_pods_terminated_total", priority="0", result="failed"
+    )
+    assert failed_a == 1
+
+
+@pytest.mark.parametrize("logind_harness", [{"inhibit_delay_max_sec": 20}], indirect=True)
+async def test_hanging_api_server_cannot_hold_the_lock_past_the_budget(
+    logind_harness: LogindHarness, rig_factory: Callable[..., Any]
+) -> None:
+    """Deletes that hang far past the budget do not keep the lock: it goes at the budget's end."""
+    logind_harness.systemd1.configure_jobs(emit_job_removed=False)
+    rig: ShutdownRig = await rig_factory(buckets=[(0, 2)], pods=[make_pod("slow", grace=1)])
+    await rig.wait_for_lock()
+    assert rig.server is not None
+    rig.server.faults.hang("DELETE", r"/pods/", seconds=30, times=None)
+    signalled = await rig.power_off()
+    start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
+    assert start_unit.time - signalled < 2.0 + SLACK
+    assert rig.metric("kubelet_companion_inhibitor_lock_held") == 0
+    rig.server.faults.clear()
+
+
+@pytest.mark.parametrize("logind_harness", [{"inhibit_delay_max_sec": 20}], indirect=True)
+async def test_evict_mode_honours_a_pdb_until_the_deadline_then_deletes(
+    logind_harness: LogindHarness, rig_factory: Callable[..., Any]
+) -> None:
+    """Evict mode honours a PDB until the phase deadline, then deletes the pod."""
+    logind_harness.systemd1.configure_jobs(emit_job_removed=False)
+
+    def pdb(rig: ShutdownRig) -> None:
+        assert rig.server is not None
+        rig.server.create(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "guard", "namespace": "default"},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
+            }
+        )
+
+    rig: ShutdownRig = await rig_factory(
+        buckets=[(0, 2), (1000, 2)],
+        mode="evict",
+        pods=[
+            make_pod("guarded", grace=1, labels={"app": "guarded"}),
+            make_pod("free", grace=1),
+        ],
+        time_scale=0.2,
+        prepare=pdb,
+    )
+    assert rig.server is not None
+    await asyncio.to_thread(rig.server.wait_for, "poddisruptionbudgets", "guard", pdb_settled)
+    await rig.wait_for_lock()
+    signalled = await rig.power_off()
+    await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
+
+    evictions = rig.server.requests("POST", "/eviction")
+    guarded = [r for r in evictions if "/guarded/" in r.path]
+    assert len(guarded) >= 2
+    assert {r.status for r in guarded} == {429}
+    assert [r.status for r in evictions if "/free/" in r.path] == [201]
+    deletes = [r for r in rig.pod_deletions() if r.path.endswith("/guarded")]
+    assert len(deletes) == 1
+    assert deletes[0].monotonic - signalled >= 2.0  # only once the phase deadline came
+    assert deletes[0].body["gracePeriodSeconds"] == 1
+    assert not rig.pod_deletions()[0].path.endswith("/free")
+
+
+def pdb_settled(pdb: dict[str, Any] | None) -> bool:
+    """The fake's disruption controller has computed the budget (so evictions are judged)."""
+    status = (pdb or {}).get("status") or {}
+    return "disruptionsAllowed" in status
+
+
+@pytest.mark.parametrize("logind_harness", [{"inhibit_delay_max_sec": 20}], indirect=True)
+async def test_daemonset_mirror_and_static_pods_are_left_alone(
+    logind_harness: LogindHarness, rig_factory: Callable[..., Any]
+) -> None:
+    """Only ordinary pods are deleted: DaemonSet, mirror and static pods are never touched."""
+    logind_harness.systemd1.configure_jobs(emit_job_removed=False)
+    rig: ShutdownRig = await rig_factory(
+        buckets=[(0, 1)],
+        pods=[
+            make_pod("app", grace=1),
+            make_pod("agent-ds", grace=1, owner_kind="DaemonSet"),
+            make_pod("etcd-node-1", grace=1, annotations={"kubernetes.io/config.mirror": "x"}),
+            make_pod("static", grace=1, annotations={"kubernetes.io/config.source": "file"}),
+        ],
+        time_scale=0.1,
+    )
+    await rig.wait_for_lock()
+    await rig.power_off()
+    await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
+    assert [d.path.rsplit("/", 1)[1] for d in rig.pod_deletions()] == ["app"]
+    assert rig.server is not None
+    assert rig.server.exists("pods", "agent-ds", "default")
+
+
+async def test_node_only_mode_keeps_lock_state_file_and_metrics(
+    logind_harness: LogindHarness, rig_factory: Callable[..., Any]
+) -> None:
+    """Without a cluster, lock, state file and metrics work; the lock goes at once."""
+    logind_harness.systemd1.configure_jobs(emit_job_removed=False)
+    rig: ShutdownRig = await rig_factory(buckets=[(0, 3), (1000, 3)], cluster=False)
+    await rig.wait_for_lock()
+    signalled = await rig.power_off()
+    start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=10)
+    assert start_unit.time - signalled < 1.5  # nothing to wait for
+    await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
+    assert [p["status"] for p in rig.state()["phases"]] == ["empty", "empty"]
+    end = rig.metric("kubelet_companion_graceful_shutdown_end_time_seconds")
+    assert end is not None
+    assert end > 0
+    assert time.time() - end < 60
+
+
+@pytest.mark.parametrize("logind_harness", [{"inhibit_delay_max_sec": 20}], indirect=True)
+async def test_lock_goes_at_the_budget_even_with_the_event_loop_blocked(
+    logind_harness: LogindHarness, rig_factory: Callable[..., Any]
+) -> None:
+    """With the event loop frozen, the watchdog still releases the lock at the budget."""
+    logind_harness.systemd1.configure_jobs(emit_job_removed=False)
+    rig: ShutdownRig = await rig_factory(buckets=[(0, 1)], pods=[make_pod("stuck", grace=30)])
+    assert rig.kubelet is not None
+    rig.kubelet.stick("default", "stuck")
+    await rig.wait_for_lock()
+    signalled = await rig.power_off()
+    await until(rig.pod_deletions, 5, "the phase to start")
+    time.sleep(2.5)  # noqa: ASYNC251 - on purpose: the agent's event loop is frozen meanwhile
+    start_unit = logind_harness.systemd1.wait_for_call("StartUnit", timeout=5)
+    assert start_unit.time - signalled < 1.0 + SLACK
+    await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
+    assert rig.state()["releasedBy"] == "watchdog"

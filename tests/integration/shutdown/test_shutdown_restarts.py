@@ -1,0 +1,233 @@
+"""What the agent finds at start: a reboot clears the taint, a killed agent resumes in time."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.config.shutdown import PriorityBucket
+from agent.node.statefile import write_json_atomic
+from agent.shutdown.record import ShutdownStatus, begin_record
+from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.logind import LogindHarness
+from tests.integration.shutdown.conftest import (
+    NODE,
+    TAINT_KEY,
+    ShutdownRig,
+    config_text,
+    ensure_priority_classes,
+    make_pod,
+    until,
+)
+
+pytestmark = pytest.mark.root
+
+OLD_BOOT = "0ld0b007-0000-4000-8000-000000000000"
+NEW_BOOT = "5b1f3c9e-0000-4000-8000-000000000001"
+
+
+@pytest.mark.parametrize("status", [ShutdownStatus.FINISHED, ShutdownStatus.RUNNING])
+async def test_reboot_clears_our_taint_and_completes_the_record(
+    logind_harness: LogindHarness,
+    rig_factory: Callable[..., Any],
+    tmp_path: Path,
+    status: ShutdownStatus,
+) -> None:
+    """A record from another boot: our taint removed, record complete, times kept."""
+    old = begin_record(
+        (PriorityBucket(0, 10),),
+        start_time=1_700_000_000.0,
+        start_monotonic=5.0,
+        boot_id=OLD_BOOT,
+        mode="delete",
+    )
+    old = old.closed(status, end_time=1_700_000_009.5, why="phases-done")
+    if status is ShutdownStatus.RUNNING:  # killed before it could record an end
+        old = dataclasses.replace(old, end_time=None, released_by="")
+
+    def prepare(rig: ShutdownRig) -> None:
+        write_json_atomic(rig.config.shutdown_state_file, old.to_json())
+        assert rig.server is not None
+        rig.server.patch(
+            "nodes",
+            NODE,
+            {
+                "spec": {
+                    "taints": [
+                        {"key": "example.com/keep-me", "effect": "NoExecute"},
+                        {"key": TAINT_KEY, "effect": "NoSchedule"},
+                    ]
+                }
+            },
+        )
+
+    rig: ShutdownRig = await rig_factory(buckets=[(0, 10)], boot_id=NEW_BOOT, prepare=prepare)
+    await until(lambda: not rig.has_taint(), 10, "our taint to be removed")
+    assert rig.taints() == [{"key": "example.com/keep-me", "effect": "NoExecute"}]
+    await until(lambda: rig.state()["status"] == "complete", 5, "the completed record")
+    state = rig.state()
+    assert state["startTime"] == "2023-11-14T22:13:20.000000Z"
+    assert state["bootID"] == OLD_BOOT
+    assert rig.metric("kubelet_companion_graceful_shutdown_start_time_seconds") == 1_700_000_000.0
+    expected_end = 1_700_000_009.5 if status is ShutdownStatus.FINISHED else 0
+    assert rig.metric("kubelet_companion_graceful_shutdown_end_time_seconds") == expected_end
+    assert rig.pod_deletions() == []
+    await rig.wait_for_lock()  # and the agent is ready for the next shutdown
+
+
+# -- the real agent process, killed mid-shutdown ------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class AgentProcess:
+    """``kubelet-companion agent`` as a subprocess, its output kept for failure reports."""
+
+    def __init__(self, config: Path, kubeconfig: Path, bus: str, log: Path) -> None:
+        self.log = log
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(kubeconfig),
+            "DBUS_SYSTEM_BUS_ADDRESS": bus,
+            "KUBERNETES_SERVICE_HOST": "",
+        }
+        with log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "agent.cli", "agent", "--config", str(config)],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def kill(self, signum: int = signal.SIGKILL) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signum)
+            self.process.wait(20)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@pytest.fixture
+def agents() -> Iterator[list[AgentProcess]]:
+    started: list[AgentProcess] = []
+    try:
+        yield started
+    finally:
+        for agent in started:
+            agent.kill()
+        for agent in started:
+            print(f"--- agent {agent.pid} output ---\n{agent.output()[-6000:]}")
+
+
+@pytest.mark.parametrize("logind_harness", [{"inhibit_delay_max_sec": 30}], indirect=True)
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+async def test_agent_killed_mid_shutdown_resumes_inside_the_original_deadlines(
+    logind_harness: LogindHarness,
+    fake_apiserver: FakeApiServer,
+    tmp_path: Path,
+    agents: list[AgentProcess],
+    signum: signal.Signals,
+) -> None:
+    """An agent killed or stopped mid-shutdown resumes inside the original deadlines."""
+    # A real poweroff job never ends; logind then stays "preparing" and the restarted agent
+    # can tell a shutdown in progress from one that was called off.
+    logind_harness.systemd1.configure_jobs(emit_job_removed=False)
+    server = fake_apiserver
+    kubelet = server.kubelet(NODE, time_scale=0.2)
+    pods = [make_pod("stuck", grace=30), make_pod("later", priority=1000, grace=1)]
+    ensure_priority_classes(server, pods)
+    for pod in pods:
+        server.create(pod)
+    kubelet.stick("default", "stuck")
+    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+    config = tmp_path / "agent.yaml"
+    config.write_text(
+        config_text(
+            state_dir=tmp_path / "state",
+            proc=Path("/proc"),  # the same boot: the real boot ID, and real node facts
+            dropin=logind_harness.dropin_dir / "99-kubelet-companion.conf",
+            buckets=[(0, 5), (1000, 5)],
+            kubeconfig=kubeconfig,
+            extra=f"metricsBindAddress: 127.0.0.1:{_free_port()}\nlogFormat: json\n",
+        )
+    )
+    state_file = tmp_path / "state" / "shutdown-state.json"
+
+    def start_agent() -> AgentProcess:
+        agent = AgentProcess(config, kubeconfig, logind_harness.bus_address, tmp_path / "log")
+        agents.append(agent)
+        return agent
+
+    first = start_agent()
+    await until_sync(lambda: agent_lock_listed(logind_harness, first.pid), 30, "the first lock")
+    signalled = time.monotonic()
+    await asyncio.to_thread(logind_harness.power_off)
+    await asyncio.to_thread(
+        server.wait_for_request,
+        lambda r: r.method == "DELETE" and r.path.endswith("/stuck"),
+        10,
+    )
+    first.kill(signum)
+    recorded = json.loads(state_file.read_text())
+    assert recorded["status"] == "running"
+    # The lock died with the process; logind went ahead with the poweroff job (which, like a
+    # real one, does not finish). The node must still be tainted for the scheduler.
+    await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=10)
+
+    start_agent()
+    later = await asyncio.to_thread(
+        server.wait_for_request,
+        lambda r: r.method == "DELETE" and r.path.endswith("/later"),
+        20,
+    )
+    # Phase 1's deadline is start + 5 s, and the stuck pod holds phase 1 until then.
+    assert later.monotonic - signalled >= 5.0 - 0.5
+    assert later.monotonic - signalled < 10.0  # inside the original 10 s budget
+    await until_sync(
+        lambda: json.loads(state_file.read_text())["status"] == "finished", 15, "finished"
+    )
+    final = json.loads(state_file.read_text())
+    assert final["startTime"] == recorded["startTime"]  # the same shutdown, resumed
+    assert [p["status"] for p in final["phases"]] == ["timed-out", "done"]
+    node = server.get("nodes", NODE)
+    assert any(t["key"] == TAINT_KEY for t in node["spec"]["taints"])
+    assert kubelet.removed_at("default", "later") is not None
+
+
+def agent_lock_listed(logind_harness: LogindHarness, pid: int) -> bool:
+    return any(
+        who == "kubelet-companion" and lock_pid == pid
+        for _, who, _, _, _, lock_pid in logind_harness.list_inhibitors()
+    )
+
+
+async def until_sync(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    """``until`` for conditions that block (harness calls, file reads): run them off the loop."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if await asyncio.to_thread(condition):
+            return True
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.05)

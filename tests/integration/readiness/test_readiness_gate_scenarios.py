@@ -22,6 +22,11 @@ def _taint_keys(server: FakeApiServer, name: str = "node-1") -> list[str]:
     return [t["key"] for t in server.get("nodes", name)["spec"].get("taints") or []]
 
 
+def _lifted(agent: GateAgent, server: FakeApiServer) -> bool:
+    """The taint is gone at the server and the agent has taken in its write's result."""
+    return not _gated(server) and agent.metric("kubelet_companion_readiness_gate_held") == 0
+
+
 def _gated(server: FakeApiServer, key: str = GATE) -> bool:
     return key in _taint_keys(server)
 
@@ -61,7 +66,7 @@ async def test_a_node_with_no_critical_components_is_untainted_at_once(
     """Must show 7: nothing critical on the node, so the first evaluation lifts the taint."""
     fake_apiserver.create(node(taints=[taint()]))
     agent = await start_gate()
-    await agent.until(lambda: not _gated(fake_apiserver), "the gate taint is removed")
+    await agent.until(lambda: _lifted(agent, fake_apiserver), "the gate taint is removed")
     annotations = fake_apiserver.get("nodes", "node-1")["metadata"]["annotations"]
     assert BOOTSTRAP_COMPLETED_ANNOTATION in annotations
     await agent.until(
@@ -81,7 +86,7 @@ async def test_a_daemonset_whose_nodeselector_does_not_match_is_not_required(
     fake_apiserver.create(daemon_set("gpu-plugin", node_selector={"pool": "gpu"}))
     agent = await start_gate()
     if not matches:
-        await agent.until(lambda: not _gated(fake_apiserver), "the gate taint is removed")
+        await agent.until(lambda: _lifted(agent, fake_apiserver), "the gate taint is removed")
         assert _events(fake_apiserver, "UnscheduledNodeCriticalDaemonSets") == []
         return
     await agent.until(
@@ -114,7 +119,7 @@ async def test_a_daemonset_not_tolerating_the_gate_is_reported_not_skipped(
     assert warnings[0]["log_level"] == "warning"
     assert agent.metric("kubelet_companion_readiness_intolerant_daemonsets") == 1
     # It cannot get a pod while the gate is held, so holding for it would deadlock the node.
-    await agent.until(lambda: not _gated(fake_apiserver), "the gate taint is removed")
+    await agent.until(lambda: _lifted(agent, fake_apiserver), "the gate taint is removed")
 
 
 async def test_an_unready_critical_pod_holds_until_ready_then_lifts_exactly_once(
@@ -134,7 +139,7 @@ async def test_an_unready_critical_pod_holds_until_ready_then_lifts_exactly_once
     assert agent.metric("kubelet_companion_readiness_gate_held") == 1
 
     kubelet.set_ready("kube-system", "cni-abcde")
-    await agent.until(lambda: not _gated(fake_apiserver), "the gate taint is removed")
+    await agent.until(lambda: _lifted(agent, fake_apiserver), "the gate taint is removed")
     assert _taint_keys(fake_apiserver) == ["other/keep"]
     # More events arrive after the lift (pod and node updates): none may write again.
     fake_apiserver.patch("pods", "cni-abcde", {"metadata": {"labels": {"x": "y"}}}, "kube-system")
@@ -187,7 +192,7 @@ async def test_a_missing_csi_driver_holds_until_the_csinode_lists_it(
         return current
 
     fake_apiserver.mutate("csinodes", "node-1", register)
-    await agent.until(lambda: not _gated(fake_apiserver), "the gate taint is removed")
+    await agent.until(lambda: _lifted(agent, fake_apiserver), "the gate taint is removed")
     assert agent.metric("kubelet_companion_readiness_missing", kind="csi_driver") == 0
 
 
@@ -214,7 +219,7 @@ async def test_a_taint_added_concurrently_survives_the_removal(
         return current
 
     fake_apiserver.mutate("nodes", "node-1", add_racing_taint)
-    await agent.until(lambda: not _gated(fake_apiserver), "the gate taint is removed")
+    await agent.until(lambda: _lifted(agent, fake_apiserver), "the gate taint is removed")
     assert _taint_keys(fake_apiserver) == ["racer/added"]
     statuses = [request.status for request in _node_patches(fake_apiserver)]
     assert statuses[0] in (409, 422)
@@ -236,7 +241,7 @@ async def test_a_409_from_the_server_is_retried(
     fake_apiserver.create(node(taints=[taint("keep/me"), taint()]))
     fake_apiserver.faults.add("PATCH", "^/api/v1/nodes/node-1$", status=409, reason="Conflict")
     agent = await start_gate()
-    await agent.until(lambda: not _gated(fake_apiserver), "the gate taint is removed")
+    await agent.until(lambda: _lifted(agent, fake_apiserver), "the gate taint is removed")
     assert [r.status for r in _node_patches(fake_apiserver)] == [409, 200]
     assert _taint_keys(fake_apiserver) == ["keep/me"]
     assert agent.metric("kubelet_companion_readiness_gate_held") == 0
@@ -250,7 +255,7 @@ async def _lift_then_break(
     fake_apiserver.create(pod("cni-abcde", owner=ds, ready=True))
     kubelet = fake_apiserver.kubelet("node-1", register_node=False)
     agent = await start_gate(readiness)
-    await agent.until(lambda: not _gated(fake_apiserver), "the first lift")
+    await agent.until(lambda: _lifted(agent, fake_apiserver), "the first lift")
     kubelet.set_ready("kube-system", "cni-abcde", ready=False)
     broke_at = time.monotonic()
     await agent.until(
@@ -291,7 +296,7 @@ async def test_continuous_readds_after_the_hold_time_only_once(
     # Hysteresis: once Ready again, the re-added taint goes only after a full hold time.
     kubelet.set_ready("kube-system", "cni-abcde")
     healed_at = time.monotonic()
-    await agent.until(lambda: not _gated(fake_apiserver), "the re-added taint is lifted")
+    await agent.until(lambda: _lifted(agent, fake_apiserver), "the re-added taint is lifted")
     assert time.monotonic() - healed_at >= 1.0
     assert len(_taint_writes(fake_apiserver)) == 3
 

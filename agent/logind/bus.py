@@ -14,7 +14,7 @@ from typing import Any
 
 from dbus_fast import BusType, Message, MessageType
 from dbus_fast.aio import MessageBus
-from dbus_fast.errors import DBusError
+from dbus_fast.errors import DBusFastError
 
 from agent.logind.errors import BusUnavailable, CallFailed, CallTimeout
 
@@ -23,16 +23,30 @@ NAME_HAS_NO_OWNER = "org.freedesktop.DBus.Error.NameHasNoOwner"
 
 
 async def connect_system_bus(timeout: float) -> MessageBus:
-    """Connect to the system bus (``DBUS_SYSTEM_BUS_ADDRESS`` is honoured) with fd passing."""
-    bus = MessageBus(bus_type=BusType.SYSTEM, negotiate_unix_fd=True)
+    """Connect to the system bus (``DBUS_SYSTEM_BUS_ADDRESS`` is honoured) with fd passing.
+
+    Every way this can fail is a ``LogindError``: a malformed address (dbus-fast raises
+    ``InvalidAddressError``, a ``ValueError``, from the constructor), a refused socket, a
+    failed authentication. The caller's reconnect loop depends on it.
+    """
+    bus: MessageBus | None = None
     try:
+        bus = MessageBus(bus_type=BusType.SYSTEM, negotiate_unix_fd=True)
         async with asyncio.timeout(timeout):
             return await bus.connect()
     except TimeoutError as error:
-        bus.disconnect()
+        _close_quietly(bus)
         raise CallTimeout("connecting to the system bus timed out") from error
-    except (OSError, DBusError, ValueError) as error:
+    except (OSError, EOFError, DBusFastError, ValueError) as error:
+        _close_quietly(bus)
         raise BusUnavailable(f"cannot connect to the system bus: {error}") from error
+
+
+def _close_quietly(bus: MessageBus | None) -> None:
+    """Close a half-made connection's socket, so failed attempts leak no fds."""
+    if bus is not None:
+        with contextlib.suppress(Exception):
+            bus.disconnect()
 
 
 def _close_late_fds(pending: asyncio.Future[Message]) -> None:
@@ -78,6 +92,13 @@ async def call(
         raise
     except (EOFError, OSError) as error:
         raise BusUnavailable(f"bus connection lost during {member}: {error}") from error
+    except Exception as error:
+        # A bus that dbus-fast finalized fails its pending calls with whatever ended it (a
+        # ValueError for a bad frame, say). On a dead bus that is a lost connection; on a
+        # live one it is a bug of ours, and must not be disguised.
+        if bus.connected:
+            raise
+        raise BusUnavailable(f"bus connection lost during {member}: {error!r}") from error
     if reply is None:  # pragma: no cover - only for no-reply calls, which we never make
         raise CallFailed("NoReply", f"{member} returned nothing")
     if reply.message_type is MessageType.ERROR:

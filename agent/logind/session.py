@@ -9,7 +9,13 @@ with backoff, and turns everything worth reacting to into events on one queue:
   with ``ListInhibitors`` that its lock is still there;
 - ``BusLost``: the connection dropped or could not be made (the reason says which);
 - ``LogindOwnerChanged``: logind left the bus or came back (a restart);
-- ``PrepareForShutdown``: logind's signal, from the real logind only.
+- ``PrepareForShutdown``: logind's signal, from the real logind only, stamped with the
+  time it was received: the queue may hold it while an earlier event is handled, and the
+  shutdown's deadlines must count from the signal, not from when it was handled.
+
+``run`` must never end by itself: whatever a connection fails with (dbus-fast finalizes a
+bus with a ``ValueError`` on a bad frame, for instance), it is reported as ``BusLost`` and
+the loop reconnects. The controller still supervises the task, as a last line.
 
 Concurrency: everything here runs on the event loop; the queue is the only hand-off.
 """
@@ -18,6 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import structlog
@@ -34,6 +42,10 @@ _log = structlog.get_logger(subsystem="logind.session")
 @dataclass(frozen=True)
 class PrepareForShutdown:
     active: bool
+    monotonic: float
+    """When the signal was received, on the session's monotonic clock."""
+    wall: float
+    """The same moment in Unix seconds."""
 
 
 @dataclass(frozen=True)
@@ -62,10 +74,14 @@ class LogindSession:
         call_timeout: float,
         reconnect_initial: float = 0.25,
         reconnect_cap: float = 10.0,
+        monotonic: Callable[[], float] = time.monotonic,
+        now: Callable[[], float] = time.time,
     ) -> None:
         self.call_timeout = call_timeout
         self.reconnect_initial = reconnect_initial
         self.reconnect_cap = reconnect_cap
+        self.monotonic = monotonic
+        self.now = now
         self.events: asyncio.Queue[LogindEvent] = asyncio.Queue()
         self.bus: MessageBus | None = None
         self.manager: LogindManager | None = None
@@ -81,26 +97,27 @@ class LogindSession:
         """Connect, subscribe, wait for the connection to drop, repeat. Runs until cancelled."""
         failures = 0
         while True:
+            bus: MessageBus | None = None
             try:
                 bus = await connect_system_bus(self.call_timeout)
-            except LogindError as error:
-                self.events.put_nowait(BusLost(str(error)))
-                failures += 1
-                await asyncio.sleep(self._delay(failures))
-                continue
-            try:
                 await self._attach(bus)
                 failures = 0
                 await bus.wait_for_disconnect()  # type: ignore[no-untyped-call]  # dbus-fast leaves it unannotated
-                self.events.put_nowait(BusLost("the system bus connection closed"))
+                reason = "the system bus connection closed"
             except LogindError as error:
-                self.events.put_nowait(BusLost(f"cannot subscribe to logind: {error}"))
+                reason = str(error) if bus is None else f"cannot subscribe to logind: {error}"
                 failures += 1
             except (EOFError, OSError) as error:  # a socket dropped mid-call
-                self.events.put_nowait(BusLost(f"the system bus connection broke: {error}"))
+                reason = f"the system bus connection broke: {error}"
+                failures += 1
+            except Exception as error:  # noqa: BLE001 - whatever dbus-fast ended the bus with: reconnect, never die
+                _log.warning("the system bus connection failed unexpectedly", error=repr(error))
+                reason = f"the system bus connection failed: {error!r}"
                 failures += 1
             finally:
-                self._detach(bus)
+                if bus is not None:
+                    self._detach(bus)
+            self.events.put_nowait(BusLost(reason))
             await asyncio.sleep(self._delay(max(failures, 1)))
 
     def _delay(self, failures: int) -> float:
@@ -110,7 +127,7 @@ class LogindSession:
         signals = LogindSignals(
             bus,
             on_prepare_for_shutdown=lambda active: self.events.put_nowait(
-                PrepareForShutdown(active)
+                PrepareForShutdown(active, monotonic=self.monotonic(), wall=self.now())
             ),
             on_owner_changed=lambda owner: self.events.put_nowait(LogindOwnerChanged(owner)),
         )

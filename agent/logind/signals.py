@@ -8,12 +8,21 @@ here against the unique name that currently owns ``org.freedesktop.login1``: a f
 learnt with ``GetNameOwner`` and kept current from ``NameOwnerChanged``, which the bus
 daemon itself sends (and which is how a logind restart shows up).
 
+With fd passing on, any peer can also attach file descriptors to a message for us (the
+default system-bus policy lets anyone send signals to anyone), and dbus-fast leaves them
+open in the message. So the handler, which sees every message first, closes the fds of
+every message except a method reply that one of our ``call``s waits for (the caller owns
+those: ``Inhibit`` keeps its lock fd, ``call`` closes a late reply's). Otherwise a local
+client could exhaust the agent's fds, one signal at a time.
+
 Concurrency: dbus-fast calls the handler on the event loop thread, so the owner field and
 the callbacks need no lock.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable
 
 from dbus_fast import Message, MessageType
@@ -94,6 +103,8 @@ class LogindSignals:
         return str(reply.body[0])
 
     def _handle(self, message: Message) -> bool:
+        if message.unix_fds and not self._awaited_reply(message):
+            close_fds(message.unix_fds)
         if message.message_type is not MessageType.SIGNAL:
             return False
         if (
@@ -116,3 +127,20 @@ class LogindSignals:
         ):
             self._on_prepare(bool(message.body[0]))
         return False
+
+    def _awaited_reply(self, message: Message) -> bool:
+        """A reply (or error) to a call of ours still in flight: its fds are the caller's.
+
+        dbus-fast keeps the handlers of pending calls by serial in ``_method_return_handlers``
+        and runs user handlers (this one) before it delivers the reply, so the entry is still
+        there. A reply nobody waits for is dropped by dbus-fast, fds and all.
+        """
+        if message.message_type not in (MessageType.METHOD_RETURN, MessageType.ERROR):
+            return False
+        return message.reply_serial in self.bus._method_return_handlers
+
+
+def close_fds(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)

@@ -1,24 +1,31 @@
 """The shutdown controller: logind events in, runs of the phase plan and lock changes out.
 
 One task owns all decisions, so no two of them race: it reads logind's events from the
-session queue one at a time. The shutdown itself runs in a task of its own (``ShutdownRun``)
-so that a cancellation, a logind restart or a lost bus can still be handled while the
-phases are under way. The lock and the delay are ``InhibitorGuard``'s (never two locks),
-the taint ``TaintKeeper``'s (the newest wish wins), the record ``RecordStore``'s.
+session queue one at a time (through ``SessionListener``, which fails this task if the
+session's own task ever ends). The shutdown itself runs in a task of its own
+(``ShutdownRun``) so that a cancellation, a logind restart or a lost bus can still be
+handled while the phases are under way. The lock and the delay are ``InhibitorGuard``'s
+(never two locks), the taint ``TaintKeeper``'s (the newest wish wins), the record
+``RecordStore``'s.
 
 What happens when:
 - start: load the state file (the metrics show the last shutdown), connect to the bus, and
   decide about what the file holds: resume an unfinished shutdown, clear one the node
   rebooted from or that was cancelled meanwhile, or start one logind is already preparing;
-- bus connected, or logind (re)appeared on it: ``InhibitorGuard.ensure_lock``;
-- ``PrepareForShutdown(true)``: persist a record, taint, post the Node Event, run the phases;
-- ``PrepareForShutdown(false)``: stop any run, undo the taint, take a lock again.
+- bus connected, or logind (re)appeared on it: read ``PreparingForShutdown`` first (a
+  signal sent while we could not hear it is acted on now), then
+  ``InhibitorGuard.ensure_lock``;
+- ``PrepareForShutdown(true)``: arm the watchdog and start the run, with deadlines counted
+  from when the signal was *received* (events wait their turn in the queue); the run
+  persists the record (a bounded wait) before the phases; taint and Node Event go out in
+  the background;
+- ``PrepareForShutdown(false)``: stop any run, undo the taint, take a lock again; with no
+  shutdown of ours under way there is nothing to undo, and no Event is posted.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Literal
@@ -27,7 +34,7 @@ import structlog
 
 from agent.config import AgentConfig
 from agent.kube.events import ObjectRef
-from agent.logind.session import LogindEvent, PrepareForShutdown
+from agent.logind.session import BusConnected, LogindEvent, LogindOwnerChanged, PrepareForShutdown
 from agent.node.kernel import read_boot_id
 from agent.node.paths import HostPaths
 from agent.runtime.clock import Clock
@@ -35,16 +42,18 @@ from agent.runtime.context import AgentContext, KubeContext
 from agent.runtime.supervisor import RootTask
 from agent.shutdown.deadlines import Deadlines, deadlines_from
 from agent.shutdown.inhibitor import InhibitorGuard
+from agent.shutdown.listener import SessionListener
 from agent.shutdown.metrics import ShutdownMetrics
 from agent.shutdown.phases import budget_seconds
 from agent.shutdown.record import ShutdownRecord, ShutdownStatus, begin_record
 from agent.shutdown.run import ClusterAccess, ShutdownRun
-from agent.shutdown.startup import StartupAction, decide_startup
+from agent.shutdown.startup import StartupAction, decide_on_reconnect, decide_startup, is_current
 from agent.shutdown.store import RecordStore
 from agent.shutdown.taint import TaintKeeper
 from agent.telemetry.health import Health
 
 EVENT_REASON = "Shutdown"
+DEGRADED_TAINT = "shutdown-taint"
 RECHECK_SECONDS = 60.0
 """How often a held lock is checked against ListInhibitors without any event."""
 RETRY_SECONDS = 2.0
@@ -70,6 +79,7 @@ class ShutdownController:
         self.budget = budget_seconds(self.buckets)
         self.paths = paths
         self.metrics = metrics
+        self.health = health
         self.clock = clock
         self.store = RecordStore(Path(config.shutdown_state_file))
         self.logind = InhibitorGuard(
@@ -78,7 +88,9 @@ class ShutdownController:
             metrics=metrics,
             health=health,
             enabled=self.enabled,
+            clock=clock,
         )
+        self.listener = SessionListener(self.logind.session)
         self.cluster = self._cluster_access(cluster, node_name)
         self.record: ShutdownRecord | None = None
         self.boot_id: str | None = None
@@ -98,7 +110,10 @@ class ShutdownController:
             node_state=cluster.node_state,
             kube=cluster.kube,
             taint=TaintKeeper(
-                cluster.patcher, cluster.node_state.node_object, monotonic=self.clock.monotonic
+                cluster.patcher,
+                cluster.node_state.node_object,
+                monotonic=self.clock.monotonic,
+                on_trouble=lambda problem: self.health.set_degraded(DEGRADED_TAINT, problem),
             ),
             events=cluster.events,
             node_ref=ObjectRef.node(node),
@@ -116,14 +131,15 @@ class ShutdownController:
                 _log.info("graceful node shutdown is off (no shutdown grace period configured)")
                 await self._apply_startup(decide_startup(self.record, self.boot_id, None))
                 await asyncio.Event().wait()  # idle: a root task must not return
-            self._spawn(self.logind.session.run())
+            self.listener.start()
             pending = await self.logind.first_contact()
             preparing = await self.logind.preparing_for_shutdown()
             await self._apply_startup(decide_startup(self.record, self.boot_id, preparing))
-            for event in pending:
-                await self._handle(event)
+            for event in pending:  # PreparingForShutdown was just read: no reconciling
+                await self._handle(event, reconcile=False)
             await self._event_loop()
         finally:
+            self.listener.cancel()  # not awaited: this task may be being cancelled itself
             await self._stop_run()
             self.logind.close()
             for task in list(self._tasks):
@@ -132,31 +148,45 @@ class ShutdownController:
                 self.cluster.taint.close()
 
     async def stop(self) -> None:
-        """Graceful stop: end any run (its record stays ``running`` so a restart resumes)."""
+        """Graceful stop: end any run (its record stays ``running`` so a restart resumes).
+
+        The session task goes first and for good: closing its bus alone would only make it
+        reconnect and hand this controller events after the stop.
+        """
+        await self.listener.stop()
         await self._stop_run()
         self.logind.close()
 
     async def _event_loop(self) -> None:
         while True:
             timeout = RECHECK_SECONDS if self.logind.lock_is_fine else RETRY_SECONDS
-            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
-            # races with a queued event, and the task would then never stop.
-            try:
-                async with asyncio.timeout(timeout):
-                    event = await self.logind.session.events.get()
-            except TimeoutError:
+            event = await self.listener.next_event(timeout)
+            if event is None:
                 await self.logind.ensure_lock(reason="periodic check")
                 continue
             await self._handle(event)
 
-    async def _handle(self, event: LogindEvent) -> None:
+    async def _handle(self, event: LogindEvent, *, reconcile: bool = True) -> None:
         if isinstance(event, PrepareForShutdown):
             if event.active:
-                await self._begin_shutdown()
+                self._begin_shutdown(event)
             else:
                 await self._cancel_shutdown()
-        else:
-            await self.logind.on_bus_event(event)
+            return
+        if reconcile and _logind_back(event):
+            await self._reconcile_with_logind()
+        await self.logind.on_bus_event(event)
+
+    async def _reconcile_with_logind(self) -> None:
+        """logind can hear us again: act on a PrepareForShutdown sent while it could not."""
+        preparing = await self.logind.preparing_for_shutdown()
+        action = decide_on_reconnect(self.record, self.boot_id, preparing, running=self._running)
+        if action is StartupAction.BEGIN:
+            _log.warning("logind prepares for shutdown and its signal was missed; starting now")
+            self._begin_shutdown(None)
+        elif action is StartupAction.CLEAR_CANCELLED:
+            _log.warning("logind no longer prepares for shutdown; its cancellation was missed")
+            await self._cancel_shutdown()
 
     # -- start-up -----------------------------------------------------------------------
 
@@ -165,7 +195,7 @@ class ShutdownController:
         if action is StartupAction.BEGIN:
             if self.enabled:
                 _log.warning("logind is already preparing for shutdown; starting the shutdown")
-                await self._begin_shutdown()
+                self._begin_shutdown(None)
             return
         if record is None or action is StartupAction.NOTHING:
             return
@@ -195,14 +225,20 @@ class ShutdownController:
 
     # -- shutdown and cancellation ------------------------------------------------------
 
-    async def _begin_shutdown(self) -> None:
-        if self._run_task is not None and not self._run_task.done():
+    @property
+    def _running(self) -> bool:
+        return self._run_task is not None and not self._run_task.done()
+
+    def _begin_shutdown(self, signal: PrepareForShutdown | None) -> None:
+        """Start a shutdown; ``signal`` says when logind's signal came (``None``: now)."""
+        if self._running:
             _log.info("PrepareForShutdown(true) while a shutdown runs; ignored")
             return
+        now, monotonic = self.clock.now(), self.clock.monotonic()
         record = begin_record(
             self.buckets,
-            start_time=self.clock.now(),
-            start_monotonic=self.clock.monotonic(),
+            start_time=now if signal is None else signal.wall,
+            start_monotonic=monotonic if signal is None else signal.monotonic,
             boot_id=self.boot_id or "",
             mode=self.options.mode,
         )
@@ -213,10 +249,13 @@ class ShutdownController:
             budget_seconds=record.budget_seconds,
             phases=len(record.phases),
             mode=record.mode,
+            signal_age_seconds=round(monotonic - (record.start_monotonic or monotonic), 3),
         )
-        await self.store.save(record)  # first, so that a restarted agent can resume
-        self._emit_event("Shutdown manager detected shutdown event")
+        # The watchdog is armed before anything else, here and synchronously; the run then
+        # writes the record (waiting a bounded time for it) before it touches a pod. A state
+        # file write that hangs can neither stop the phases nor keep the lock past the budget.
         self._start_run(record, resumed=False)
+        self._emit_event("Shutdown manager detected shutdown event")
 
     def _start_run(self, record: ShutdownRecord, *, resumed: bool) -> None:
         deadlines = self._deadlines(record)
@@ -236,10 +275,11 @@ class ShutdownController:
             release=self.logind.keeper.release,
             clock=self.clock,
             include_daemon_set_pods=self.options.include_daemon_set_pods,
+            detach=self._spawn,
             resumed=resumed,
         )
         self._run = run
-        self._run_task = asyncio.create_task(run.execute(), name="shutdown-run")
+        self._run_task = run.start()  # arms the watchdog before it returns
         self._run_task.add_done_callback(self._run_ended)
 
     def _deadlines(self, record: ShutdownRecord) -> Deadlines:
@@ -265,20 +305,21 @@ class ShutdownController:
         if task is None or run is None:
             return
         if not task.done():
-            run.halted = why
+            run.halt(why)
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await asyncio.wait({task})  # unlike ``await task``, never mistakes its end for ours
         self.record = run.record
 
     async def _cancel_shutdown(self) -> None:
-        _log.info("shutdown cancelled by logind (PrepareForShutdown(false))")
+        ours = self._running or is_current(self.record, self.boot_id)
         await self._stop_run("cancelled")
         record = self.record
-        if record is not None and record.status in (
-            ShutdownStatus.RUNNING,
-            ShutdownStatus.FINISHED,
-        ):
+        if not ours or record is None:
+            _log.info(
+                "PrepareForShutdown(false) with no shutdown of ours under way; nothing to undo"
+            )
+        else:
+            _log.info("shutdown cancelled by logind (PrepareForShutdown(false))")
             self.record = record.closed(
                 ShutdownStatus.CANCELLED,
                 end_time=record.end_time or self.clock.now(),
@@ -286,9 +327,9 @@ class ShutdownController:
             )
             self.metrics.load(self.record)
             self._spawn(self.store.save(self.record))
-        if self.cluster is not None:
-            self.cluster.taint.want(False)
-        self._emit_event("Shutdown manager detected shutdown cancellation")
+            if self.cluster is not None:
+                self.cluster.taint.want(False)
+            self._emit_event("Shutdown manager detected shutdown cancellation")
         await self.logind.retake_after_cancel()
 
     def _emit_event(self, message: str) -> None:
@@ -296,10 +337,11 @@ class ShutdownController:
             cluster = self.cluster
             self._spawn(cluster.events.emit(cluster.node_ref, "Normal", EVENT_REASON, message))
 
-    def _spawn(self, coroutine: Coroutine[object, object, object]) -> None:
+    def _spawn(self, coroutine: Coroutine[object, object, object]) -> asyncio.Task[object]:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
 
 def root_tasks(ctx: AgentContext) -> list[RootTask]:
@@ -314,3 +356,10 @@ def root_tasks(ctx: AgentContext) -> list[RootTask]:
         cluster=ctx.cluster,
     )
     return [RootTask(name="shutdown", run=controller.run, stop=controller.stop)]
+
+
+def _logind_back(event: LogindEvent) -> bool:
+    """A (re)connection with logind on the bus, or logind back after a restart."""
+    if isinstance(event, BusConnected):
+        return event.logind_present
+    return isinstance(event, LogindOwnerChanged) and event.owner is not None

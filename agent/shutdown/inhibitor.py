@@ -32,6 +32,7 @@ from agent.logind.session import (
     LogindOwnerChanged,
     LogindSession,
 )
+from agent.runtime.clock import Clock
 from agent.shutdown.delay import DelayOutcome, ensure_inhibit_delay
 from agent.shutdown.metrics import ShutdownMetrics
 from agent.telemetry.health import Health
@@ -58,13 +59,16 @@ class InhibitorGuard:
         metrics: ShutdownMetrics,
         health: Health,
         enabled: bool,
+        clock: Clock,
     ) -> None:
         self.options = options
         self.budget = budget
         self.metrics = metrics
         self.health = health
         self.enabled = enabled
-        self.session = LogindSession(call_timeout=options.dbus_call_timeout)
+        self.session = LogindSession(
+            call_timeout=options.dbus_call_timeout, monotonic=clock.monotonic, now=clock.now
+        )
         self.keeper = LockKeeper(who=WHO, why=WHY, on_change=self._lock_changed)
         self._delay_checked = False
         self._delay_task: asyncio.Task[None] | None = None
@@ -141,6 +145,8 @@ class InhibitorGuard:
         if not self.enabled:
             return
         self.keeper.want()
+        if self.session.manager is None:
+            return  # no bus: the lock is taken when the bus (re)connects
         for delay in CANCEL_RETAKE_DELAYS:
             await asyncio.sleep(delay)
             await self.ensure_lock(reason="shutdown cancelled")

@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.config.shutdown import PriorityBucket
+from agent.kube.pods import is_daemon_set_pod, is_mirror_pod, is_static_pod, pod_priority
 
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-SOURCE_ANNOTATION = "kubernetes.io/config.source"
 DEFAULT_TERMINATION_GRACE_SECONDS = 30
 """What the API server defaults ``terminationGracePeriodSeconds`` to."""
 MIN_API_GRACE_SECONDS = 1
@@ -97,11 +96,6 @@ def budget_seconds(buckets: Sequence[PriorityBucket]) -> int:
     return sum(bucket.shutdown_grace_period_seconds for bucket in buckets)
 
 
-def pod_priority(pod: JsonObject) -> int:
-    value = (pod.get("spec") or {}).get("priority")
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def bucket_index(priorities: Sequence[int], priority: int) -> int:
     """kubelet's rule over ascending ``priorities``: highest bucket <= priority, else the lowest."""
     return max(bisect.bisect_right(priorities, priority) - 1, 0)
@@ -109,24 +103,15 @@ def bucket_index(priorities: Sequence[int], priority: int) -> int:
 
 def skip_reason(pod: JsonObject, *, include_daemon_set_pods: bool) -> str | None:
     """Why we leave this pod alone, or ``None`` when it is ours to terminate."""
-    metadata = pod.get("metadata") or {}
-    annotations = metadata.get("annotations") or {}
-    if MIRROR_ANNOTATION in annotations:
+    if is_mirror_pod(pod):
         return "mirror"
-    if annotations.get(SOURCE_ANNOTATION, "api") != "api":
+    if is_static_pod(pod):
         return "static"
     if (pod.get("status") or {}).get("phase") in FINISHED_PHASES:
         return "finished"
     if not include_daemon_set_pods and is_daemon_set_pod(pod):
         return "daemonset"
     return None
-
-
-def is_daemon_set_pod(pod: JsonObject) -> bool:
-    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
-    return any(
-        owner.get("kind") == "DaemonSet" and owner.get("controller") is True for owner in owners
-    )
 
 
 def grace_seconds(pod: JsonObject, bucket_seconds: int) -> int:

@@ -4,24 +4,32 @@ The order of work is chosen for the two things that matter most: the first pod d
 goes out within milliseconds of the signal, and the lock is released by the budget's end
 whatever the API server does.
 
-- The record is persisted first (so a restarted agent can resume); the taint and the Node
-  Event go out in the background: neither may hold up the phases.
+- The record is persisted first (so a restarted agent can resume), but a write that hangs
+  (a stuck disk) holds the phases for ``FIRST_SAVE_SECONDS`` at most; the taint and the
+  Node Event go out in the background: neither may hold up the phases.
 - Phases run from low priority to high. Each one is planned when it starts, from NodeState
   (never a fresh list), so pods that arrived meanwhile are not missed. All pods of a phase
   are terminated concurrently; the phase ends when they are gone from NodeState or at its
   absolute deadline.
 - The whole run sits inside ``asyncio.timeout`` at the budget's end, and a watchdog thread
-  releases the lock at the same moment in case the loop itself is stuck.
+  releases the lock at the same moment in case the loop itself is stuck. ``start`` arms
+  the watchdog before anything else, synchronously: nothing that happens on the loop
+  afterwards (a hung state-file write, a slow event) can keep it from firing.
+- A phase whose deadline passed before it could start (a 0 s bucket after a phase that ran
+  to its deadline, a late resume) still has its pods told to stop, as kubelet does; it is
+  just not waited for. Likewise a pod whose PDB held its eviction until the deadline is
+  deleted then, even when that deadline is the budget's end. Such late requests run as
+  ``detach``ed tasks (the controller's): the lock waits for them to be accepted only until
+  the budget's end, and they may complete after the release.
 
 The taint and the Node Event are the controller's: they outlive the run (a cancellation
 undoes the taint). Cancellation (PrepareForShutdown(false)) cancels the run's task; the run
-only cleans up its own tasks and its watchdog.
+only cleans up its own tasks and its watchdog, and sends no late requests.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Literal
@@ -34,6 +42,7 @@ from agent.kube.nodestate import NodeState
 from agent.runtime.clock import Clock
 from agent.shutdown.deadlines import Deadlines
 from agent.shutdown.metrics import ShutdownMetrics
+from agent.shutdown.phase_pods import PhasePods
 from agent.shutdown.phases import PodTarget, plan_phases
 from agent.shutdown.record import (
     OPEN_PHASES,
@@ -43,11 +52,13 @@ from agent.shutdown.record import (
 )
 from agent.shutdown.store import RecordStore
 from agent.shutdown.taint import TaintKeeper
-from agent.shutdown.terminate import Outcome, PodApi, delete_pod, evict_pod
+from agent.shutdown.terminate import PodApi, delete_late
 from agent.shutdown.watchdog import BudgetWatchdog
 
 _log = structlog.get_logger(subsystem="shutdown.run")
 LATE_LOOP_SECONDS = 0.25
+FIRST_SAVE_SECONDS = 0.5
+"""How long the first pod deletion may wait for the record to reach the disk."""
 
 
 @dataclass(frozen=True)
@@ -59,13 +70,6 @@ class ClusterAccess:
     taint: TaintKeeper
     events: EventRecorder
     node_ref: ObjectRef
-
-
-@dataclass
-class _PhaseWork:
-    targets: tuple[PodTarget, ...]
-    outcomes: dict[str, Outcome] = dataclasses.field(default_factory=dict)
-    confirmed_gone: set[str] = dataclasses.field(default_factory=set)
 
 
 def record_buckets(record: ShutdownRecord) -> tuple[PriorityBucket, ...]:
@@ -88,6 +92,7 @@ class ShutdownRun:
         release: Callable[[], bool],
         clock: Clock,
         include_daemon_set_pods: bool,
+        detach: Callable[[Coroutine[object, object, object]], asyncio.Task[object]],
         resumed: bool = False,
     ) -> None:
         self.record = record
@@ -98,13 +103,13 @@ class ShutdownRun:
         self.release = release
         self.clock = clock
         self.include_daemon_set_pods = include_daemon_set_pods
+        self.detach = detach
+        """Runs a coroutine that may outlive the run (late terminations)."""
+        self._late: set[asyncio.Task[object]] = set()
         self.resumed = resumed
         self.buckets = record_buckets(record)
-        self._progress = asyncio.Event()
+        self.watchdog: BudgetWatchdog | None = None
         self._background: set[asyncio.Task[object]] = set()
-        self._fallbacks: set[asyncio.Task[None]] = set()
-        """Deletes after a PDB held an eviction to its phase deadline: the lock waits for
-        them to go out (bounded by the budget), or the pod would never be told to stop."""
         self._results: dict[str, int] = {}
         self.halted: Literal["", "cancelled", "stopped"] = ""
         """Why the controller is about to cancel this run (logind's cancellation, or the
@@ -112,15 +117,47 @@ class ShutdownRun:
 
     # -- the whole run ------------------------------------------------------------------
 
+    def start(self) -> asyncio.Task[ShutdownRecord]:
+        """Arm the watchdog now, then run the phases in a task of their own."""
+        self._arm()
+        return asyncio.get_running_loop().create_task(self.execute(), name="shutdown-run")
+
+    def _arm(self) -> BudgetWatchdog:
+        if self.watchdog is None:
+            # The deadlines are on the controller's clock, so the watchdog reads the same
+            # one (a Clock's monotonic must be safe to call from any thread).
+            self.watchdog = BudgetWatchdog(
+                self.deadlines.budget_end,
+                self.release,
+                monotonic=self.clock.monotonic,
+                now=self.clock.now,
+            ).arm()
+        return self.watchdog
+
+    def halt(self, why: Literal["cancelled", "stopped"]) -> None:
+        """The controller is about to cancel this run: record why, and disarm the watchdog
+        now (the task may be cancelled before it ever ran, and then no ``finally`` would)."""
+        self.halted = why
+        if self.watchdog is not None:
+            self.watchdog.disarm()
+
     async def execute(self) -> ShutdownRecord:
-        watchdog = BudgetWatchdog(self.deadlines.budget_end, self.release, now=self.clock.now).arm()
+        watchdog = self._arm()
         try:
             why = "phases-done"
             try:
                 async with asyncio.timeout(self.deadlines.remaining(self.clock.monotonic())):
+                    if not self.resumed:  # a resumed run's record is on disk already
+                        await self._persist_first()
                     await self._run_phases()
             except TimeoutError:
                 why = "budget"
+                # The budget's end is every phase's deadline: phases it came before (0 s
+                # buckets at the end) still have their pods told to stop.
+                for index, phase in enumerate(self.record.phases):
+                    if phase.status in OPEN_PHASES:
+                        self._run_late_phase(index)
+            await asyncio.sleep(0)  # let late requests reach the client's threads first
             released = self.release()
             late = self.clock.monotonic() - self.deadlines.budget_end
             if watchdog.fired and late > LATE_LOOP_SECONDS:
@@ -129,7 +166,7 @@ class ShutdownRun:
             return await self._finish(why, released=released, ended=watchdog.fired_at)
         finally:
             watchdog.disarm()
-            for task in [*self._background, *self._fallbacks]:
+            for task in self._background:
                 task.cancel()
 
     async def _finish(self, why: str, *, released: bool, ended: float | None) -> ShutdownRecord:
@@ -155,6 +192,17 @@ class ShutdownRun:
             _log.error("the final shutdown record was not written in time")
         return self.record
 
+    async def _persist_first(self) -> None:
+        """Put the record on disk before any pod is touched, waiting a bounded time."""
+        write = self.store.save_soon(self.record)
+        # asyncio.wait, not a timeout: the write must go on (see ``save_soon``).
+        done, _ = await asyncio.wait({write}, timeout=FIRST_SAVE_SECONDS)
+        if not done:
+            _log.warning(
+                "the shutdown state file is slow to write; the phases start without it",
+                waited_seconds=FIRST_SAVE_SECONDS,
+            )
+
     # -- phases -------------------------------------------------------------------------
 
     async def _run_phases(self) -> None:
@@ -163,11 +211,34 @@ class ShutdownRun:
                 continue  # done before an agent restart
             deadline = self.deadlines.phase_ends[index]
             if self.clock.monotonic() >= deadline:
-                self._update_phase(index, status=PhaseStatus.TIMED_OUT, end_time=self.clock.now())
+                self._run_late_phase(index)
                 continue
             await self._run_phase(index, deadline)
-        if self._fallbacks:
-            await asyncio.wait(self._fallbacks)
+        if late := [task for task in self._late if not task.done()]:
+            await asyncio.wait(late)  # accepted before the release, if the budget allows
+
+    def _run_late_phase(self, index: int) -> None:
+        """A phase already past its deadline: tell its pods to stop, do not wait for them."""
+        priority = self.record.phases[index].priority
+        targets = self._plan(index)
+        now = self.clock.now()
+        if targets is None:  # NodeState never synced: nothing known to terminate
+            self._update_phase(index, status=PhaseStatus.TIMED_OUT, start_time=now, end_time=now)
+            return
+        if not targets:
+            self._update_phase(index, status=PhaseStatus.EMPTY, start_time=now, end_time=now)
+            return
+        for target in targets:
+            self._send_late(target)
+            self._count(priority, "timed-out")
+        self._update_phase(
+            index, status=PhaseStatus.TIMED_OUT, start_time=now, end_time=now, pods=len(targets)
+        )
+        _log.info(
+            "shutdown phase past its deadline: pods told to stop, not waited for",
+            priority=priority,
+            pods=len(targets),
+        )
 
     async def _run_phase(self, index: int, deadline: float) -> None:
         priority = self.record.phases[index].priority
@@ -179,17 +250,26 @@ class ShutdownRun:
         if not targets:
             self._update_phase(index, status=PhaseStatus.EMPTY, start_time=now, end_time=now)
             return
-        work = _PhaseWork(targets)
-        for target in targets:
-            self._spawn(self._terminate(target, deadline, work))
+        assert self.cluster is not None  # noqa: S101 - targets come from the cluster
+        pods = PhasePods(
+            targets,
+            node_state=self.cluster.node_state,
+            kube=self.cluster.kube,
+            evict=self.record.mode == "evict",
+            monotonic=self.clock.monotonic,
+        )
+        pods.start(deadline, self._spawn)
         started = self.record.phases[index].start_time or now
         self._update_phase(index, status=PhaseStatus.RUNNING, start_time=started, pods=len(targets))
         _log.info("shutdown phase started", priority=priority, pods=len(targets))
         all_gone = False
         try:
-            all_gone = await self._wait_gone(work, deadline)
+            all_gone = await pods.wait_gone(deadline)
         finally:  # also when the budget's end or a cancellation interrupts the phase
-            gone = self._tally(priority, work)
+            results = pods.results()
+            for result in results:
+                self._count(priority, result)
+            gone = results.count("gone")
             if all_gone:
                 status = PhaseStatus.DONE
             elif self.halted == "stopped":  # the agent is going away: a restart resumes here
@@ -200,6 +280,10 @@ class ShutdownRun:
                 status = PhaseStatus.TIMED_OUT
             ended = None if status is PhaseStatus.RUNNING else self.clock.now()
             self._update_phase(index, status=status, end_time=ended, terminated=gone)
+            if status is PhaseStatus.TIMED_OUT:  # the deadline came (or the budget's end)
+                for target in pods.unevicted():
+                    _log.info("PDB still blocks eviction at the deadline; deleting", pod=target.key)
+                    self._send_late(target)
             _log.info(
                 "shutdown phase ended",
                 priority=priority,
@@ -218,92 +302,29 @@ class ShutdownRun:
                     await state.wait_synced()
             except TimeoutError:
                 return None
+        return self._plan(index)
+
+    def _plan(self, index: int) -> tuple[PodTarget, ...] | None:
+        """Phase ``index``'s pods now, from NodeState; ``None`` while it has not synced."""
+        if self.cluster is None:
+            return ()
+        state = self.cluster.node_state
+        if not state.synced:
+            return None
         plan = plan_phases(
             self.buckets, state.pod_list(), include_daemon_set_pods=self.include_daemon_set_pods
         )
         return plan.phase_for(index).pods
 
-    def _present(self, target: PodTarget, work: _PhaseWork | None = None) -> bool:
-        if work is not None and target.key in work.confirmed_gone:
-            return False
+    def _count(self, priority: int, result: str) -> None:
+        self._results[result] = self._results.get(result, 0) + 1
+        self.metrics.pod_result(priority, result)
+
+    def _send_late(self, target: PodTarget) -> None:
+        """A delete after the target's phase deadline: ours to wait for only within budget."""
         assert self.cluster is not None  # noqa: S101 - only called with targets, i.e. a cluster
-        pod = self.cluster.node_state.pods.get(target.key)
-        return pod is not None and str((pod.get("metadata") or {}).get("uid") or "") == target.uid
-
-    async def _wait_gone(self, work: _PhaseWork, deadline: float) -> bool:
-        assert self.cluster is not None  # noqa: S101 - only called with targets, i.e. a cluster
-        state = self.cluster.node_state
-        while any(self._present(target, work) for target in work.targets):
-            remaining = deadline - self.clock.monotonic()
-            if remaining <= 0:
-                return False
-            self._progress.clear()
-            changed = asyncio.ensure_future(state.wait_changed(state.version, timeout=remaining))
-            progressed = asyncio.ensure_future(self._progress.wait())
-            try:
-                await asyncio.wait({changed, progressed}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                changed.cancel()
-                progressed.cancel()
-        return True
-
-    def _tally(self, priority: int, work: _PhaseWork) -> int:
-        gone = 0
-        for target in work.targets:
-            outcome = work.outcomes.get(target.key)
-            if not self._present(target, work):
-                result = "gone"
-                gone += 1
-            elif outcome is Outcome.BLOCKED:
-                result = "blocked"
-            elif outcome is Outcome.REQUESTED:
-                result = "timed-out"
-            else:
-                result = "failed"
-            self._results[result] = self._results.get(result, 0) + 1
-            self.metrics.pod_result(priority, result)
-        return gone
-
-    async def _terminate(self, target: PodTarget, deadline: float, work: _PhaseWork) -> None:
-        assert self.cluster is not None  # noqa: S101 - only called with targets, i.e. a cluster
-        kube = self.cluster.kube
-        monotonic = self.clock.monotonic
-        if self._mode == "evict":
-            outcome = await evict_pod(
-                kube,
-                target,
-                deadline=deadline,
-                monotonic=monotonic,
-                still_present=lambda: self._present(target, work),
-            )
-            if outcome is Outcome.FAILED:  # evictions refused outright: delete at once
-                outcome = await delete_pod(kube, target, deadline=deadline, monotonic=monotonic)
-            elif outcome is Outcome.BLOCKED:  # PDBs honoured until the deadline, then delete
-                fallback = asyncio.get_running_loop().create_task(self._delete_at(target, deadline))
-                self._fallbacks.add(fallback)
-        else:
-            outcome = await delete_pod(kube, target, deadline=deadline, monotonic=monotonic)
-        work.outcomes[target.key] = outcome
-        if outcome is Outcome.GONE:
-            work.confirmed_gone.add(target.key)
-        self._progress.set()
-
-    async def _delete_at(self, target: PodTarget, when: float) -> None:
-        assert self.cluster is not None  # noqa: S101 - only called with targets, i.e. a cluster
-        await self.clock.sleep(when - self.clock.monotonic())
-        if not self._present(target):
-            return
-        _log.info("PDB still blocks eviction at the phase deadline; deleting", pod=target.key)
-        await delete_pod(
-            self.cluster.kube,
-            target,
-            deadline=self.deadlines.budget_end,
-            monotonic=self.clock.monotonic,
-        )
-
-    @property
-    def _mode(self) -> str:
-        return self.record.mode
+        kube, monotonic = self.cluster.kube, self.clock.monotonic
+        self._late.add(self.detach(delete_late(kube, target, monotonic=monotonic)))
 
     # -- bookkeeping --------------------------------------------------------------------
 

@@ -13,6 +13,10 @@ again on a node that is going down. We remember. The boot ID tells the two stori
 - **nothing on record, but logind is already preparing for shutdown**: the signal went out
   before we listened (the agent started late); start the shutdown now.
 
+The agent is just as deaf while its bus connection is down, or while logind restarts, so
+``decide_on_reconnect`` asks the same question each time logind is back within earshot: a
+``PrepareForShutdown`` sent meanwhile is read back from ``PreparingForShutdown``.
+
 Pure: a record, two facts, one decision.
 """
 
@@ -54,3 +58,27 @@ def decide_startup(
     if record.status is ShutdownStatus.RUNNING:
         return StartupAction.RESUME
     return StartupAction.NOTHING
+
+
+def decide_on_reconnect(
+    record: ShutdownRecord | None, boot_id: str | None, preparing: bool | None, *, running: bool
+) -> StartupAction:
+    """logind is back on the bus; did we miss a ``PrepareForShutdown`` while it was not?
+
+    ``running``: a shutdown run is under way. Only two answers are possible: BEGIN (logind
+    prepares for a shutdown we know nothing of) and CLEAR_CANCELLED (ours was called off).
+    A shutdown of ours that already finished while logind still prepares is left alone.
+    """
+    if preparing is None:
+        return StartupAction.NOTHING
+    ours = running or is_current(record, boot_id)
+    if preparing and not ours:
+        return StartupAction.BEGIN
+    if not preparing and ours:
+        return StartupAction.CLEAR_CANCELLED
+    return StartupAction.NOTHING
+
+
+def is_current(record: ShutdownRecord | None, boot_id: str | None) -> bool:
+    """A shutdown of this boot that runs or ran: the one a cancellation would undo."""
+    return record is not None and record.status in ACTIVE and record.boot_id == (boot_id or "")

@@ -67,12 +67,18 @@ class RecordStore:
         latest, self._latest = self._latest, None
         return latest
 
-    def save_soon(self, record: ShutdownRecord) -> None:
-        """Save without waiting (used on the hot path between pod deletions)."""
+    def save_soon(self, record: ShutdownRecord) -> asyncio.Task[bool]:
+        """Save without waiting (used on the hot path between pod deletions).
+
+        The returned task may be waited for with a bound, never cancelled: it holds the
+        write lock until its thread is done, which is what keeps an older record from
+        landing after a newer one.
+        """
         self._latest = record
         task = asyncio.get_running_loop().create_task(self._write_latest())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
 
     async def flush(self) -> None:
         """Wait for saves started with ``save_soon``."""

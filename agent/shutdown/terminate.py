@@ -25,6 +25,9 @@ from agent.shutdown.phases import PodTarget
 
 RETRY = Backoff(initial=0.1, factor=2.0, cap=2.0)
 _UNLIMITED = 1_000_000  # attempts: only the deadline ends the retries
+LATE_REQUEST_SECONDS = 5.0
+"""How long a termination sent after its phase deadline may keep trying. Such requests are
+never waited for (the lock does not wait), so this only bounds the work left behind."""
 
 
 class PodApi(Protocol):
@@ -109,3 +112,18 @@ async def evict_pod(
     except KubeError:  # e.g. 403: evictions not allowed; the caller falls back to a delete
         return Outcome.FAILED
     return Outcome.REQUESTED
+
+
+async def delete_late(
+    kube: PodApi,
+    target: PodTarget,
+    *,
+    monotonic: Callable[[], float],
+    seconds: float = LATE_REQUEST_SECONDS,
+) -> Outcome:
+    """A delete sent once its phase deadline has passed, bounded by its own short deadline.
+
+    kubelet still kills the pods of a phase whose time is up, it just does not wait for
+    them; and a PDB honoured up to the deadline does not spare a pod from the shutdown.
+    """
+    return await delete_pod(kube, target, deadline=monotonic() + seconds, monotonic=monotonic)

@@ -7,7 +7,9 @@ stuck C extension or a pathological GC pause would keep the node waiting for the
 end and then calls ``release`` (``LockKeeper.release``, which is idempotent and
 thread-safe). If the run got there first, the call is a no-op.
 
-Deadlines are ``time.monotonic()`` values: the thread cannot use the event loop's clock.
+Deadlines are on the ``monotonic`` clock it is given: the run passes its Clock's, the one
+its deadlines were computed on (it must be callable from this thread; ``time.monotonic``
+is, and a test's fake clock must be too). The event loop's own clock is no use here.
 """
 
 from __future__ import annotations
@@ -49,6 +51,11 @@ class BudgetWatchdog:
         """Stop the watchdog; once this returns it will not release anything."""
         with self._guard:
             self._disarmed.set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until the thread has ended (disarmed or fired); return whether it has."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
     def _main(self) -> None:
         while not self._disarmed.wait(max(0.0, self.deadline - self._monotonic())):

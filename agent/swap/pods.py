@@ -17,7 +17,8 @@ from enum import StrEnum
 from typing import Any
 
 from agent.config.quantities import whole_bytes
-from agent.swap.qos import CONFIG_MIRROR_ANNOTATION, QOSClass, critical_reason, pod_qos
+from agent.kube.pods import MIRROR_ANNOTATION
+from agent.swap.qos import QOSClass, critical_reason, pod_qos
 from agent.swap.resources import MEMORY, parse_resources
 
 _RUNTIME_ID = re.compile(r"^[0-9a-f]{12,128}$")
@@ -82,7 +83,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
     status = pod.get("status") or {}
     uid = str(metadata.get("uid") or "")
     cgroup_uids = {uid} if uid else set()
-    mirror = (metadata.get("annotations") or {}).get(CONFIG_MIRROR_ANNOTATION)
+    mirror = (metadata.get("annotations") or {}).get(MIRROR_ANNOTATION)
     if isinstance(mirror, str) and mirror:
         cgroup_uids.add(mirror)
     containers = []

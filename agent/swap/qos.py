@@ -14,11 +14,8 @@ from enum import StrEnum
 from typing import Any
 
 from agent.config.shutdown import CRITICAL_POD_PRIORITY
+from agent.kube.pods import is_mirror_pod, is_static_pod, pod_priority
 from agent.swap.resources import QOS_RESOURCES, Resources, parse_resources
-
-CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
-CONFIG_MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-API_SOURCE = "api"
 
 
 class QOSClass(StrEnum):
@@ -80,13 +77,10 @@ def pod_qos(pod: Mapping[str, Any]) -> QOSClass:
 
 def critical_reason(pod: Mapping[str, Any]) -> str | None:
     """Why kubelet treats the pod as critical (``IsCriticalPod``), or ``None``."""
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    if CONFIG_MIRROR_ANNOTATION in annotations:
+    if is_mirror_pod(pod):
         return "mirror pod"
-    source = annotations.get(CONFIG_SOURCE_ANNOTATION)
-    if source is not None and source != API_SOURCE:
+    if is_static_pod(pod):
         return "static pod"
-    priority = (pod.get("spec") or {}).get("priority")
-    if type(priority) is int and priority >= CRITICAL_POD_PRIORITY:
+    if (priority := pod_priority(pod)) >= CRITICAL_POD_PRIORITY:
         return f"priority {priority} >= {CRITICAL_POD_PRIORITY}"
     return None

@@ -26,6 +26,14 @@ Baselines, measured in the same run:
 - the pods' own termination, for the ratio of the whole shutdown to it;
 - logind's own PowerOff -> StartUnit with no lock held at all (the floor of any release).
 
+Deadline precision (the integration tests assert only the hard bounds, the numbers are
+here): a second controller with buckets of 1 s and 1 s and a stuck pod in each, so every
+phase runs to its deadline:
+- phase deadline -> the next phase's first DELETE (how late a phase starts);
+- budget end -> StartUnit (how late the lock goes; the hard invariant is "by the budget").
+And a node-only controller (no cluster): PrepareForShutdown(true) -> StartUnit, against
+logind's own floor.
+
 Needs root (the logind harness). Run: .venv/bin/python scripts/bench/shutdown.py [--rounds N]
 """
 
@@ -38,7 +46,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +64,7 @@ from agent.kube.connection import connect
 from agent.kube.resources import PODS
 from agent.node.paths import HostPaths
 from agent.runtime.clock import SystemClock
+from agent.runtime.context import KubeContext
 from agent.shutdown.controller import ShutdownController
 from agent.shutdown.metrics import ShutdownMetrics
 from agent.telemetry.health import Health
@@ -65,6 +75,8 @@ from tests.harness.logind import LogindHarness
 NODE = "bench-node"
 OTHER_NODE = "elsewhere"
 BUCKETS = ((0, 10), (1000, 10), (100000, 10))
+DEADLINE_BUCKETS = ((0, 1), (1000, 1))
+NODE_ONLY_BUCKETS = ((0, 3), (1000, 3))
 PRIORITY_CLASSES = {"bench-low": 0, "bench-mid": 1000, "bench-high": 100000}
 
 
@@ -208,6 +220,115 @@ def _tainted(server: FakeApiServer) -> bool:
     )
 
 
+def bench_config(
+    root: Path,
+    logind: LogindHarness,
+    buckets: tuple[tuple[int, int], ...],
+    kubeconfig: Path | None,
+) -> AgentConfig:
+    lines = "\n".join(f"  - {{priority: {p}, shutdownGracePeriodSeconds: {s}}}" for p, s in buckets)
+    cluster = f"kubeconfig: {kubeconfig}\n" if kubeconfig is not None else ""
+    return parse_document(
+        AgentConfig,
+        f"nodeName: {NODE}\nstateDir: {root / 'state'}\n{cluster}"
+        f"shutdownGracePeriodByPodPriority:\n{lines}\n"
+        f"shutdown:\n  logindDropInPath: {logind.dropin_dir / '99-kubelet-companion.conf'}\n",
+        "bench",
+    )
+
+
+def new_controller(config: AgentConfig, cluster: KubeContext | None) -> ShutdownController:
+    return ShutdownController(
+        config=config,
+        node_name=NODE,
+        paths=HostPaths(),
+        metrics=ShutdownMetrics(CollectorRegistry()),
+        health=Health(),
+        clock=SystemClock(),
+        cluster=cluster,
+    )
+
+
+@asynccontextmanager
+async def running(
+    controller: ShutdownController, cluster: KubeContext | None
+) -> AsyncIterator[None]:
+    """The controller (and its NodeState reflectors) running; its lock held on entry."""
+    tasks = [asyncio.create_task(r.run()) for r in cluster.node_state.reflectors] if cluster else []
+    tasks.append(asyncio.create_task(controller.run()))
+    try:
+        if cluster is not None:
+            await asyncio.wait_for(cluster.node_state.wait_synced(), 10)
+        await wait_until(lambda: controller.logind.keeper.held, 10, "the agent's lock")
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if cluster is not None:
+            cluster.kube.close()
+
+
+async def deadline_round(
+    index: int,
+    *,
+    logind: LogindHarness,
+    server: FakeApiServer,
+    kubelet: FakeKubelet,
+    controller: ShutdownController,
+) -> dict[str, float]:
+    """Stuck pods in both phases: every phase runs to its deadline."""
+    low, mid = f"d{index}-low", f"d{index}-mid"
+    server.create(pod(low, NODE, "bench-low", 30))
+    server.create(pod(mid, NODE, "bench-mid", 30))
+    for name in (low, mid):
+        kubelet.stick("default", name)
+    await wait_until(lambda: {low, mid} <= names_now(controller), 10, "NodeState sync")
+    await wait_until(lambda: controller.logind.keeper.held, 10, "the agent's lock")
+    await wait_until(lambda: not _tainted(server), 10, "taint removal")
+
+    since = time.monotonic()
+    await asyncio.to_thread(logind.power_off)
+    signalled = await logind.wait_for_prepare_for_shutdown_async(True, 5, since=since)
+    start = await logind.systemd1.wait_for_call_async("StartUnit", timeout=30, since=since)
+    await logind.wait_for_prepare_for_shutdown_async(False, 5, since=start.time)
+    mid_deletes = server.requests(
+        "DELETE", predicate=lambda r: r.monotonic >= since and r.path.endswith("/" + mid)
+    )
+    first_phase, budget = DEADLINE_BUCKETS[0][1], sum(s for _, s in DEADLINE_BUCKETS)
+    for name in (low, mid):
+        kubelet.unstick("default", name)
+    for name in (low, mid):
+        await asyncio.to_thread(kubelet.wait_removed, "default", name, 10)
+    return {
+        "next_phase_late": min(r.monotonic for r in mid_deletes) - (signalled + first_phase),
+        "release_late": start.time - (signalled + budget),
+    }
+
+
+def names_now(controller: ShutdownController) -> set[str]:
+    cluster = controller.cluster
+    if cluster is None:
+        raise RuntimeError("the benchmark needs the cluster side")
+    return {p["metadata"]["name"] for p in cluster.node_state.pod_list()}
+
+
+async def node_only_rounds(logind: LogindHarness, root: Path, rounds: int) -> list[float]:
+    """No cluster: PrepareForShutdown(true) -> StartUnit, i.e. the agent's bare overhead."""
+    controller = new_controller(bench_config(root, logind, NODE_ONLY_BUCKETS, None), None)
+    samples = []
+    async with running(controller, None):
+        for _ in range(rounds):
+            await wait_until(lambda: controller.logind.keeper.held, 10, "the agent's lock")
+            since = time.monotonic()
+            await asyncio.to_thread(logind.power_off)
+            signalled = await logind.wait_for_prepare_for_shutdown_async(True, 5, since=since)
+            start = await logind.systemd1.wait_for_call_async("StartUnit", timeout=10, since=since)
+            await logind.wait_for_prepare_for_shutdown_async(False, 5, since=start.time)
+            samples.append(start.time - signalled)
+    return samples
+
+
 async def run(args: argparse.Namespace) -> int:
     configure_logging(level="warning", fmt="console", stream=sys.stderr)
     with (
@@ -231,55 +352,48 @@ async def run(args: argparse.Namespace) -> int:
         kubelet = server.kubelet(NODE, time_scale=args.time_scale)
         server.kubelet(OTHER_NODE)
         kubeconfig = server.write_kubeconfig(root / "kubeconfig")
-        buckets = "\n".join(
-            f"  - {{priority: {p}, shutdownGracePeriodSeconds: {s}}}" for p, s in BUCKETS
-        )
-        config = parse_document(
-            AgentConfig,
-            f"nodeName: {NODE}\nstateDir: {root / 'state'}\nkubeconfig: {kubeconfig}\n"
-            f"shutdownGracePeriodByPodPriority:\n{buckets}\n"
-            f"shutdown:\n  logindDropInPath: {logind.dropin_dir / '99-kubelet-companion.conf'}\n",
-            "bench",
-        )
+        config = bench_config(root / "phases", logind, BUCKETS, kubeconfig)
         cluster = build_cluster(config, NODE)
         connection = connect(str(kubeconfig))
         if cluster is None or connection is None:
             raise RuntimeError("the fake API server's kubeconfig did not load")
-        controller = ShutdownController(
-            config=config,
-            node_name=NODE,
-            paths=HostPaths(),
-            metrics=ShutdownMetrics(CollectorRegistry()),
-            health=Health(),
-            clock=SystemClock(),
-            cluster=cluster,
-        )
+        controller = new_controller(config, cluster)
         listener = BareListener(KubeApi(connection.api_client))
         await listener.start(logind.bus_address)
-        tasks = [asyncio.create_task(r.run()) for r in cluster.node_state.reflectors]
-        tasks.append(asyncio.create_task(controller.run()))
         try:
-            await asyncio.wait_for(cluster.node_state.wait_synced(), 10)
-            results = [
-                await agent_round(
-                    index,
-                    logind=logind,
-                    server=server,
-                    kubelet=kubelet,
-                    controller=controller,
-                    listener=listener,
-                    pods=args.pods,
-                    grace=args.grace,
+            async with running(controller, cluster):
+                results = [
+                    await agent_round(
+                        index,
+                        logind=logind,
+                        server=server,
+                        kubelet=kubelet,
+                        controller=controller,
+                        listener=listener,
+                        pods=args.pods,
+                        grace=args.grace,
+                    )
+                    for index in range(args.rounds)
+                ]
+                await wait_until(lambda: not _tainted(server), 10, "taint removal")
+        finally:
+            listener.stop()
+
+        config = bench_config(root / "deadlines", logind, DEADLINE_BUCKETS, kubeconfig)
+        cluster = build_cluster(config, NODE)
+        if cluster is None:
+            raise RuntimeError("the fake API server's kubeconfig did not load")
+        controller = new_controller(config, cluster)
+        async with running(controller, cluster):
+            deadlines = [
+                await deadline_round(
+                    index, logind=logind, server=server, kubelet=kubelet, controller=controller
                 )
                 for index in range(args.rounds)
             ]
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            listener.stop()
-            cluster.kube.close()
-    report(args, results, bare)
+            await wait_until(lambda: not _tainted(server), 10, "taint removal")
+        node_only = await node_only_rounds(logind, root / "node-only", args.rounds)
+    report(args, results, bare, deadlines, node_only)
     return 0
 
 
@@ -291,7 +405,13 @@ def ms(value: float) -> str:
     return f"{value * 1000:8.1f} ms"
 
 
-def report(args: argparse.Namespace, results: list[dict[str, float]], bare: list[float]) -> None:
+def report(
+    args: argparse.Namespace,
+    results: list[dict[str, float]],
+    bare: list[float],
+    deadlines: list[dict[str, float]],
+    node_only: list[float],
+) -> None:
     column = {key: [r[key] for r in results] for key in results[0]}
     first, floor = median(column["first_delete"]), median(column["floor_delete"])
     overhead = median(column["overhead"])
@@ -309,6 +429,12 @@ def report(args: argparse.Namespace, results: list[dict[str, float]], bare: list
         ("overhead beyond the pods", column["overhead"]),
         ("  floor: logind PowerOff -> StartUnit", bare),
     ]
+    late = {key: [r[key] for r in deadlines] for key in deadlines[0]}
+    rows += [
+        ("phase deadline -> next phase's first DELETE", late["next_phase_late"]),
+        ("budget end -> StartUnit (stuck pods)", late["release_late"]),
+        ("node-only: PrepareForShutdown -> StartUnit", node_only),
+    ]
     for label, values in rows:
         print(f"{label:44}{ms(median(values))}{ms(min(values))}{ms(max(values))}")
     print()
@@ -321,6 +447,14 @@ def report(args: argparse.Namespace, results: list[dict[str, float]], bare: list
         f"{'met' if overhead <= 1.0 else 'MISSED'}); the whole shutdown took "
         f"{total / own:.3f}x the pods' own termination "
         f"(logind alone: {median(bare) * 1000:.2f} ms from PowerOff to StartUnit)"
+    )
+    print(
+        f"deadlines ({'/'.join(str(s) for _, s in DEADLINE_BUCKETS)} s buckets, stuck pods): "
+        f"next phase {median(late['next_phase_late']) * 1000:.1f} ms after its predecessor's "
+        f"deadline, lock released {median(late['release_late']) * 1000:.1f} ms after the "
+        f"budget's end (median); node-only release "
+        f"{median(node_only) * 1000:.1f} ms after the signal, "
+        f"{median(node_only) / median(bare):.1f}x logind's own PowerOff -> StartUnit"
     )
 
 

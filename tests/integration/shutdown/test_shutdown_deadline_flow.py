@@ -14,9 +14,13 @@ from tests.integration.shutdown.conftest import ShutdownRig, make_pod, until
 
 pytestmark = pytest.mark.root
 
-# Upper bounds only guard against hangs and a grossly late release; the lower bounds are
-# causal (a stuck pod holds its phase until the deadline, nothing else can end it sooner).
-SLACK = 0.75
+# Two kinds of time bound only. Lower bounds are causal: a stuck pod holds its phase until
+# the deadline, and nothing else can end it sooner. Upper bounds pin invariants: a phase
+# starts inside its own deadline, and the lock goes by the budget's end. RELEASE_MARGIN
+# covers logind noticing the closed fd and the stand-in recording StartUnit; it is far
+# below logind's InhibitDelayMaxSec (20 s here), so a lock held on past the budget still
+# fails. How fast things happen is measured by scripts/bench/shutdown.py, not asserted.
+RELEASE_MARGIN = 1.0
 
 
 @pytest.mark.parametrize("logind_harness", [{"inhibit_delay_max_sec": 20}], indirect=True)
@@ -37,8 +41,8 @@ async def test_stuck_pod_delays_neither_the_next_phase_nor_the_release(
     start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
 
     by_pod = {d.path.rsplit("/", 1)[1]: d.monotonic for d in rig.pod_deletions()}
-    assert 2.0 <= by_pod["next"] - signalled < 2.0 + SLACK  # at phase 1's deadline, not later
-    assert start_unit.time - signalled < 4.0 + SLACK  # released within the 4 s budget
+    assert 2.0 <= by_pod["next"] - signalled < 4.0  # at phase 0's deadline, inside phase 1's
+    assert start_unit.time - signalled < 4.0 + RELEASE_MARGIN  # released by the 4 s budget
     await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
     state = rig.state()
     assert [p["status"] for p in state["phases"]] == ["timed-out", "done"]
@@ -64,7 +68,7 @@ async def test_api_outage_keeps_phase_timing_and_releases_on_time(
     with rig.server.outage():
         signalled = await rig.power_off()
         start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
-    assert start_unit.time - signalled < 3.0 + SLACK
+    assert start_unit.time - signalled < 3.0 + RELEASE_MARGIN
     failed = rig.server.requests("DELETE", "/pods/", status=503)
     assert len([r for r in failed if r.path.endswith("/a")]) >= 2  # retried, with backoff
     first_b = min(r.monotonic for r in failed if r.path.endswith("/b"))
@@ -89,7 +93,7 @@ async def test_hanging_api_server_cannot_hold_the_lock_past_the_budget(
     rig.server.faults.hang("DELETE", r"/pods/", seconds=30, times=None)
     signalled = await rig.power_off()
     start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
-    assert start_unit.time - signalled < 2.0 + SLACK
+    assert start_unit.time - signalled < 2.0 + RELEASE_MARGIN
     assert rig.metric("kubelet_companion_inhibitor_lock_held") == 0
     rig.server.faults.clear()
 
@@ -179,9 +183,10 @@ async def test_node_only_mode_keeps_lock_state_file_and_metrics(
     await rig.wait_for_lock()
     signalled = await rig.power_off()
     start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=10)
-    assert start_unit.time - signalled < 1.5  # nothing to wait for
+    assert start_unit.time - signalled < 6.0  # before the budget's end: nothing to wait for
     await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
     assert [p["status"] for p in rig.state()["phases"]] == ["empty", "empty"]
+    assert rig.state()["releasedBy"] == "phases-done"
     end = rig.metric("kubelet_companion_graceful_shutdown_end_time_seconds")
     assert end is not None
     assert end > 0
@@ -202,6 +207,76 @@ async def test_lock_goes_at_the_budget_even_with_the_event_loop_blocked(
     await until(rig.pod_deletions, 5, "the phase to start")
     time.sleep(2.5)  # noqa: ASYNC251 - on purpose: the agent's event loop is frozen meanwhile
     start_unit = logind_harness.systemd1.wait_for_call("StartUnit", timeout=5)
-    assert start_unit.time - signalled < 1.0 + SLACK
+    assert start_unit.time - signalled < 1.0 + RELEASE_MARGIN  # the loop was frozen 2.5 s
     await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
     assert rig.state()["releasedBy"] == "watchdog"
+
+
+@pytest.mark.parametrize("logind_harness", [{"inhibit_delay_max_sec": 20}], indirect=True)
+async def test_pods_in_a_zero_second_bucket_are_still_terminated(
+    logind_harness: LogindHarness, rig_factory: Callable[..., Any]
+) -> None:
+    """A 0 s bucket reached only at the budget's end still has its pods deleted (grace 1 s)."""
+    logind_harness.systemd1.configure_jobs(emit_job_removed=False)
+    # Legacy shutdownGracePeriod: 2s with no critical period: priority 2000000000 gets 0 s.
+    rig: ShutdownRig = await rig_factory(
+        buckets=[(0, 2), (2_000_000_000, 0)],
+        pods=[make_pod("stuck", grace=30), make_pod("crit", priority=2_000_000_000, grace=30)],
+        time_scale=0.05,
+    )
+    assert rig.kubelet is not None
+    rig.kubelet.stick("default", "stuck")
+    await rig.wait_for_lock()
+    signalled = await rig.power_off()
+    start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
+    assert start_unit.time - signalled < 2.0 + RELEASE_MARGIN  # not held for the late delete
+
+    crit = await until(
+        lambda: [d for d in rig.pod_deletions() if d.path.endswith("/crit")], 5, "crit's delete"
+    )
+    assert len(crit) == 1
+    assert crit[0].body["gracePeriodSeconds"] == 1  # min(0 s, 30 s), never a force delete
+    assert crit[0].monotonic - signalled >= 2.0  # only once phase 0's deadline came
+    await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
+    phases = rig.state()["phases"]
+    assert [(p["status"], p["pods"]) for p in phases] == [("timed-out", 1), ("timed-out", 1)]
+    assert rig.kubelet is not None
+    await until(lambda: rig.kubelet.removed_at("default", "crit"), 5, "crit to be removed")
+
+
+@pytest.mark.parametrize("logind_harness", [{"inhibit_delay_max_sec": 20}], indirect=True)
+async def test_pdb_blocked_pod_of_the_last_phase_is_deleted_at_the_budgets_end(
+    logind_harness: LogindHarness, rig_factory: Callable[..., Any]
+) -> None:
+    """Evict mode: a PDB blocking the only phase to its deadline (the budget's end) yields."""
+    logind_harness.systemd1.configure_jobs(emit_job_removed=False)
+
+    def pdb(rig: ShutdownRig) -> None:
+        assert rig.server is not None
+        rig.server.create(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "guard", "namespace": "default"},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
+            }
+        )
+
+    rig: ShutdownRig = await rig_factory(
+        buckets=[(0, 2)],
+        mode="evict",
+        pods=[make_pod("guarded", grace=1, labels={"app": "guarded"})],
+        time_scale=0.2,
+        prepare=pdb,
+    )
+    assert rig.server is not None
+    await asyncio.to_thread(rig.server.wait_for, "poddisruptionbudgets", "guard", pdb_settled)
+    await rig.wait_for_lock()
+    signalled = await rig.power_off()
+    start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
+    assert start_unit.time - signalled < 2.0 + RELEASE_MARGIN
+
+    deletes = await until(rig.pod_deletions, 5, "the delete after the PDB held to the end")
+    assert [d.path.rsplit("/", 1)[1] for d in deletes] == ["guarded"]
+    assert deletes[0].monotonic - signalled >= 2.0  # the PDB was honoured until then
+    assert {r.status for r in rig.server.requests("POST", "/eviction")} == {429}

@@ -8,7 +8,7 @@ import pytest
 
 from agent.config.shutdown import PriorityBucket
 from agent.shutdown.record import ShutdownRecord, ShutdownStatus, begin_record
-from agent.shutdown.startup import StartupAction, decide_startup
+from agent.shutdown.startup import StartupAction, decide_on_reconnect, decide_startup
 
 
 def record(status: ShutdownStatus, boot: str = "boot-a") -> ShutdownRecord:
@@ -65,3 +65,26 @@ def test_logind_already_preparing_without_an_open_shutdown_begins_one(
 def test_unknown_boot_id_is_not_taken_for_a_reboot() -> None:
     """If the boot ID cannot be read, the agent does not guess."""
     assert decide_startup(record(ShutdownStatus.RUNNING), None, True) is StartupAction.NOTHING
+
+
+@pytest.mark.parametrize(
+    ("found", "preparing", "running", "expected"),
+    [
+        (None, True, False, StartupAction.BEGIN),  # the signal went out while we were away
+        (record(ShutdownStatus.CANCELLED), True, False, StartupAction.BEGIN),
+        (record(ShutdownStatus.COMPLETE), True, False, StartupAction.BEGIN),
+        (record(ShutdownStatus.RUNNING, "boot-old"), True, False, StartupAction.BEGIN),
+        (record(ShutdownStatus.RUNNING), True, True, StartupAction.NOTHING),  # heard it
+        (record(ShutdownStatus.FINISHED), True, False, StartupAction.NOTHING),  # done already
+        (record(ShutdownStatus.RUNNING), False, True, StartupAction.CLEAR_CANCELLED),
+        (record(ShutdownStatus.FINISHED), False, False, StartupAction.CLEAR_CANCELLED),
+        (None, False, False, StartupAction.NOTHING),
+        (record(ShutdownStatus.RUNNING), None, True, StartupAction.NOTHING),  # cannot ask
+        (None, None, False, StartupAction.NOTHING),
+    ],
+)
+def test_reconnect_reads_back_a_missed_prepare_for_shutdown(
+    found: ShutdownRecord | None, preparing: bool | None, running: bool, expected: StartupAction
+) -> None:
+    """Back on the bus, a shutdown logind prepares (or called off) meanwhile is acted on."""
+    assert decide_on_reconnect(found, "boot-a", preparing, running=running) is expected

@@ -1,0 +1,125 @@
+"""The pods of one running phase: all told to stop at once, followed until gone or the deadline.
+
+Every pod's termination runs concurrently (a slow API answer for one pod never holds up
+another's), and the phase ends as soon as NodeState shows them all gone, or at its
+absolute deadline. A pod counts as gone when NodeState no longer has it under the same
+uid, or when the API said so (404, or the delete's uid precondition failed).
+
+In evict mode a PodDisruptionBudget is honoured until the deadline; at the deadline the
+pods a PDB still protects (or whose eviction is still unanswered) are deleted instead.
+That delete is decided when the phase ends, by whoever ends it (its deadline, or the
+budget's end), so no timer racing the end of the run can skip it.
+
+Concurrency: all on the event loop. The termination tasks are spawned through the run
+(which cancels whatever is left when it ends); ``_progress`` wakes the waiter when one of
+them learns something NodeState does not show yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+
+import structlog
+
+from agent.kube.nodestate import NodeState
+from agent.shutdown.phases import PodTarget
+from agent.shutdown.terminate import Outcome, PodApi, delete_pod, evict_pod
+
+_log = structlog.get_logger(subsystem="shutdown.run")
+
+
+class PhasePods:
+    def __init__(
+        self,
+        targets: tuple[PodTarget, ...],
+        *,
+        node_state: NodeState,
+        kube: PodApi,
+        evict: bool,
+        monotonic: Callable[[], float],
+    ) -> None:
+        self.targets = targets
+        self.node_state = node_state
+        self.kube = kube
+        self.evict = evict
+        self.monotonic = monotonic
+        self.outcomes: dict[str, Outcome] = {}
+        self._confirmed_gone: set[str] = set()
+        self._progress = asyncio.Event()
+
+    def start(
+        self, deadline: float, spawn: Callable[[Coroutine[object, object, object]], None]
+    ) -> None:
+        """Terminate every pod concurrently, each request bounded by ``deadline``."""
+        for target in self.targets:
+            spawn(self._terminate(target, deadline))
+
+    def present(self, target: PodTarget) -> bool:
+        if target.key in self._confirmed_gone:
+            return False
+        pod = self.node_state.pods.get(target.key)
+        return pod is not None and str((pod.get("metadata") or {}).get("uid") or "") == target.uid
+
+    async def wait_gone(self, deadline: float) -> bool:
+        """Until every pod is gone (True) or the deadline comes (False)."""
+        state = self.node_state
+        while any(self.present(target) for target in self.targets):
+            remaining = deadline - self.monotonic()
+            if remaining <= 0:
+                return False
+            self._progress.clear()
+            changed = asyncio.ensure_future(state.wait_changed(state.version, timeout=remaining))
+            progressed = asyncio.ensure_future(self._progress.wait())
+            try:
+                await asyncio.wait({changed, progressed}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                changed.cancel()
+                progressed.cancel()
+        return True
+
+    def results(self) -> list[str]:
+        """Each pod's result for the metric: gone, blocked, timed-out or failed."""
+        results = []
+        for target in self.targets:
+            outcome = self.outcomes.get(target.key)
+            if not self.present(target):
+                results.append("gone")
+            elif outcome is Outcome.BLOCKED:
+                results.append("blocked")
+            elif outcome is Outcome.REQUESTED:
+                results.append("timed-out")
+            else:
+                results.append("failed")
+        return results
+
+    def unevicted(self) -> list[PodTarget]:
+        """Evict mode, at the deadline: pods a PDB still protects or never answered for."""
+        if not self.evict:
+            return []
+        return [
+            target
+            for target in self.targets
+            if self.outcomes.get(target.key) in (None, Outcome.BLOCKED) and self.present(target)
+        ]
+
+    async def _terminate(self, target: PodTarget, deadline: float) -> None:
+        kube, monotonic = self.kube, self.monotonic
+        if self.evict:
+            outcome = await evict_pod(
+                kube,
+                target,
+                deadline=deadline,
+                monotonic=monotonic,
+                still_present=lambda: self.present(target),
+            )
+            if outcome is Outcome.FAILED:  # evictions refused outright: delete at once
+                outcome = await delete_pod(kube, target, deadline=deadline, monotonic=monotonic)
+            # BLOCKED: the PDB is honoured until the deadline; see ``unevicted``.
+        else:
+            outcome = await delete_pod(kube, target, deadline=deadline, monotonic=monotonic)
+        self.outcomes[target.key] = outcome
+        if outcome is Outcome.GONE:
+            self._confirmed_gone.add(target.key)
+        self._progress.set()
+        _log.debug("pod termination requested", pod=target.key, outcome=outcome.value)

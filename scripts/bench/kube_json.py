@@ -1,0 +1,137 @@
+"""Benchmark: parsing a pod list as raw JSON versus the official client's typed models.
+
+Why the adapter reads lists and watches with ``_preload_content=False`` and ``json.loads``:
+the client's models (``V1PodList`` and friends) are much slower to build. Baseline, measured
+in the same run: ``json.loads`` of the same bytes, which is what ``agent/kube`` does.
+
+Run: .venv/bin/python scripts/bench/kube_json.py [--pods N] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from typing import Any
+
+from kubernetes import client
+
+
+def pod(index: int) -> dict[str, Any]:
+    name = f"web-{index:05d}"
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "shop",
+            "uid": f"6f1c1e5d-5a4d-4e7e-9d3c-{index:012d}",
+            "resourceVersion": str(1000 + index),
+            "creationTimestamp": "2026-11-22T09:00:00Z",
+            "labels": {"app": "web", "pod-template-hash": "7d9f"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "web-7d9f",
+                    "uid": "0b6f1c1e-5d5a-4d7e-9d3c-5b1f1c1e5d5a",
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "nodeName": "node-1",
+            "priority": 0,
+            "terminationGracePeriodSeconds": 30,
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "registry.example/web:1.0",
+                    "resources": {
+                        "requests": {"cpu": "100m", "memory": "256Mi"},
+                        "limits": {"memory": "512Mi"},
+                    },
+                    "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                },
+                {
+                    "name": "sidecar",
+                    "image": "registry.example/proxy:2.1",
+                    "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
+                },
+            ],
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                }
+            ],
+        },
+        "status": {
+            "phase": "Running",
+            "qosClass": "Burstable",
+            "startTime": "2026-11-22T09:00:01Z",
+            "conditions": [
+                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-22T09:00:05Z"},
+                {
+                    "type": "ContainersReady",
+                    "status": "True",
+                    "lastTransitionTime": "2026-11-22T09:00:05Z",
+                },
+            ],
+            "containerStatuses": [
+                {
+                    "name": name_,
+                    "ready": True,
+                    "restartCount": 0,
+                    "image": "x",
+                    "imageID": "y",
+                    "containerID": f"containerd://{index:064x}",
+                    "started": True,
+                    "state": {"running": {"startedAt": "2026-11-22T09:00:02Z"}},
+                }
+                for name_ in ("app", "sidecar")
+            ],
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pods", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    body = json.dumps(
+        {
+            "kind": "PodList",
+            "apiVersion": "v1",
+            "metadata": {"resourceVersion": "99"},
+            "items": [pod(i) for i in range(args.pods)],
+        }
+    )
+    api = client.ApiClient()
+    raw, typed = [], []
+    for _ in range(args.runs):
+        started = time.perf_counter()
+        parsed = json.loads(body)
+        raw.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        models = api.deserialize(body, "V1PodList", "application/json")
+        typed.append(time.perf_counter() - started)
+        assert len(parsed["items"]) == len(models.items) == args.pods
+    raw_median, typed_median = statistics.median(raw), statistics.median(typed)
+    print(
+        f"machine: {platform.machine()}, Python {platform.python_version()}, "
+        f"kubernetes client {client.__version__ if hasattr(client, '__version__') else '?'}"
+    )
+    print(f"{args.pods} pods, {len(body) / 2**20:.1f} MiB of JSON, {args.runs} runs")
+    print(f"raw json.loads (baseline): median {raw_median * 1000:.1f} ms")
+    print(
+        f"typed V1PodList:           median {typed_median * 1000:.1f} ms "
+        f"({typed_median / raw_median:.1f}x the raw parse)"
+    )
+
+
+if __name__ == "__main__":
+    main()

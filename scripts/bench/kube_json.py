@@ -119,7 +119,8 @@ def main() -> None:
         started = time.perf_counter()
         models = api.deserialize(body, "V1PodList", "application/json")
         typed.append(time.perf_counter() - started)
-        assert len(parsed["items"]) == len(models.items) == args.pods
+        if not len(parsed["items"]) == len(models.items) == args.pods:
+            raise RuntimeError("the two parses disagree on the pod count")
     raw_median, typed_median = statistics.median(raw), statistics.median(typed)
     print(
         f"machine: {platform.machine()}, Python {platform.python_version()}, "

@@ -8,12 +8,11 @@ from agent.kube.nodestate import NodeState
 from agent.kube.reflector import Reflector
 from agent.kube.resources import PODS
 from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness.waiting import wait_until
 
 
 async def _until(check: Callable[[], bool], timeout: float = 10) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():  # noqa: ASYNC110 - polls a store fed from another thread
-            await asyncio.sleep(0.01)
+    await wait_until(check, "the reflector's store", timeout)
 
 
 def _pods(kube_api: KubeApi, **kwargs: object) -> Reflector:

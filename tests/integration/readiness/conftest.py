@@ -27,6 +27,7 @@ from agent.runtime.clock import SystemClock
 from agent.runtime.context import AgentContext, KubeContext
 from agent.telemetry.health import Health
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.waiting import wait_until
 
 JSON = dict[str, Any]
 
@@ -46,13 +47,7 @@ class GateAgent:
     async def until(
         self, predicate: Callable[[], object], what: str, timeout: float = 10.0
     ) -> None:
-        """Wait (bounded, to avoid hangs) until ``predicate`` holds."""
-        try:
-            async with asyncio.timeout(timeout):
-                while not predicate():  # noqa: ASYNC110 - the state lives in other threads
-                    await asyncio.sleep(0.02)
-        except TimeoutError:
-            raise AssertionError(f"timed out waiting for: {what}") from None
+        await wait_until(predicate, what, timeout)
 
     async def shutdown(self) -> None:
         self.stop.set()

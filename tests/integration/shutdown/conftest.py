@@ -30,6 +30,7 @@ from agent.shutdown.metrics import ShutdownMetrics
 from agent.telemetry.health import Health
 from tests.harness.fake_apiserver import FakeApiServer, FakeKubelet
 from tests.harness.logind import LogindHarness
+from tests.harness.waiting import wait_until
 
 NODE = "node-1"
 TAINT_KEY = "kubelet-companion.io/shutting-down"
@@ -37,15 +38,8 @@ BOOT_ID = "5b1f3c9e-0000-4000-8000-000000000001"
 
 
 async def until(condition: Callable[[], Any], timeout: float, what: str = "condition") -> Any:
-    """Poll ``condition`` on the loop until it is truthy; fail after ``timeout`` (a hang guard)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.01)
+    """``wait_until`` with the timeout first, as this suite's call sites read."""
+    return await wait_until(condition, what, timeout)
 
 
 def fake_proc(root: Path, boot_id: str = BOOT_ID) -> Path:

@@ -35,6 +35,7 @@ from agent.telemetry.health import Health
 from tests.harness.cgroups import GIB, CgroupTreeBuilder, Driver
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree
+from tests.harness.waiting import wait_until
 
 JSON = dict[str, Any]
 NODE = "node-1"
@@ -128,17 +129,6 @@ class SwapAgent:
 
 
 StartSwapAgent = Callable[..., Awaitable[SwapAgent]]
-
-
-async def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    """Wait (bounded, to avoid hangs) until ``predicate`` holds."""
-    try:
-        async with asyncio.timeout(timeout):
-            # Polling: the state lives in watch and HTTP threads, with no event to await.
-            while not predicate():  # noqa: ASYNC110 - see above
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for: {what}") from None
 
 
 def node_object(name: str = NODE, swap_capacity: int | None = None) -> JSON:

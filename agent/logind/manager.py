@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
+from typing import Any
 
+from dbus_fast import Message
 from dbus_fast.aio import MessageBus
 from dbus_fast.signature import Variant
 
@@ -62,17 +64,22 @@ class LogindManager:
         self.bus = bus
         self.timeout = timeout
 
-    async def get_property(self, name: str) -> object:
-        reply = await call(
+    async def _call(
+        self, interface: str, member: str, signature: str = "", body: list[Any] | None = None
+    ) -> Message:
+        return await call(
             self.bus,
             destination=LOGIN1,
             path=LOGIN1_PATH,
-            interface=PROPERTIES,
-            member="Get",
-            signature="ss",
-            body=[MANAGER, name],
+            interface=interface,
+            member=member,
+            signature=signature,
+            body=body,
             timeout=self.timeout,
         )
+
+    async def get_property(self, name: str) -> object:
+        reply = await self._call(PROPERTIES, "Get", "ss", [MANAGER, name])
         variant = reply.body[0]
         return variant.value if isinstance(variant, Variant) else variant
 
@@ -80,16 +87,7 @@ class LogindManager:
         return int(str(await self.get_property("InhibitDelayMaxUSec")))
 
     async def inhibit(self, what: str, who: str, why: str, mode: str) -> InhibitorLock:
-        reply = await call(
-            self.bus,
-            destination=LOGIN1,
-            path=LOGIN1_PATH,
-            interface=MANAGER,
-            member="Inhibit",
-            signature="ssss",
-            body=[what, who, why, mode],
-            timeout=self.timeout,
-        )
+        reply = await self._call(MANAGER, "Inhibit", "ssss", [what, who, why, mode])
         index = reply.body[0]
         fds = reply.unix_fds or []
         # dbus-fast hands us every fd in the message; keep the one named, close any others.
@@ -102,14 +100,7 @@ class LogindManager:
         return InhibitorLock(fd, what, who)
 
     async def list_inhibitors(self) -> list[Inhibitor]:
-        reply = await call(
-            self.bus,
-            destination=LOGIN1,
-            path=LOGIN1_PATH,
-            interface=MANAGER,
-            member="ListInhibitors",
-            timeout=self.timeout,
-        )
+        reply = await self._call(MANAGER, "ListInhibitors")
         return [
             Inhibitor(str(w), str(who), str(why), str(mode), int(uid), int(pid))
             for w, who, why, mode, uid, pid in reply.body[0]

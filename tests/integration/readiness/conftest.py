@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,36 +23,16 @@ from agent.node.facts import collect_node_facts
 from agent.node.paths import HostPaths
 from agent.readiness.controller import root_tasks
 from agent.runtime.clock import SystemClock
-from agent.runtime.context import AgentContext, KubeContext
+from agent.runtime.context import AgentContext
 from agent.telemetry.health import Health
+from tests.harness.agent_rig import InProcessAgent
 from tests.harness.fake_apiserver import FakeApiServer
-from tests.harness.waiting import wait_until
 
 JSON = dict[str, Any]
 
 
-@dataclass
-class GateAgent:
-    server: FakeApiServer
-    registry: CollectorRegistry
-    health: Health
-    cluster: KubeContext
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
-
-    def metric(self, name: str, **labels: str) -> float | None:
-        return self.registry.get_sample_value(name, labels)
-
-    async def until(
-        self, predicate: Callable[[], object], what: str, timeout: float = 10.0
-    ) -> None:
-        await wait_until(predicate, what, timeout)
-
-    async def shutdown(self) -> None:
-        self.stop.set()
-        if self.task is not None:
-            await asyncio.wait_for(self.task, timeout=15)
-        self.cluster.kube.close()
+GateAgent = InProcessAgent
+"""The readiness rig adds nothing of its own to the shared in-process agent."""
 
 
 StartGate = Callable[..., Awaitable[GateAgent]]
@@ -96,7 +75,7 @@ async def start_gate(
             cluster=cluster,
         )
         supervisor = assemble(ctx, [root_tasks], stop_timeout=5)
-        agent = GateAgent(fake_apiserver, registry, health, cluster)
+        agent = GateAgent(server=fake_apiserver, registry=registry, health=health, cluster=cluster)
         agent.task = asyncio.create_task(supervisor.run(agent.stop))
         agents.append(agent)
         await agent.until(lambda: health.readiness().ok, "every watch synced")

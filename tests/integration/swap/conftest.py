@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +27,15 @@ from agent.node.filesystems import CGROUP2_SUPER_MAGIC
 from agent.node.metrics import NodeFactsCollector
 from agent.node.paths import HostPaths
 from agent.runtime.clock import SystemClock
-from agent.runtime.context import AgentContext, KubeContext
+from agent.runtime.context import AgentContext
 from agent.runtime.supervisor import RootTask
 from agent.swap.collector import SwapAuditCollector
 from agent.swap.controller import SwapController
 from agent.telemetry.health import Health
+from tests.harness.agent_rig import InProcessAgent
 from tests.harness.cgroups import GIB, CgroupTreeBuilder, Driver
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree
-from tests.harness.waiting import wait_until
 
 JSON = dict[str, Any]
 NODE = "node-1"
@@ -100,32 +100,14 @@ def make_swap_node(tmp_path: Path) -> MakeSwapNode:
     return make
 
 
-@dataclass
-class SwapAgent:
-    server: FakeApiServer
+@dataclass(kw_only=True)
+class SwapAgent(InProcessAgent):
     controller: SwapController
-    registry: CollectorRegistry
-    health: Health
-    cluster: KubeContext
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
-
-    def metric(self, name: str, **labels: str) -> float | None:
-        return self.registry.get_sample_value(name, labels)
-
-    async def until(self, predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-        await wait_until(predicate, what, timeout)
 
     async def synced_with(self, server_predicate: Callable[[list[JSON]], bool]) -> None:
         """Wait until NodeState's pods satisfy ``server_predicate`` (the watch caught up)."""
         state = self.cluster.node_state
         await self.until(lambda: server_predicate(state.pod_list()), "NodeState caught up")
-
-    async def shutdown(self) -> None:
-        self.stop.set()
-        if self.task is not None:
-            await asyncio.wait_for(self.task, timeout=15)
-        self.cluster.kube.close()
 
 
 StartSwapAgent = Callable[..., Awaitable[SwapAgent]]
@@ -204,7 +186,13 @@ async def start_swap_agent(
         )
         tasks = [RootTask(name="swap", run=controller.run)] if loop else []
         supervisor = assemble(ctx, [lambda _ctx: tasks], stop_timeout=5)
-        agent = SwapAgent(fake_apiserver, controller, registry, health, cluster)
+        agent = SwapAgent(
+            server=fake_apiserver,
+            controller=controller,
+            registry=registry,
+            health=health,
+            cluster=cluster,
+        )
         agent.task = asyncio.create_task(supervisor.run(agent.stop))
         agents.append(agent)
         await agent.until(lambda: health.readiness().ok, "every watch synced")

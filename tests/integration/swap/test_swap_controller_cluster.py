@@ -23,12 +23,12 @@ from agent.swap.summary import NOSWAP_EVENT_MESSAGE, NOSWAP_EVENT_REASON
 from agent.telemetry.health import Health
 from tests.harness.cgroups import GIB, ContainerFixture, changed_files, container_id, pod_object
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.waiting import wait_until
 from tests.integration.swap.conftest import (
     NODE,
     MakeSwapNode,
     StartSwapAgent,
     node_object,
-    wait_until,
 )
 from tests.integration.swap.swap_scenario import build_scenario
 

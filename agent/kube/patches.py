@@ -47,7 +47,7 @@ def escape_pointer(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-def taints_of(node: JsonObject) -> list[JsonObject]:
+def taints_of(node: Mapping[str, Any]) -> list[JsonObject]:
     return list((node.get("spec") or {}).get("taints") or [])
 
 

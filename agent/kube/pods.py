@@ -44,6 +44,14 @@ def is_daemon_set_pod(pod: Pod) -> bool:
     )
 
 
+FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def is_finished(pod: Pod) -> bool:
+    """The pod ran to an end (``Succeeded`` or ``Failed``): nothing in it runs any more."""
+    return (pod.get("status") or {}).get("phase") in FINISHED_PHASES
+
+
 def pod_priority(pod: Pod) -> int:
     """``spec.priority``; missing (or not an integer) counts as 0, as in kubelet."""
     value = (pod.get("spec") or {}).get("priority")

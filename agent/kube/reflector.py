@@ -29,7 +29,7 @@ import structlog
 from agent.kube.api import JsonObject, KubeApi
 from agent.kube.backoff import Backoff
 from agent.kube.errors import Gone, KubeError
-from agent.kube.resources import Resource
+from agent.kube.resources import Resource, object_key
 
 Listener = Callable[[str, JsonObject | None], None]
 """Called on the loop with (``ADDED``/``MODIFIED``/``DELETED``/``SYNCED``, object or None)."""
@@ -37,13 +37,6 @@ Listener = Callable[[str, JsonObject | None], None]
 _log = structlog.get_logger(subsystem="kube.reflector")
 _SHORT_WATCH = 1.0
 """A watch that ends sooner than this with nothing delivered is treated as a failure."""
-
-
-def object_key(obj: JsonObject) -> str:
-    metadata = obj.get("metadata") or {}
-    namespace = metadata.get("namespace")
-    name = str(metadata.get("name", ""))
-    return f"{namespace}/{name}" if namespace else name
 
 
 class Reflector:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote
 
 
@@ -30,6 +32,14 @@ class Resource:
         if subresource:
             base += f"/{subresource}"
         return base
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """``namespace/name`` for namespaced objects, ``name`` for cluster-scoped ones."""
+    metadata = obj.get("metadata") or {}
+    namespace = metadata.get("namespace")
+    name = str(metadata.get("name", ""))
+    return f"{namespace}/{name}" if namespace else name
 
 
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)

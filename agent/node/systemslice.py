@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.node.cgroupfiles import open_directory, read_file, write_file
-from agent.node.kubepods import SWAP_MAX, SwapMax, parse_swap_max
+from agent.node.kubepods import SWAP_MAX, parse_swap_max
 from agent.node.memory import SwapDevice
 from agent.node.paths import HostPaths, read_text
 
@@ -49,14 +49,6 @@ def parse_io_latency(text: str | None) -> dict[str, int]:
 class SystemSlice:
     def __init__(self, mount: Path) -> None:
         self.mount = mount
-
-    def read_swap_max(self) -> SwapMax:
-        with open_directory(self.mount, [SYSTEM_SLICE]) as fd:
-            return parse_swap_max(read_file(fd, SWAP_MAX))
-
-    def read_io_latency(self) -> dict[str, int]:
-        with open_directory(self.mount, [SYSTEM_SLICE]) as fd:
-            return parse_io_latency(read_file(fd, IO_LATENCY))
 
     def ensure_no_swap(self) -> SliceChange | None:
         """Set ``memory.swap.max`` to 0 unless it already is; return what changed."""

@@ -20,17 +20,12 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent.kube.pods import is_finished
+from agent.kube.resources import object_key
 from agent.readiness.placement import place
 from agent.readiness.presets import CRITICAL_LABEL_VALUE, GateKeys
 
 _MESSAGE_LIMIT = 160
-
-
-def object_name(obj: Mapping[str, Any]) -> str:
-    metadata = obj.get("metadata") or {}
-    namespace = metadata.get("namespace")
-    name = str(metadata.get("name") or "")
-    return f"{namespace}/{name}" if namespace else name
 
 
 def controller_uid(pod: Mapping[str, Any]) -> str | None:
@@ -115,7 +110,7 @@ def _being_deleted(pod: Mapping[str, Any]) -> bool:
 
 
 def _live(pod: Mapping[str, Any]) -> bool:
-    return not _being_deleted(pod) and _phase(pod) not in ("Succeeded", "Failed")
+    return not _being_deleted(pod) and not is_finished(pod)
 
 
 def _shorten(text: str) -> str:
@@ -125,7 +120,7 @@ def _shorten(text: str) -> str:
 
 def pod_readiness(pod: Mapping[str, Any]) -> PodCheck:
     """Ready by the ``Ready`` condition; otherwise say what the pod shows instead."""
-    name = object_name(pod)
+    name = object_key(pod)
     status = pod.get("status") or {}
     conditions = status.get("conditions") or []
     ready = next((c for c in conditions if c.get("type") == "Ready"), None)
@@ -164,7 +159,7 @@ def _critical_pods(
         if _phase(pod) == "Failed" and owned:
             continue
         chosen.append(pod)
-    return sorted(chosen, key=object_name)
+    return sorted(chosen, key=object_key)
 
 
 def _driver_checks(
@@ -174,7 +169,7 @@ def _driver_checks(
     for pod in pods:
         for key, value in ((pod.get("metadata") or {}).get("annotations") or {}).items():
             if key.startswith(prefix) and value:
-                wanted.setdefault(str(value), []).append(object_name(pod))
+                wanted.setdefault(str(value), []).append(object_key(pod))
     registered = {
         str(driver.get("name"))
         for driver in ((csinode or {}).get("spec") or {}).get("drivers") or []
@@ -205,7 +200,7 @@ def assess(
             and ((ds.get("metadata") or {}).get("labels") or {}).get(keys.label)
             == CRITICAL_LABEL_VALUE
         ),
-        key=object_name,
+        key=object_key,
     )
     live_by_owner: dict[str, Mapping[str, Any]] = {}
     for pod in pods:
@@ -220,10 +215,10 @@ def assess(
         owned = live_by_owner.get(uid) if uid else None
         ds_checks.append(
             DaemonSetCheck(
-                name=object_name(ds),
+                name=object_key(ds),
                 required=placement.required,
                 scheduled=owned is not None,
-                pod=object_name(owned) if owned is not None else "",
+                pod=object_key(owned) if owned is not None else "",
                 reason=placement.reason,
                 intolerant=placement.intolerant,
                 waiting_for_taints=placement.waiting_for_taints,

@@ -63,7 +63,3 @@ class ReadinessMetrics:
 
     def set_wait(self, seconds: float) -> None:
         self._wait.value = seconds
-
-    @property
-    def wait_seconds(self) -> float | None:
-        return self._wait.value

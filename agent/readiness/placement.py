@@ -17,10 +17,11 @@ reasons the DaemonSet is not scheduled *yet*:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent.kube.patches import taints_of
 from agent.readiness.affinity import node_selector_mismatch, required_affinity_mismatch
 from agent.readiness.presets import GATE_TAINT_EFFECT
 from agent.readiness.tolerations import daemon_pod_tolerations, describe_taint, untolerated
@@ -39,7 +40,9 @@ class Placement:
     """Start-up taints it does not tolerate: its pod comes once they are gone."""
 
 
-def _gate_taints(node_taints: list[Mapping[str, Any]], gate_key: str) -> list[Mapping[str, Any]]:
+def _gate_taints(
+    node_taints: Sequence[Mapping[str, Any]], gate_key: str
+) -> list[Mapping[str, Any]]:
     held = [taint for taint in node_taints if taint.get("key") == gate_key]
     return held or [{"key": gate_key, "effect": GATE_TAINT_EFFECT}]
 
@@ -69,7 +72,7 @@ def place(  # noqa: PLR0911 - one exit per rule, in the DaemonSet controller's o
         return Placement(required=False, reason=reason)
 
     tolerations = daemon_pod_tolerations(pod_spec)
-    node_taints: list[Mapping[str, Any]] = list((node.get("spec") or {}).get("taints") or [])
+    node_taints = taints_of(node)
     others = [
         taint
         for taint in node_taints

@@ -25,12 +25,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.config.shutdown import PriorityBucket
-from agent.kube.pods import is_daemon_set_pod, is_mirror_pod, is_static_pod, pod_priority
+from agent.kube.pods import (
+    is_daemon_set_pod,
+    is_finished,
+    is_mirror_pod,
+    is_static_pod,
+    pod_priority,
+)
 
 DEFAULT_TERMINATION_GRACE_SECONDS = 30
 """What the API server defaults ``terminationGracePeriodSeconds`` to."""
 MIN_API_GRACE_SECONDS = 1
-FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 
 JsonObject = dict[str, Any]
 
@@ -107,7 +112,7 @@ def skip_reason(pod: JsonObject, *, include_daemon_set_pods: bool) -> str | None
         return "mirror"
     if is_static_pod(pod):
         return "static"
-    if (pod.get("status") or {}).get("phase") in FINISHED_PHASES:
+    if is_finished(pod):
         return "finished"
     if not include_daemon_set_pods and is_daemon_set_pod(pod):
         return "daemonset"

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from agent.kube.pods import is_finished
 from agent.node.kubepods import CgroupReading, KubepodsScan, SwapMax
 from agent.swap.limits import SwapLimit, SwapNode, container_swap_limit
 from agent.swap.pods import ContainerKind, pod_view
 from agent.swap.qos import QOSClass
 
-TERMINAL_PHASES = ("Succeeded", "Failed")
 _KIND_ORDER = {ContainerKind.INIT: 0, ContainerKind.REGULAR: 1, ContainerKind.EPHEMERAL: 2}
 
 
@@ -166,7 +166,7 @@ def audit_containers(
     claimed: set[tuple[str, str]] = set()
     rows = []
     for pod in pods:
-        if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+        if is_finished(pod):
             continue
         view = pod_view(pod)
         for container in view.containers:

@@ -31,7 +31,6 @@ class EvictionCheck:
     """Set when the threshold is above ``vm.min_free_kbytes`` while swap is on."""
     detail: str
     threshold: MemoryThreshold | None = None
-    min_free_bytes: int | None = None
 
 
 def threshold_bytes(value: str, memory_capacity: int) -> int | None:
@@ -95,5 +94,5 @@ def check_eviction_threshold(
             "evicts pods before the kernel starts swapping and swap goes mostly unused; "
             "raise vm.min_free_kbytes above it or lower the threshold"
         )
-        return EvictionCheck(warning, summary, highest, min_free)
-    return EvictionCheck(None, summary, highest, min_free)
+        return EvictionCheck(warning, summary, highest)
+    return EvictionCheck(None, summary, highest)

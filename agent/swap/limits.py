@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from agent.swap.pods import ContainerView, PodView
 from agent.swap.qos import QOSClass
 
-NO_SWAP = "NoSwap"
 LIMITED_SWAP = "LimitedSwap"
 KUBELET_CALC_ERROR = "cannot calculate swap allocation amount; disallowing swap"
 
@@ -48,10 +47,6 @@ class SwapLimit:
     reason: str
     error: str | None = None
     """kubelet's calculation error when the formula could not be applied."""
-
-    @property
-    def limited(self) -> bool:
-        return self.reason == LIMITED_SWAP
 
 
 class SwapCalculationError(ValueError):

@@ -8,6 +8,7 @@ Quantities stay ``Fraction`` so "request equals limit" is an exact comparison, a
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -24,8 +25,7 @@ QOS_RESOURCES = (CPU, MEMORY)
 class Resources:
     requests: Mapping[str, Fraction] = field(default_factory=dict)
     limits: Mapping[str, Fraction] = field(default_factory=dict)
-    invalid: tuple[str, ...] = ()
-    """Names of quantities that did not parse (dropped, so they count as unset)."""
+    """Quantities that do not parse are dropped, so they count as unset."""
 
     def request(self, name: str) -> Fraction:
         return self.requests.get(name, Fraction(0))
@@ -38,15 +38,14 @@ class Resources:
         return not self.requests and not self.limits
 
 
-def _quantities(raw: Any, where: str, invalid: list[str]) -> dict[str, Fraction]:
+def _quantities(raw: Any) -> dict[str, Fraction]:
     if not isinstance(raw, Mapping):
         return {}
     parsed: dict[str, Fraction] = {}
     for name, value in raw.items():
-        try:
+        # A quantity that does not parse is dropped: it counts as unset.
+        with contextlib.suppress(ValueError, TypeError):
             parsed[str(name)] = parse_quantity(value)
-        except (ValueError, TypeError):
-            invalid.append(f"{where}.{name}")
     return parsed
 
 
@@ -54,9 +53,8 @@ def parse_resources(raw: Any) -> Resources:
     """``resources`` of a container or a pod spec; a missing request defaults to the limit."""
     if not isinstance(raw, Mapping):
         return Resources()
-    invalid: list[str] = []
-    requests = _quantities(raw.get("requests"), "requests", invalid)
-    limits = _quantities(raw.get("limits"), "limits", invalid)
+    requests = _quantities(raw.get("requests"))
+    limits = _quantities(raw.get("limits"))
     for name, limit in limits.items():
         requests.setdefault(name, limit)
-    return Resources(requests=requests, limits=limits, invalid=tuple(invalid))
+    return Resources(requests=requests, limits=limits)

@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from agent.kube.pods import is_daemon_set_pod, is_mirror_pod, is_static_pod, pod_priority
+from agent.kube.pods import (
+    is_daemon_set_pod,
+    is_finished,
+    is_mirror_pod,
+    is_static_pod,
+    pod_priority,
+)
 
 
 def pod(
@@ -64,3 +70,16 @@ def test_daemon_set_pods_are_controlled_by_a_daemon_set(
 def test_priority_defaults_to_zero(priority: object, expected: int) -> None:
     """spec.priority as an int; missing or malformed counts as 0, as kubelet reads it."""
     assert pod_priority(pod(priority=priority)) == expected
+
+
+def test_finished_pods_are_succeeded_or_failed() -> None:
+    """Succeeded and Failed are finished; Running, Pending and no phase are not."""
+    phases = ["Succeeded", "Failed", "Running", "Pending", None]
+    assert [is_finished({"status": {"phase": p}}) for p in phases] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
+    assert not is_finished({})

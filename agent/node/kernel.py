@@ -40,13 +40,19 @@ def read_boot_id(paths: HostPaths) -> str | None:
     return text.strip() if text else None
 
 
+def read_min_free_kbytes(paths: HostPaths) -> int | None:
+    """``vm.min_free_kbytes``, the free memory below which the kernel reclaims (and swaps)."""
+    text = read_text(paths.proc / "sys" / "vm" / "min_free_kbytes")
+    return int(text) if text and text.strip().isdigit() else None
+
+
 def read_kernel(paths: HostPaths) -> KernelFacts:
     release = (read_text(paths.proc / "sys" / "kernel" / "osrelease") or "").strip()
-    min_free = read_text(paths.proc / "sys" / "vm" / "min_free_kbytes")
+    min_free = read_min_free_kbytes(paths)
     return KernelFacts(
         release=release,
         version=parse_kernel_version(release),
-        min_free_kbytes=int(min_free) if min_free and min_free.strip().isdigit() else None,
+        min_free_kbytes=min_free,
         boot_id=read_boot_id(paths),
         in_user_namespace=in_user_namespace(read_text(paths.proc / "self" / "uid_map")),
     )

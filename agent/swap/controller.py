@@ -1,7 +1,7 @@
 """The swap controller: audit on a timer and on pod changes, enforce if asked, report.
 
 One cycle:
-1. sample memory, ``vm.min_free_kbytes`` and the kubepods tree, off the event loop;
+1. sample memory and the kubepods tree, off the event loop;
 2. compare with the pods in NodeState (pure ``audit.build_report``);
 3. with ``memorySwap.enforce``, write the expected limit into drifted containers' cgroups
    and scan again, so metrics show what the kernel holds now;
@@ -32,7 +32,7 @@ from agent.kube.errors import KubeError
 from agent.kube.events import ObjectRef
 from agent.node.cgroupfiles import CgroupPathError
 from agent.node.facts import NodeFacts
-from agent.node.kernel import read_kernel
+from agent.node.kernel import read_min_free_kbytes
 from agent.node.kubeletconfig import (
     KubeletConfigError,
     KubeletEvictionSettings,
@@ -75,7 +75,6 @@ class CgroupTree(Protocol):
 @dataclass(frozen=True)
 class Sample:
     memory: MemoryFacts
-    min_free_kbytes: int | None
     scan: KubepodsScan
 
 
@@ -160,17 +159,19 @@ class SwapController:
 
     # -- one cycle ----------------------------------------------------------------------
 
-    def _audit(self, pods: list[JsonObject], node: JsonObject | None) -> tuple[Sample, AuditReport]:
+    def _audit(
+        self,
+        pods: list[JsonObject],
+        node: JsonObject | None,
+        memory: MemoryFacts | None = None,
+    ) -> tuple[Sample, AuditReport]:
         """Sample the node and compare (runs in a worker thread).
 
         ``pods`` and ``node`` were taken from NodeState on the loop; the reflector replaces
-        objects instead of changing them, so reading them here races with nothing.
+        objects instead of changing them, so reading them here races with nothing. A re-scan
+        after enforcement passes the cycle's ``memory`` sample: only the cgroups changed.
         """
-        sample = Sample(
-            memory=read_memory(self.paths),
-            min_free_kbytes=read_kernel(self.paths).min_free_kbytes,
-            scan=self.tree.scan(),
-        )
+        sample = Sample(memory=memory or read_memory(self.paths), scan=self.tree.scan())
         summary = node_summary(
             self.config,
             memory=sample.memory,
@@ -206,7 +207,7 @@ class SwapController:
         if self.config.enforce and drifted and self._may_enforce(report):
             results = await self._enforce(report)
             try:  # scan again, so metrics show what the kernel holds now
-                sample, report = await asyncio.to_thread(self._audit, pods, node)
+                sample, report = await asyncio.to_thread(self._audit, pods, node, sample.memory)
             except OSError as error:
                 _log.warning("swap re-scan after enforcement failed", error=str(error))
         self.report = report
@@ -385,7 +386,7 @@ class SwapController:
             else:
                 await self._system_slice(sample)
         if config.check_eviction_threshold:
-            await self._eviction_check(report, sample)
+            await self._eviction_check(report)
 
     async def _system_slice(self, sample: Sample) -> None:
         config = self.config
@@ -421,16 +422,19 @@ class SwapController:
         for problem in problems:
             self._warn_once(f"slice:{problem}", "system.slice setting not applied", detail=problem)
 
-    async def _eviction_check(self, report: AuditReport, sample: Sample) -> None:
+    async def _eviction_check(self, report: AuditReport) -> None:
+        def read() -> tuple[KubeletEvictionSettings, int | None]:
+            return self.read_kubelet_config(), read_min_free_kbytes(self.paths)
+
         try:
-            settings = await asyncio.to_thread(self.read_kubelet_config)
+            settings, min_free_kbytes = await asyncio.to_thread(read)
         except KubeletConfigError as error:
             self._warn_once(f"kubeletconfig:{error}", "eviction check skipped", error=str(error))
             return
         check = check_eviction_threshold(
             settings,
             memory_capacity=report.summary.node.memory_total_bytes,
-            min_free_kbytes=sample.min_free_kbytes,
+            min_free_kbytes=min_free_kbytes,
             swap_on=report.summary.swap_on,
         )
         was = self.stats.eviction_warning

@@ -16,13 +16,12 @@ from collections.abc import Callable, Sequence
 import structlog
 
 from agent.config import AgentConfig
-from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
-from agent.kube.connection import connect
 from agent.kube.errors import KubeConfigError
 from agent.kube.events import EventRecorder
 from agent.kube.nodestate import NodeState
 from agent.kube.patches import NodePatcher
+from agent.kube.session import open_api
 from agent.node.facts import collect_node_facts
 from agent.node.metrics import NodeFactsCollector
 from agent.node.paths import HostPaths
@@ -58,10 +57,9 @@ def owned_node_keys(config: AgentConfig) -> Callable[[str], bool]:
 
 
 def build_cluster(config: AgentConfig, node: str) -> KubeContext | None:
-    connection = connect(config.kubeconfig)
-    if connection is None:
+    api = open_api(config)
+    if api is None:
         return None
-    api = KubeApi(connection.api_client, request_timeout=config.kube.request_timeout)
     kube = AsyncKube(api)
     state = NodeState(
         api,

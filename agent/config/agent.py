@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from agent.config.errors import FieldError
 from agent.config.readiness import ReadinessConfig
-from agent.config.schema import Duration, HostPort, setting
+from agent.config.schema import DNS_SUBDOMAIN, Duration, HostPort, setting
 from agent.config.shutdown import (
     PriorityBucket,
     ShutdownOptions,
@@ -19,7 +18,6 @@ from agent.config.shutdown import (
 from agent.config.swap import MemorySwapConfig
 
 DEFAULT_METRICS_BIND_ADDRESS = "127.0.0.1:9477"
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 @dataclass(frozen=True)
@@ -76,7 +74,7 @@ class AgentConfig:
             self.shutdown_grace_period_critical_pods,
             self.shutdown_grace_period_by_pod_priority,
         )
-        if self.node_name and not _DNS_SUBDOMAIN.match(self.node_name):
+        if self.node_name and not DNS_SUBDOMAIN.match(self.node_name):
             errors.append(FieldError("nodeName", "must be a lowercase DNS subdomain"))
         if not self.state_dir.startswith("/"):
             errors.append(FieldError("stateDir", "must be an absolute path"))

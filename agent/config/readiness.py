@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agent.config.errors import FieldError
-from agent.config.schema import Duration, setting
+from agent.config.schema import DNS_LABEL, DNS_SUBDOMAIN, Duration, setting
 
 DEFAULT_STARTUP_TAINTS = (
     "node.kubernetes.io/not-ready",
@@ -22,8 +22,6 @@ DEFAULT_STARTUP_TAINTS = (
     "node.cloudprovider.kubernetes.io/uninitialized",
 )
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 
@@ -32,7 +30,7 @@ def qualified_name_problem(key: str) -> str | None:
     prefix, _, name = key.rpartition("/")
     if "/" in prefix:
         return "must be [prefix/]name with a single '/'"
-    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+    if prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix)):
         return "prefix must be a lowercase DNS subdomain"
     if not name or len(name) > 63 or not _NAME_PART.match(name):
         return "name must be 1-63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric"
@@ -79,7 +77,7 @@ class ReadinessConfig:
             errors.append(FieldError("namespaces", "must name at least one namespace"))
         seen: set[str] = set()
         for index, namespace in enumerate(self.namespaces):
-            if len(namespace) > 63 or not _DNS_LABEL.match(namespace):
+            if len(namespace) > 63 or not DNS_LABEL.match(namespace):
                 errors.append(FieldError(f"namespaces[{index}]", "must be a DNS label"))
             elif namespace in seen:
                 errors.append(FieldError(f"namespaces[{index}]", f"duplicate {namespace!r}"))

@@ -54,6 +54,10 @@ class KubeApi:
         self.api_client = api_client
         self.request_timeout = request_timeout
 
+    def close(self) -> None:
+        """Release the connection pool (one-shot commands; the agent keeps it to the end)."""
+        self.api_client.close()  # type: ignore[no-untyped-call]  # the client ships untyped
+
     # -- transport ------------------------------------------------------------------
 
     def open(

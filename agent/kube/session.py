@@ -6,6 +6,9 @@ from the watch cache (``resourceVersion=0``), which is cheap for the API server.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from agent.config import AgentConfig
 from agent.kube.api import JsonObject, KubeApi
 from agent.kube.connection import connect
@@ -18,6 +21,20 @@ def open_api(config: AgentConfig) -> KubeApi | None:
     if connection is None:
         return None
     return KubeApi(connection.api_client, request_timeout=config.kube.request_timeout)
+
+
+@contextmanager
+def api_session(config: AgentConfig) -> Iterator[KubeApi | None]:
+    """``open_api`` for the length of a ``with`` block; the client is closed afterwards.
+
+    Raises ``KubeConfigError`` on entry when the configured kubeconfig cannot be loaded.
+    """
+    api = open_api(config)
+    try:
+        yield api
+    finally:
+        if api is not None:
+            api.close()
 
 
 def list_node_pods(api: KubeApi, node_name: str) -> list[JsonObject]:

@@ -49,12 +49,16 @@ def _close_quietly(bus: MessageBus | None) -> None:
             bus.disconnect()
 
 
-def _close_late_fds(pending: asyncio.Future[Message]) -> None:
-    if pending.cancelled() or pending.exception() is not None:
-        return
-    for fd in pending.result().unix_fds or []:
+def close_fds(fds: list[int]) -> None:
+    """Close file descriptors a message brought us; ones already gone are fine."""
+    for fd in fds:
         with contextlib.suppress(OSError):
             os.close(fd)
+
+
+def _close_late_fds(pending: asyncio.Future[Message]) -> None:
+    if not pending.cancelled() and pending.exception() is None:
+        close_fds(pending.result().unix_fds or [])
 
 
 async def call(

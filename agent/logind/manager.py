@@ -15,7 +15,7 @@ from dbus_fast import Message
 from dbus_fast.aio import MessageBus
 from dbus_fast.signature import Variant
 
-from agent.logind.bus import call
+from agent.logind.bus import call, close_fds
 from agent.logind.errors import CallFailed
 
 LOGIN1 = "org.freedesktop.login1"
@@ -92,9 +92,7 @@ class LogindManager:
         fds = reply.unix_fds or []
         # dbus-fast hands us every fd in the message; keep the one named, close any others.
         fd = fds[index] if isinstance(index, int) and index < len(fds) else None
-        for other in fds:
-            if other != fd:
-                os.close(other)
+        close_fds([other for other in fds if other != fd])
         if fd is None:
             raise CallFailed("NoFd", "Inhibit returned no file descriptor (fd passing off?)")
         return InhibitorLock(fd, what, who)

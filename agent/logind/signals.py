@@ -21,14 +21,12 @@ the callbacks need no lock.
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Callable
 
 from dbus_fast import Message, MessageType
 from dbus_fast.aio import MessageBus
 
-from agent.logind.bus import NAME_HAS_NO_OWNER, call
+from agent.logind.bus import NAME_HAS_NO_OWNER, call, close_fds
 from agent.logind.errors import CallFailed
 from agent.logind.manager import LOGIN1, LOGIN1_PATH, MANAGER
 
@@ -138,9 +136,3 @@ class LogindSignals:
         if message.message_type not in (MessageType.METHOD_RETURN, MessageType.ERROR):
             return False
         return message.reply_serial in self.bus._method_return_handlers
-
-
-def close_fds(fds: list[int]) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)

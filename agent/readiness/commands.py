@@ -23,29 +23,26 @@ EXIT_FAILURE = 1
 
 def _run(args: argparse.Namespace) -> int:
     from agent.daemon import resolve_node_name  # noqa: PLC0415 - keep CLI start-up light
-    from agent.kube.session import open_api  # noqa: PLC0415
+    from agent.kube.session import api_session  # noqa: PLC0415
 
     config = load_agent_config(getattr(args, "config", None))
     node_name = args.node or resolve_node_name(config)
     settings = GateSettings.from_config(config.readiness)
     try:
-        api = open_api(config)
+        with api_session(config) as api:
+            if api is None:
+                print("readiness: no cluster configured (node-only mode)", file=sys.stderr)
+                return EXIT_FAILURE
+            snapshot = read_snapshot(api, node_name, settings)
     except KubeConfigError as error:
         print(f"readiness: cannot load the cluster config: {error}", file=sys.stderr)
         return EXIT_FAILURE
-    if api is None:
-        print("readiness: no cluster configured (node-only mode)", file=sys.stderr)
-        return EXIT_FAILURE
-    try:
-        snapshot = read_snapshot(api, node_name, settings)
     except NotFound:
         print(f"readiness: node {node_name} does not exist", file=sys.stderr)
         return EXIT_FAILURE
     except KubeError as error:
         print(f"readiness: cannot read the cluster: {error}", file=sys.stderr)
         return EXIT_FAILURE
-    finally:
-        api.api_client.close()  # type: ignore[no-untyped-call]  # the client ships untyped
     assessment, view = evaluate(settings, snapshot)
     annotations = ((snapshot.node or {}).get("metadata") or {}).get("annotations") or {}
     report = build_report(

@@ -38,7 +38,7 @@ def register(
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     from agent.daemon import resolve_node_name  # noqa: PLC0415 - keep CLI start-up light
-    from agent.kube.session import list_node_pods, open_api  # noqa: PLC0415 - slow import
+    from agent.kube.session import api_session, list_node_pods  # noqa: PLC0415 - slow import
 
     config = load_agent_config(getattr(args, "config", None))
     node = resolve_node_name(config)
@@ -52,20 +52,17 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     note = None
     pods = []
     try:
-        api = open_api(config)
-    except (KubeConfigError, OSError) as error:
+        with api_session(config) as api:
+            if api is None:
+                note = "No cluster is configured (node-only mode): there are no pods to terminate."
+            else:
+                pods = list_node_pods(api, node)
+    except KubeConfigError as error:
         print(f"cannot load the cluster config: {error}", file=sys.stderr)
         return EXIT_FAILURE
-    if api is None:
-        note = "No cluster is configured (node-only mode): there are no pods to terminate."
-    else:
-        try:
-            pods = list_node_pods(api, node)
-        except KubeError as error:
-            print(f"cannot list the pods of node {node}: {error}", file=sys.stderr)
-            return EXIT_FAILURE
-        finally:
-            api.api_client.close()  # type: ignore[no-untyped-call]  # the client leaves it unannotated
+    except KubeError as error:
+        print(f"cannot list the pods of node {node}: {error}", file=sys.stderr)
+        return EXIT_FAILURE
     plan = plan_phases(
         config.shutdown_buckets,
         pods,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agent.columns import aligned
 from agent.config.durations import format_duration
 from agent.shutdown.phases import Phase, PhasePlan
 
@@ -42,11 +43,7 @@ def render_table(plan: PhasePlan, *, node: str, mode: str, note: str | None = No
         )
         for phase in plan.phases
     ]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    lines += [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
+    lines += aligned(rows)
     for phase in plan.phases:
         if not phase.pods:
             continue

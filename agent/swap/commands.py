@@ -48,22 +48,17 @@ def _cluster_view(
     config: AgentConfig, node_name: str
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None, str | None]:
     """This node's pods and Node object; ``([], None, None)`` in node-only mode."""
-    from agent.kube.session import get_node, list_node_pods, open_api  # noqa: PLC0415 - the client is slow to import
+    from agent.kube.session import api_session, get_node, list_node_pods  # noqa: PLC0415 - the client is slow to import
 
     try:
-        api = open_api(config)
+        with api_session(config) as api:
+            if api is None:
+                return [], None, None
+            return list_node_pods(api, node_name), get_node(api, node_name), None
     except KubeConfigError as error:
         return [], None, f"cannot load the cluster config: {error}"
-    if api is None:
-        return [], None, None
-    try:
-        pods = list_node_pods(api, node_name)
-        node = get_node(api, node_name)
     except KubeError as error:
         return [], None, f"cannot list this node's pods: {error}"
-    finally:
-        api.api_client.close()  # type: ignore[no-untyped-call]
-    return pods, node, None
 
 
 def gather(config: AgentConfig, node_name: str) -> tuple[AuditReport, list[str], str | None]:

@@ -7,8 +7,8 @@ be a single page); requests and limits also in binary units for reading.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
+from agent.columns import aligned
 from agent.config.quantities import format_bytes
 from agent.node.kubepods import SwapMax
 from agent.swap.audit import AuditReport, ContainerAudit, DriftState
@@ -29,14 +29,6 @@ def _drift(row: ContainerAudit) -> str:
         return "DRIFT"
     return {DriftState.OK: "ok", DriftState.UNKNOWN: "unknown", DriftState.NO_CGROUP: "-"}[
         row.state
-    ]
-
-
-def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
     ]
 
 
@@ -65,7 +57,7 @@ def render_table(report: AuditReport, warnings: list[str]) -> str:
             )
             for row in rows
         ]
-        lines += ["  " + line for line in _table(table)]
+        lines += ["  " + line for line in aligned(table)]
         reasons = sorted({f"{row.container}: {row.expected.reason}" for row in rows})
         lines += [f"    expected because {reason}" for reason in reasons]
         lines.append("")

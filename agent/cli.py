@@ -54,12 +54,11 @@ def _cmd_descheduler(args: argparse.Namespace) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from agent.daemon import resolve_node_name  # noqa: PLC0415
     from agent.doctor.command import gather  # noqa: PLC0415
     from agent.doctor.render import render_json, render_table  # noqa: PLC0415
 
     config = agent_config(args)
-    report = gather(config, resolve_node_name(config))
+    report = gather(config, config.resolved_node_name)
     sys.stdout.write(render_json(report) if args.json else render_table(report))
     return EXIT_OK
 

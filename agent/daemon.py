@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import socket
 from collections.abc import Callable, Sequence
 
 import structlog
@@ -42,10 +41,6 @@ from agent.telemetry.metrics import new_registry
 Capability = Callable[[AgentContext], list[RootTask]]
 CAPABILITIES: tuple[Capability, ...] = (shutdown_tasks, swap_tasks, readiness_tasks)
 COMPONENT = "kubelet-companion"
-
-
-def resolve_node_name(config: AgentConfig) -> str:
-    return config.node_name or socket.gethostname().lower()
 
 
 def owned_node_keys(config: AgentConfig) -> Callable[[str], bool]:
@@ -135,7 +130,7 @@ async def _start(
 
 async def run_agent(config: AgentConfig) -> int:
     """Run until SIGINT or SIGTERM (exit 0); 2 for a bad kubeconfig, 1 for a failure."""
-    node = resolve_node_name(config)
+    node = config.resolved_node_name
     configure_logging(level=config.log_level, fmt=config.log_format, node=node)
     log = structlog.get_logger(subsystem="agent")
     # Signals are handled from the very start, so a stop during start-up is clean too.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -79,6 +80,11 @@ class AgentConfig:
         if not self.state_dir.startswith("/"):
             errors.append(FieldError("stateDir", "must be an absolute path"))
         return errors
+
+    @property
+    def resolved_node_name(self) -> str:
+        """``nodeName`` (or ``NODE_NAME``), else this host's name, as kubelet defaults it."""
+        return self.node_name or socket.gethostname().lower()
 
     @property
     def shutdown_buckets(self) -> tuple[PriorityBucket, ...]:

@@ -44,6 +44,22 @@ def is_daemon_set_pod(pod: Pod) -> bool:
     )
 
 
+def controller_uid(pod: Pod) -> str | None:
+    """The UID of the pod's controlling owner (``controller: true``), or ``None``.
+
+    Owners are matched by UID, never by name: names are reused, UIDs are not.
+    """
+    for owner in (pod.get("metadata") or {}).get("ownerReferences") or []:
+        if owner.get("controller"):
+            return str(owner.get("uid") or "") or None
+    return None
+
+
+def being_deleted(obj: Pod) -> bool:
+    """The object carries a ``deletionTimestamp``: it is on its way out."""
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 
 

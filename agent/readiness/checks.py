@@ -20,19 +20,12 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent.kube.pods import is_finished
+from agent.kube.pods import being_deleted, controller_uid, is_finished
 from agent.kube.resources import object_key
 from agent.readiness.placement import place
 from agent.readiness.presets import CRITICAL_LABEL_VALUE, GateKeys
 
 _MESSAGE_LIMIT = 160
-
-
-def controller_uid(pod: Mapping[str, Any]) -> str | None:
-    for owner in (pod.get("metadata") or {}).get("ownerReferences") or []:
-        if owner.get("controller"):
-            return str(owner.get("uid") or "") or None
-    return None
 
 
 @dataclass(frozen=True)
@@ -105,12 +98,8 @@ def _phase(pod: Mapping[str, Any]) -> str:
     return str((pod.get("status") or {}).get("phase") or "")
 
 
-def _being_deleted(pod: Mapping[str, Any]) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
-
-
 def _live(pod: Mapping[str, Any]) -> bool:
-    return not _being_deleted(pod) and not is_finished(pod)
+    return not being_deleted(pod) and not is_finished(pod)
 
 
 def _shorten(text: str) -> str:
@@ -149,7 +138,7 @@ def _critical_pods(
     chosen = []
     for pod in pods:
         metadata = pod.get("metadata") or {}
-        if metadata.get("namespace") not in namespaces or _being_deleted(pod):
+        if metadata.get("namespace") not in namespaces or being_deleted(pod):
             continue
         owner = controller_uid(pod)
         labelled = (metadata.get("labels") or {}).get(keys.label) == CRITICAL_LABEL_VALUE

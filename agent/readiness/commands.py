@@ -22,11 +22,10 @@ EXIT_FAILURE = 1
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent.daemon import resolve_node_name  # noqa: PLC0415 - keep CLI start-up light
     from agent.kube.session import api_session  # noqa: PLC0415
 
     config = load_agent_config(getattr(args, "config", None))
-    node_name = args.node or resolve_node_name(config)
+    node_name = args.node or config.resolved_node_name
     settings = GateSettings.from_config(config.readiness)
     try:
         with api_session(config) as api:

@@ -37,11 +37,10 @@ def register(
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from agent.daemon import resolve_node_name  # noqa: PLC0415 - keep CLI start-up light
     from agent.kube.session import api_session, list_node_pods  # noqa: PLC0415 - slow import
 
     config = load_agent_config(getattr(args, "config", None))
-    node = resolve_node_name(config)
+    node = config.resolved_node_name
     if not config.shutdown_buckets:
         print(
             "graceful node shutdown is off: set shutdownGracePeriod (and "

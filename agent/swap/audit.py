@@ -15,10 +15,10 @@ from enum import StrEnum
 from typing import Any
 
 from agent.kube.pods import is_finished
+from agent.kube.qos import QOSClass
 from agent.node.kubepods import CgroupReading, KubepodsScan, SwapMax
 from agent.swap.limits import SwapLimit, SwapNode, container_swap_limit
 from agent.swap.pods import ContainerKind, pod_view
-from agent.swap.qos import QOSClass
 
 _KIND_ORDER = {ContainerKind.INIT: 0, ContainerKind.REGULAR: 1, ContainerKind.EPHEMERAL: 2}
 

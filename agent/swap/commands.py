@@ -100,10 +100,9 @@ def gather(config: AgentConfig, node_name: str) -> tuple[AuditReport, list[str],
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from agent.daemon import resolve_node_name  # noqa: PLC0415 - keep other commands light
 
     config = load_agent_config(getattr(args, "config", None))
-    report, warnings, problem = gather(config, resolve_node_name(config))
+    report, warnings, problem = gather(config, config.resolved_node_name)
     render = render_json if args.json else render_table
     sys.stdout.write(render(report, warnings))
     if problem:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent.kube.qos import QOSClass
 from agent.swap.pods import ContainerView, PodView
-from agent.swap.qos import QOSClass
 
 LIMITED_SWAP = "LimitedSwap"
 KUBELET_CALC_ERROR = "cannot calculate swap allocation amount; disallowing swap"

@@ -17,9 +17,9 @@ from enum import StrEnum
 from typing import Any
 
 from agent.config.quantities import whole_bytes
+from agent.kube.podresources import MEMORY, parse_resources
 from agent.kube.pods import MIRROR_ANNOTATION
-from agent.swap.qos import QOSClass, critical_reason, pod_qos
-from agent.swap.resources import MEMORY, parse_resources
+from agent.kube.qos import QOSClass, critical_reason, pod_qos
 
 _RUNTIME_ID = re.compile(r"^[0-9a-f]{12,128}$")
 

@@ -1,8 +1,10 @@
 """Taints against tolerations, the way the scheduler and the DaemonSet controller match them.
 
-Whether a critical DaemonSet belongs on this node depends on these rules, so they follow
-``v1.Toleration.ToleratesTaint`` exactly (including the numeric ``Lt``/``Gt`` operators of
-newer releases), plus the tolerations the DaemonSet controller adds to every daemon pod.
+One copy for every capability: the readiness gate asks whether a critical DaemonSet belongs
+on this node, the descheduler whether a pod fits elsewhere. Both depend on these rules, so
+they follow ``v1.Toleration.ToleratesTaint`` exactly (including the numeric ``Lt``/``Gt``
+operators of newer releases), plus the tolerations the DaemonSet controller adds to every
+daemon pod.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
+from agent.kube.qos import QOSClass, compute_pod_qos, critical_reason, pod_qos
 from agent.swap.pods import ContainerKind, pod_view, runtime_id
-from agent.swap.qos import QOSClass, compute_pod_qos, critical_reason, pod_qos
 
 GUARANTEED = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
 

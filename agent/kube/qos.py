@@ -1,4 +1,6 @@
-"""Pod QoS class and criticality, by the rules kubelet applies before it grants swap.
+"""Pod QoS class and criticality, by kubelet's rules: one copy for every capability.
+
+The swap audit asks before it grants swap; the descheduler orders its evictions by QoS.
 
 QoS follows ``GetPodQOS``: the ``status.qosClass`` the API server stored wins; without it
 the class is computed from every init and regular container (ephemeral containers cannot
@@ -14,8 +16,8 @@ from enum import StrEnum
 from typing import Any
 
 from agent.config.shutdown import CRITICAL_POD_PRIORITY
+from agent.kube.podresources import QOS_RESOURCES, Resources, parse_resources
 from agent.kube.pods import is_mirror_pod, is_static_pod, pod_priority
-from agent.swap.resources import QOS_RESOURCES, Resources, parse_resources
 
 
 class QOSClass(StrEnum):

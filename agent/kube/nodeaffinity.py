@@ -1,5 +1,8 @@
 """``nodeSelector`` and required node affinity, matched against one Node as the scheduler does.
 
+One copy for every capability (the readiness gate's DaemonSet placement, the descheduler's
+node fit).
+
 Follows ``component-helpers/scheduling/corev1/nodeaffinity``: the nodeSelector is a set of
 label equalities (a missing label never matches); the required terms are ORed; within a
 term, ``matchExpressions`` (labels) and ``matchFields`` (only ``metadata.name``) are ANDed; a

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agent.readiness.affinity import node_selector_mismatch, required_affinity_mismatch
+from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
 
 LABELS = {"zone": "a", "pool": "gpu", "cores": "8", "kubernetes.io/hostname": "node-1"}
 

@@ -87,7 +87,7 @@ class KubeApi:
         )
         try:
             response = self.api_client.call_api(
-                *request, _request_timeout=timeout or self.request_timeout
+                *request, _request_timeout=self.request_timeout if timeout is None else timeout
             )
         except ApiException as error:
             raise _decode_error(error.status or 0, None, error.headers) from None
@@ -179,12 +179,14 @@ class KubeApi:
         patch_type: str = "json",
         namespace: str | None = None,
         subresource: str = "",
+        timeout: float | None = None,
     ) -> JsonObject:
         return self.request(
             "PATCH",
             resource.path(namespace=namespace, name=name, subresource=subresource),
             body=patch,
             content_type=PATCH_TYPES[patch_type],
+            timeout=timeout,
         )
 
     def delete(
@@ -195,16 +197,24 @@ class KubeApi:
         *,
         grace_period_seconds: int | None = None,
         preconditions: dict[str, str] | None = None,
+        timeout: float | None = None,
     ) -> JsonObject:
         body: JsonObject = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if grace_period_seconds is not None:
             body["gracePeriodSeconds"] = grace_period_seconds
         if preconditions:
             body["preconditions"] = preconditions
-        return self.request("DELETE", resource.path(namespace=namespace, name=name), body=body)
+        return self.request(
+            "DELETE", resource.path(namespace=namespace, name=name), body=body, timeout=timeout
+        )
 
     def evict(
-        self, name: str, namespace: str, *, grace_period_seconds: int | None = None
+        self,
+        name: str,
+        namespace: str,
+        *,
+        grace_period_seconds: int | None = None,
+        timeout: float | None = None,
     ) -> JsonObject:
         body: JsonObject = {
             "apiVersion": "policy/v1",
@@ -214,7 +224,10 @@ class KubeApi:
         if grace_period_seconds is not None:
             body["deleteOptions"] = {"gracePeriodSeconds": grace_period_seconds}
         return self.request(
-            "POST", PODS.path(namespace=namespace, name=name, subresource="eviction"), body=body
+            "POST",
+            PODS.path(namespace=namespace, name=name, subresource="eviction"),
+            body=body,
+            timeout=timeout,
         )
 
     def watch(

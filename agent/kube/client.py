@@ -3,17 +3,24 @@
 A dedicated pool (not the loop's default executor) keeps API calls from queueing behind
 unrelated blocking work, and is large enough that a shutdown phase can delete dozens of
 pods concurrently. Watches do not use it: each watch has its own thread (``reflector``).
+
+Writes that must end by a deadline (the shutdown's deletes, evictions and status patches)
+take ``timeout``: the seconds the caller has left. It bounds the HTTP call itself, not just
+the caller's wait, so a call the caller gave up on frees its pool thread by then instead of
+at ``kube.requestTimeout``; and the time a call spent queued for a thread counts against it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from agent.kube.api import JsonObject, KubeApi
+from agent.kube.errors import Timeout
 from agent.kube.resources import Resource
 
 T = TypeVar("T")
@@ -28,6 +35,23 @@ class AsyncKube:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
 
+    async def _run_within(
+        self, timeout: float | None, fn: Callable[..., T], *args: Any, **kwargs: Any
+    ) -> T:
+        """``fn(..., timeout=<what is left>)`` on the pool; the clock starts now, not when a
+        thread picks the call up."""
+        if timeout is None:
+            return await self._run(fn, *args, **kwargs)
+        expires = time.monotonic() + timeout
+
+        def bounded() -> T:
+            left = expires - time.monotonic()
+            if left <= 0:
+                raise Timeout(f"{fn.__name__}: no time left when a thread was free")
+            return fn(*args, timeout=left, **kwargs)
+
+        return await self._run(bounded)
+
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> JsonObject:
         return await self._run(self.api.get, resource, name, namespace)
 
@@ -39,14 +63,26 @@ class AsyncKube:
     ) -> JsonObject:
         return await self._run(self.api.create, resource, obj, namespace)
 
-    async def patch(self, resource: Resource, name: str, patch: Any, **kwargs: Any) -> JsonObject:
-        return await self._run(self.api.patch, resource, name, patch, **kwargs)
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Any,
+        *,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> JsonObject:
+        return await self._run_within(timeout, self.api.patch, resource, name, patch, **kwargs)
 
-    async def delete(self, resource: Resource, name: str, **kwargs: Any) -> JsonObject:
-        return await self._run(self.api.delete, resource, name, **kwargs)
+    async def delete(
+        self, resource: Resource, name: str, *, timeout: float | None = None, **kwargs: Any
+    ) -> JsonObject:
+        return await self._run_within(timeout, self.api.delete, resource, name, **kwargs)
 
-    async def evict(self, name: str, namespace: str, **kwargs: Any) -> JsonObject:
-        return await self._run(self.api.evict, name, namespace, **kwargs)
+    async def evict(
+        self, name: str, namespace: str, *, timeout: float | None = None, **kwargs: Any
+    ) -> JsonObject:
+        return await self._run_within(timeout, self.api.evict, name, namespace, **kwargs)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

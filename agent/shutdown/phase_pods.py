@@ -5,10 +5,13 @@ another's), and the phase ends as soon as NodeState shows them all gone, or at i
 absolute deadline. A pod counts as gone when NodeState no longer has it under the same
 uid, or when the API said so (404, or the delete's uid precondition failed).
 
-In evict mode a PodDisruptionBudget is honoured until the deadline; at the deadline the
-pods a PDB still protects (or whose eviction is still unanswered) are deleted instead.
-That delete is decided when the phase ends, by whoever ends it (its deadline, or the
-budget's end), so no timer racing the end of the run can skip it.
+In evict mode a PodDisruptionBudget is honoured until the deadline; an eviction refused
+for good (403, 404, any answer but a retryable one) is followed by a delete at once. At
+the deadline every pod still here with no accepted delete or eviction (a PDB still
+protects it, its eviction or delete was never answered or refused) gets a delete, in
+either mode: whatever made the request fail, the pod does not survive the shutdown. That
+delete is decided when the phase ends, by whoever ends it (its deadline, or the budget's
+end), so no timer racing the end of the run can skip it.
 
 Concurrency: all on the event loop. The termination tasks are spawned through the run
 (which cancels whatever is left when it ends); ``_progress`` wakes the waiter when one of
@@ -18,13 +21,13 @@ them learns something NodeState does not show yet.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 
 import structlog
 
 from agent.kube.nodestate import NodeState
 from agent.shutdown.phases import PodTarget
-from agent.shutdown.terminate import Outcome, PodApi, delete_pod, evict_pod
+from agent.shutdown.terminate import Outcome, PodApi, Spawn, evict_pod, mark_then_delete
 
 _log = structlog.get_logger(subsystem="shutdown.run")
 
@@ -38,22 +41,22 @@ class PhasePods:
         kube: PodApi,
         evict: bool,
         monotonic: Callable[[], float],
+        now: Callable[[], float],
     ) -> None:
         self.targets = targets
         self.node_state = node_state
         self.kube = kube
         self.evict = evict
         self.monotonic = monotonic
+        self.now = now
         self.outcomes: dict[str, Outcome] = {}
         self._confirmed_gone: set[str] = set()
         self._progress = asyncio.Event()
 
-    def start(
-        self, deadline: float, spawn: Callable[[Coroutine[object, object, object]], None]
-    ) -> None:
+    def start(self, deadline: float, spawn: Spawn) -> None:
         """Terminate every pod concurrently, each request bounded by ``deadline``."""
         for target in self.targets:
-            spawn(self._terminate(target, deadline))
+            spawn(self._terminate(target, deadline, spawn))
 
     def present(self, target: PodTarget) -> bool:
         if target.key in self._confirmed_gone:
@@ -93,18 +96,18 @@ class PhasePods:
                 results.append("failed")
         return results
 
-    def unevicted(self) -> list[PodTarget]:
-        """Evict mode, at the deadline: pods a PDB still protects or never answered for."""
-        if not self.evict:
-            return []
+    def undeleted(self) -> list[PodTarget]:
+        """At the deadline: pods still here that no accepted delete or eviction is ending."""
         return [
             target
             for target in self.targets
-            if self.outcomes.get(target.key) in (None, Outcome.BLOCKED) and self.present(target)
+            if self.outcomes.get(target.key) not in (Outcome.REQUESTED, Outcome.GONE)
+            and self.present(target)
         ]
 
-    async def _terminate(self, target: PodTarget, deadline: float) -> None:
+    async def _terminate(self, target: PodTarget, deadline: float, spawn: Spawn) -> None:
         kube, monotonic = self.kube, self.monotonic
+        outcome = None
         if self.evict:
             outcome = await evict_pod(
                 kube,
@@ -113,11 +116,11 @@ class PhasePods:
                 monotonic=monotonic,
                 still_present=lambda: self.present(target),
             )
-            if outcome is Outcome.FAILED:  # evictions refused outright: delete at once
-                outcome = await delete_pod(kube, target, deadline=deadline, monotonic=monotonic)
-            # BLOCKED: the PDB is honoured until the deadline; see ``unevicted``.
-        else:
-            outcome = await delete_pod(kube, target, deadline=deadline, monotonic=monotonic)
+            # BLOCKED: the PDB is honoured until the deadline; see ``undeleted``.
+        if outcome is None or outcome is Outcome.FAILED:  # delete mode, or evictions refused
+            outcome = await mark_then_delete(
+                kube, target, deadline=deadline, monotonic=monotonic, now=self.now, spawn=spawn
+            )
         self.outcomes[target.key] = outcome
         if outcome is Outcome.GONE:
             self._confirmed_gone.add(target.key)

@@ -17,8 +17,9 @@ whatever the API server does.
   afterwards (a hung state-file write, a slow event) can keep it from firing.
 - A phase whose deadline passed before it could start (a 0 s bucket after a phase that ran
   to its deadline, a late resume) still has its pods told to stop, as kubelet does; it is
-  just not waited for. Likewise a pod whose PDB held its eviction until the deadline is
-  deleted then, even when that deadline is the budget's end. Such late requests run as
+  just not waited for. Likewise a pod still here at its phase deadline with no accepted
+  delete or eviction (a PDB held it, a request was refused or never answered) is deleted
+  then, even when that deadline is the budget's end. Such late requests run as
   ``detach``ed tasks (the controller's): the lock waits for them to be accepted only until
   the budget's end, and they may complete after the release.
 
@@ -257,6 +258,7 @@ class ShutdownRun:
             kube=self.cluster.kube,
             evict=self.record.mode == "evict",
             monotonic=self.clock.monotonic,
+            now=self.clock.now,
         )
         pods.start(deadline, self._spawn)
         started = self.record.phases[index].start_time or now
@@ -281,8 +283,13 @@ class ShutdownRun:
             ended = None if status is PhaseStatus.RUNNING else self.clock.now()
             self._update_phase(index, status=status, end_time=ended, terminated=gone)
             if status is PhaseStatus.TIMED_OUT:  # the deadline came (or the budget's end)
-                for target in pods.unevicted():
-                    _log.info("PDB still blocks eviction at the deadline; deleting", pod=target.key)
+                for target in pods.undeleted():
+                    _log.info(
+                        "no delete or eviction of the pod went through by the deadline; "
+                        "deleting it now",
+                        pod=target.key,
+                        outcome=str(pods.outcomes.get(target.key, "unanswered")),
+                    )
                     self._send_late(target)
             _log.info(
                 "shutdown phase ended",
@@ -323,8 +330,11 @@ class ShutdownRun:
     def _send_late(self, target: PodTarget) -> None:
         """A delete after the target's phase deadline: ours to wait for only within budget."""
         assert self.cluster is not None  # noqa: S101 - only called with targets, i.e. a cluster
-        kube, monotonic = self.cluster.kube, self.clock.monotonic
-        self._late.add(self.detach(delete_late(kube, target, monotonic=monotonic)))
+        kube, clock = self.cluster.kube, self.clock
+        late = delete_late(
+            kube, target, monotonic=clock.monotonic, now=clock.now, spawn=self.detach
+        )
+        self._late.add(self.detach(late))
 
     # -- bookkeeping --------------------------------------------------------------------
 
@@ -335,7 +345,8 @@ class ShutdownRun:
             self.metrics.phase_duration.labels(priority=str(phase.priority)).set(duration)
         self.store.save_soon(self.record)
 
-    def _spawn(self, coroutine: Coroutine[object, object, object]) -> None:
+    def _spawn(self, coroutine: Coroutine[object, object, object]) -> asyncio.Task[object]:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task

@@ -46,10 +46,16 @@ class NodeStateDouble:
 
 
 class HangingKube:
-    """Records deletes; each one then hangs, like an API server that never answers."""
+    """Records deletes and status patches; each then hangs, as if the API server never answered."""
 
     def __init__(self) -> None:
         self.deletes: list[tuple[str, int]] = []
+        self.status_patches: list[str] = []
+
+    async def patch(self, resource: Any, name: str, patch: Any, **kwargs: Any) -> dict[str, Any]:  # noqa: ARG002 - AsyncKube's signature
+        self.status_patches.append(name)
+        await asyncio.Event().wait()
+        return {}  # pragma: no cover - never reached
 
     async def delete(self, resource: Any, name: str, **kwargs: Any) -> dict[str, Any]:  # noqa: ARG002 - AsyncKube's signature
         self.deletes.append((name, kwargs["grace_period_seconds"]))
@@ -171,6 +177,7 @@ async def test_phases_past_their_deadline_still_send_deletes_without_holding_the
     )
     finished = await asyncio.wait_for(run.start(), 5)
     assert sorted(kube.deletes) == [("crit", 1), ("web", 2)]  # deletes even in evict mode
+    assert sorted(kube.status_patches) == ["crit", "web"]  # marked, and never waited for
     assert release.done.is_set()
     assert [(p.status.value, p.pods) for p in finished.phases] == [
         ("timed-out", 1),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Coroutine
 from typing import Any
 
 import pytest
@@ -12,18 +13,32 @@ from agent.kube.backoff import Backoff
 from agent.kube.errors import Conflict, Forbidden, KubeError, NotFound, TooManyRequests, Unavailable
 from agent.kube.resources import Resource
 from agent.shutdown.phases import PodTarget
-from agent.shutdown.terminate import Outcome, delete_pod, evict_pod
+from agent.shutdown.terminate import (
+    Outcome,
+    delete_pod,
+    disruption_patch,
+    evict_pod,
+    mark_disruption,
+    mark_then_delete,
+)
 
 TARGET = PodTarget(namespace="ns", name="web", uid="u-1", priority=0, grace_seconds=7)
 FAST = Backoff(initial=0.01, factor=2.0, cap=0.05, jitter=0.0)
 
 
 class ScriptedApi:
-    """Answers each call with the next scripted error (or success), and records the calls."""
+    """Answers each call with the next scripted error (or success), and records the calls
+    (their per-call ``timeout`` apart, in ``timeouts``)."""
 
     def __init__(self, *answers: KubeError | None) -> None:
         self.answers = list(answers)
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.timeouts: list[float] = []
+        self.patches: list[dict[str, Any]] = []
+
+    def _record(self, verb: str, kwargs: dict[str, Any]) -> None:
+        self.timeouts.append(kwargs.pop("timeout"))
+        self.calls.append((verb, kwargs))
 
     def _answer(self) -> dict[str, Any]:
         answer = self.answers.pop(0) if self.answers else self.answers_default
@@ -34,11 +49,18 @@ class ScriptedApi:
     answers_default: KubeError | None = None
 
     async def delete(self, resource: Resource, name: str, **kwargs: Any) -> dict[str, Any]:  # noqa: ARG002 - AsyncKube's signature
-        self.calls.append(("delete", {"name": name, **kwargs}))
+        self._record("delete", {"name": name, **kwargs})
         return self._answer()
 
     async def evict(self, name: str, namespace: str, **kwargs: Any) -> dict[str, Any]:
-        self.calls.append(("evict", {"name": name, "namespace": namespace, **kwargs}))
+        self._record("evict", {"name": name, "namespace": namespace, **kwargs})
+        return self._answer()
+
+    async def patch(
+        self, resource: Resource, name: str, patch: Any, **kwargs: Any
+    ) -> dict[str, Any]:
+        self._record("patch", {"resource": resource.plural, "name": name, **kwargs})
+        self.patches.append(patch)
         return self._answer()
 
 
@@ -142,13 +164,124 @@ async def test_evict_stops_when_the_pod_left_meanwhile() -> None:
     assert len(api.calls) == 1
 
 
-async def test_evict_refused_outright_reports_failed() -> None:
-    """A 403 (evictions not allowed) is not retried: the caller deletes instead."""
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(Forbidden("evictions are not allowed"), id="403"),
+        pytest.param(NotFound("the server could not find the requested resource"), id="404"),
+    ],
+)
+async def test_evict_refused_outright_reports_failed(error: KubeError) -> None:
+    """A 403 or a 404 (perhaps of the subresource, not the pod) is not retried: the caller
+    deletes instead, and the delete's own answer tells whether the pod is gone."""
     outcome = await evict_pod(
-        ScriptedApi(Forbidden("no")),
+        ScriptedApi(error),
         TARGET,
         deadline=time.monotonic() + 5,
         monotonic=time.monotonic,
         still_present=lambda: True,
     )
     assert outcome is Outcome.FAILED
+
+
+@pytest.mark.parametrize("verb", ["delete", "evict"])
+async def test_each_call_is_bounded_by_the_time_left(verb: str) -> None:
+    """Every request carries the time left before the deadline as its own timeout."""
+    api = ScriptedApi(Unavailable("503"), None)
+    began = time.monotonic()
+    if verb == "delete":
+        await delete_pod(api, TARGET, deadline=began + 2, monotonic=time.monotonic, backoff=FAST)
+    else:
+        await evict_pod(
+            api,
+            TARGET,
+            deadline=began + 2,
+            monotonic=time.monotonic,
+            still_present=lambda: True,
+            backoff=FAST,
+        )
+    assert len(api.timeouts) == 2
+    assert all(0 < timeout <= 2 for timeout in api.timeouts)
+    assert api.timeouts[1] < api.timeouts[0]  # the retry had less time left
+
+
+def test_disruption_patch_is_kubelets_node_shutdown_condition() -> None:
+    """The status patch adds kubelet's DisruptionTarget condition, with the pod's uid."""
+    patch = disruption_patch(TARGET, 1_790_000_000.0)
+    assert patch == {
+        "metadata": {"uid": "u-1"},
+        "status": {
+            "conditions": [
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "TerminationByKubelet",
+                    "message": "Pod was terminated in response to imminent node shutdown.",
+                    "lastTransitionTime": "2026-09-21T14:13:20Z",
+                }
+            ]
+        },
+    }
+
+
+async def test_mark_sends_a_strategic_status_patch() -> None:
+    """The condition goes to pods/status as a strategic merge patch."""
+    api = ScriptedApi(None)
+    marked = await mark_disruption(
+        api, TARGET, deadline=time.monotonic() + 5, monotonic=time.monotonic, now=time.time
+    )
+    assert marked
+    assert api.calls == [
+        (
+            "patch",
+            {
+                "resource": "pods",
+                "name": "web",
+                "patch_type": "strategic",
+                "namespace": "ns",
+                "subresource": "status",
+            },
+        )
+    ]
+
+
+async def test_a_failed_mark_is_reported_not_raised() -> None:
+    """A refused status patch (e.g. RBAC) is logged and reported, never raised."""
+    marked = await mark_disruption(
+        ScriptedApi(Forbidden("pods/status")),
+        TARGET,
+        deadline=time.monotonic() + 5,
+        monotonic=time.monotonic,
+        now=time.time,
+    )
+    assert not marked
+
+
+async def test_a_hanging_mark_does_not_hold_up_the_delete() -> None:
+    """A status patch that never answers delays the delete by the head start at most."""
+
+    class HangingPatch(ScriptedApi):
+        async def patch(self, *args: Any, **kwargs: Any) -> dict[str, Any]:  # noqa: ARG002 - AsyncKube's signature
+            await asyncio.Event().wait()
+            return {}  # pragma: no cover - never reached
+
+    api = HangingPatch(None)
+    spawned: list[asyncio.Task[object]] = []
+
+    def spawn(coroutine: Coroutine[object, object, object]) -> asyncio.Task[object]:
+        spawned.append(asyncio.get_running_loop().create_task(coroutine))
+        return spawned[-1]
+
+    outcome = await mark_then_delete(
+        api,
+        TARGET,
+        deadline=time.monotonic() + 30,
+        monotonic=time.monotonic,
+        now=time.time,
+        spawn=spawn,
+        head_start=0.05,
+    )
+    assert outcome is Outcome.REQUESTED
+    assert [verb for verb, _ in api.calls] == ["delete"]
+    assert not spawned[0].done()  # still hanging, on its own
+    spawned[0].cancel()

@@ -38,7 +38,7 @@ class ShutdownOptions:
     mode: Literal["delete", "evict"] = setting("delete")
     include_daemon_set_pods: bool = setting(False, key="includeDaemonSetPods")
     logind_drop_in_path: str = setting(
-        "/etc/systemd/logind.conf.d/99-kubelet-companion.conf", key="logindDropInPath"
+        "/etc/systemd/logind.conf.d/99-zz-kubelet-companion.conf", key="logindDropInPath"
     )
     manage_logind_delay: bool = setting(True)
     inhibit_delay_margin: Duration = setting(Duration(5.0))

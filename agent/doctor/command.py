@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from agent.config import AgentConfig
 from agent.doctor.report import ClusterStatus, DoctorReport, build_report
 from agent.kube.api import KubeApi
 from agent.kube.connection import connect
 from agent.kube.errors import KubeConfigError, KubeError
+from agent.logind.dropin import scan_dropins
+from agent.logind.dropin_order import Override, overriding_dropins
 from agent.logind.facts import read_logind_facts
 from agent.node.facts import collect_node_facts
 from agent.node.paths import HostPaths
@@ -33,8 +36,23 @@ def check_cluster(config: AgentConfig) -> ClusterStatus:
     )
 
 
+def find_dropin_overrides(config: AgentConfig, paths: HostPaths) -> list[Override]:
+    """The logind drop-ins that would decide InhibitDelayMaxSec instead of ours."""
+    ours, files = scan_dropins(
+        Path(config.shutdown.logind_drop_in_path), etc=paths.etc, run=paths.run
+    )
+    return overriding_dropins(ours, files)
+
+
 def gather(config: AgentConfig, node_name: str) -> DoctorReport:
     paths = HostPaths.from_config(config.host_paths)
     facts = collect_node_facts(paths)
     logind = asyncio.run(read_logind_facts(timeout=config.shutdown.dbus_call_timeout))
-    return build_report(config, node_name, facts, logind, check_cluster(config))
+    return build_report(
+        config,
+        node_name,
+        facts,
+        logind,
+        check_cluster(config),
+        dropin_overrides=find_dropin_overrides(config, paths),
+    )

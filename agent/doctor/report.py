@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent.config import AgentConfig
 from agent.config.durations import format_duration
+from agent.logind.dropin_order import Override
 from agent.logind.facts import LogindFacts
 from agent.node.facts import NodeFacts
 
@@ -32,6 +34,8 @@ def build_report(
     facts: NodeFacts,
     logind: LogindFacts,
     cluster: ClusterStatus,
+    *,
+    dropin_overrides: Sequence[Override] = (),
 ) -> DoctorReport:
     memory, cgroups, kernel, noswap = facts.memory, facts.cgroups, facts.kernel, facts.tmpfs_noswap
     budget = sum(b.shutdown_grace_period_seconds for b in config.shutdown_buckets)
@@ -126,4 +130,16 @@ def build_report(
             )
     if cluster.mode in ("unreachable", "misconfigured"):
         warnings.append(f"cluster {cluster.mode}: {cluster.detail}")
+    warnings.extend(dropin_order_warnings(config, dropin_overrides))
     return DoctorReport(sections=sections, warnings=warnings)
+
+
+def dropin_order_warnings(config: AgentConfig, overrides: Sequence[Override]) -> list[str]:
+    """One line per drop-in that decides ``InhibitDelayMaxSec`` instead of ours."""
+    if not config.shutdown.manage_logind_delay:
+        return []  # we write no drop-in: whichever file wins is the operator's choice
+    ours = config.shutdown.logind_drop_in_path
+    return [
+        f"logind drop-in {override.describe()} ({ours}): logind uses its value, not ours"
+        for override in overrides
+    ]

@@ -2,16 +2,28 @@
 
 logind caps every delay lock at ``InhibitDelayMaxSec`` (5 s by default), so a longer
 shutdown budget needs a drop-in, as kubelet writes ``99-kubelet.conf``. The file is ours
-alone (``99-kubelet-companion.conf``), written atomically so logind can never read half of
-it at a reload, and rewritten only when its content would change.
+alone (``99-zz-kubelet-companion.conf``, which logind applies after kubelet's), written
+atomically so logind can never read half of it at a reload, and rewritten only when its
+content would change. ``scan_dropins`` reads every drop-in logind would merge with ours,
+for ``dropin_order`` to tell whether ours has the last word.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
+from agent.logind.dropin_order import DropInFile
 from agent.node.atomicwrite import write_atomic
+
+DROPIN_DIRS = (
+    "/etc/systemd/logind.conf.d",
+    "/run/systemd/logind.conf.d",
+    "/usr/local/lib/systemd/logind.conf.d",
+    "/usr/lib/systemd/logind.conf.d",
+)
+"""logind's drop-in directories, read first to last (a name found twice: the first wins)."""
 
 
 def dropin_text(delay_seconds: float) -> str:
@@ -34,3 +46,51 @@ def write_dropin(path: Path, delay_seconds: float) -> bool:
         pass
     write_atomic(path, text.encode(), mode=0o644)
     return True
+
+
+def dropin_rank(path: Path) -> int:
+    """The priority of the directory holding ``path`` (0 for ``/etc`` or anywhere else)."""
+    directory = str(path.parent)
+    return DROPIN_DIRS.index(directory) if directory in DROPIN_DIRS else 0
+
+
+def scan_dropins(ours: Path, *, etc: Path, run: Path) -> tuple[DropInFile, list[DropInFile]]:
+    """Our drop-in and every ``*.conf`` logind would merge with it.
+
+    ``etc`` and ``run`` are where the host's ``/etc`` and ``/run`` are seen from here (a
+    DaemonSet mounts only our own directory; the others then read as empty).
+    """
+    directories = {
+        ours.parent: dropin_rank(ours),
+        etc / "systemd" / "logind.conf.d": 0,
+        run / "systemd" / "logind.conf.d": 1,
+        Path(DROPIN_DIRS[2]): 2,
+        Path(DROPIN_DIRS[3]): 3,
+    }
+    files = [
+        file for directory, rank in directories.items() for file in _conf_files(directory, rank)
+    ]
+    mine = DropInFile(ours.name, dropin_rank(ours), str(ours), _read(ours))
+    return mine, files
+
+
+def _conf_files(directory: Path, rank: int) -> list[DropInFile]:
+    try:
+        names = sorted(entry.name for entry in os.scandir(directory))
+    except OSError:  # missing or unreadable: logind finds nothing there either
+        return []
+    return [
+        DropInFile(name, rank, str(directory / name), _read(directory / name))
+        for name in names
+        if name.endswith(".conf")
+    ]
+
+
+def _read(path: Path) -> str | None:
+    """The text of a drop-in; ``None`` when masked (``/dev/null``), missing or unreadable."""
+    try:
+        if path.is_symlink() and os.path.realpath(path) == os.devnull:
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None

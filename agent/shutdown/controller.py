@@ -89,6 +89,7 @@ class ShutdownController:
             health=health,
             enabled=self.enabled,
             clock=clock,
+            paths=paths,
         )
         self.listener = SessionListener(self.logind.session)
         self.cluster = self._cluster_access(cluster, node_name)

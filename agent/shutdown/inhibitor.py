@@ -7,7 +7,10 @@ a (re)connection or a logind restart triggers ``ensure_lock``, which
   keeper closes the old fd; never two locks);
 - raises logind's ``InhibitDelayMaxSec`` to the budget if needed (once per connection and
   per logind instance, since a restarted logind re-reads its config), in the background;
-- warns once if kubelet holds a shutdown inhibitor too.
+- warns once if kubelet holds a shutdown inhibitor too;
+- warns (log, ``kubelet_companion_logind_dropin_overridden``, degraded ``logind-dropin-order``)
+  when another drop-in has the last word on ``InhibitDelayMaxSec`` instead of ours: it
+  sorts after ours, or hides ours (``agent.logind.dropin_order``).
 
 The lock comes first: ``InhibitDelayMaxSec`` applies when a shutdown starts, not when a
 lock is taken, so a lock taken before the override is just as good, and held sooner.
@@ -22,6 +25,8 @@ from pathlib import Path
 import structlog
 
 from agent.config.shutdown import ShutdownOptions
+from agent.logind.dropin import scan_dropins
+from agent.logind.dropin_order import Override, overriding_dropins
 from agent.logind.errors import CallFailed, LogindError
 from agent.logind.keeper import OPERATION_IN_PROGRESS, LockKeeper
 from agent.logind.manager import Inhibitor
@@ -32,6 +37,7 @@ from agent.logind.session import (
     LogindOwnerChanged,
     LogindSession,
 )
+from agent.node.paths import HostPaths
 from agent.runtime.clock import Clock
 from agent.shutdown.delay import DelayOutcome, ensure_inhibit_delay
 from agent.shutdown.metrics import ShutdownMetrics
@@ -42,6 +48,7 @@ WHY = "kubelet-companion terminates this node's pods by priority before it shuts
 LOCK_CHECK = "logind-lock"
 DEGRADED_DELAY = "logind-inhibit-delay"
 DEGRADED_LOGIND = "logind"
+DEGRADED_DROPIN_ORDER = "logind-dropin-order"
 FIRST_CONTACT_SECONDS = 2.0
 """How long start-up waits for the bus before deciding without logind (a resume is urgent)."""
 CANCEL_RETAKE_DELAYS = (0.0, 0.1, 0.2, 0.4, 0.8)
@@ -60,8 +67,10 @@ class InhibitorGuard:
         health: Health,
         enabled: bool,
         clock: Clock,
+        paths: HostPaths,
     ) -> None:
         self.options = options
+        self.paths = paths
         self.budget = budget
         self.metrics = metrics
         self.health = health
@@ -206,6 +215,26 @@ class InhibitorGuard:
             return  # the next connection or logind restart checks again
         self._delay_checked = True
         self._report_delay(outcome)
+        if self.options.manage_logind_delay:
+            self._report_dropin_order(await asyncio.to_thread(self._overriding_dropins))
+
+    def _overriding_dropins(self) -> list[Override]:
+        ours, files = scan_dropins(
+            Path(self.options.logind_drop_in_path), etc=self.paths.etc, run=self.paths.run
+        )
+        return overriding_dropins(ours, files)
+
+    def _report_dropin_order(self, overrides: list[Override]) -> None:
+        self.metrics.dropin_overridden.set(len(overrides))
+        problem = None
+        if overrides:
+            problem = (
+                f"another logind drop-in has the last word on InhibitDelayMaxSec, not "
+                f"{self.options.logind_drop_in_path}: "
+                + "; ".join(override.describe() for override in overrides)
+            )
+            _log.warning("our logind drop-in is overridden", problem=problem)
+        self.health.set_degraded(DEGRADED_DROPIN_ORDER, problem)
 
     def _report_delay(self, outcome: DelayOutcome) -> None:
         self.metrics.inhibit_delay_max.set(outcome.seconds)

@@ -57,6 +57,12 @@ class ShutdownMetrics:
             "did not take effect), so logind will not wait for the whole shutdown.",
             registry=registry,
         )
+        self.dropin_overridden = Gauge(
+            "kubelet_companion_logind_dropin_overridden",
+            "How many logind drop-ins decide InhibitDelayMaxSec instead of ours (they sort "
+            "after it, or hide it under the same name); 0 when ours has the last word.",
+            registry=registry,
+        )
 
     def load(self, record: ShutdownRecord | None) -> None:
         """Show the last recorded shutdown (called at start and after every change)."""

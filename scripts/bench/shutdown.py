@@ -232,7 +232,7 @@ def bench_config(
         AgentConfig,
         f"nodeName: {NODE}\nstateDir: {root / 'state'}\n{cluster}"
         f"shutdownGracePeriodByPodPriority:\n{lines}\n"
-        f"shutdown:\n  logindDropInPath: {logind.dropin_dir / '99-kubelet-companion.conf'}\n",
+        f"shutdown:\n  logindDropInPath: {logind.dropin_dir / '99-zz-kubelet-companion.conf'}\n",
         "bench",
     )
 

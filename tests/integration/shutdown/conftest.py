@@ -20,6 +20,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from agent.config import AgentConfig, parse_document
+from agent.config.shutdown import ShutdownOptions
 from agent.daemon import build_cluster
 from agent.node.paths import HostPaths
 from agent.runtime.clock import SystemClock
@@ -35,6 +36,8 @@ from tests.harness.waiting import wait_until
 NODE = "node-1"
 TAINT_KEY = "kubelet-companion.io/shutting-down"
 BOOT_ID = "5b1f3c9e-0000-4000-8000-000000000001"
+DEFAULT_DROPIN_NAME = Path(ShutdownOptions().logind_drop_in_path).name
+"""The agent's default drop-in name, in the harness's logind.conf.d."""
 
 
 async def until(condition: Callable[[], Any], timeout: float, what: str = "condition") -> Any:
@@ -236,7 +239,7 @@ async def rig_factory(
         text = config_text(
             state_dir=tmp_path / "state",
             proc=fake_proc(tmp_path / boot_id, boot_id),
-            dropin=dropin or logind_harness.dropin_dir / "99-kubelet-companion.conf",
+            dropin=dropin or logind_harness.dropin_dir / DEFAULT_DROPIN_NAME,
             buckets=buckets,
             kubeconfig=kubeconfig,
             mode=mode,

@@ -16,7 +16,7 @@ from dbus_fast import BusType, Message
 from dbus_fast.aio import MessageBus
 
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import ShutdownRig, make_pod, until
+from tests.integration.shutdown.conftest import DEFAULT_DROPIN_NAME, ShutdownRig, make_pod, until
 
 pytestmark = pytest.mark.root
 
@@ -133,7 +133,7 @@ async def test_override_raises_a_short_delay_to_the_budget(
         10,
         "the raised delay",
     )
-    dropin = logind_harness.dropin_dir / "99-kubelet-companion.conf"
+    dropin = logind_harness.dropin_dir / DEFAULT_DROPIN_NAME
     assert "[Login]\n" in dropin.read_text()
     assert "InhibitDelayMaxSec=35\n" in dropin.read_text()
     kill = logind_harness.systemd1.calls("KillUnit")
@@ -162,9 +162,46 @@ async def test_override_that_never_takes_effect_degrades_but_keeps_the_lock(
     assert not rig.tasks[-1].done()  # no crash, no crash loop
 
 
+async def test_a_leftover_kubelet_dropin_does_not_override_ours(
+    logind_harness: LogindHarness, rig_factory: Callable[..., Any]
+) -> None:
+    """Real logind applies our default drop-in after kubelet's 99-kubelet.conf: ours wins."""
+    logind_harness.write_dropin("99-kubelet.conf", "[Login]\nInhibitDelayMaxSec=5\n")
+    rig: ShutdownRig = await rig_factory(buckets=[(0, 30)], cluster=False)
+    await until(
+        lambda: rig.metric("kubelet_companion_logind_dropin_overridden") == 0,
+        10,
+        "the drop-in order check",
+    )
+    await until(
+        lambda: rig.metric("kubelet_companion_logind_inhibit_delay_max_seconds") == 35,
+        10,
+        "the raised delay",
+    )
+    assert rig.metric("kubelet_companion_logind_inhibit_delay_too_short") == 0
+    assert "logind-dropin-order" not in rig.health.degraded()
+
+
+async def test_a_dropin_applied_after_ours_is_reported(
+    logind_harness: LogindHarness, rig_factory: Callable[..., Any]
+) -> None:
+    """A drop-in logind applies after ours sets the delay: warned, counted, degraded."""
+    later = logind_harness.write_dropin("99-zzz.conf", "[Login]\nInhibitDelayMaxSec=5\n")
+    rig: ShutdownRig = await rig_factory(buckets=[(0, 30)], cluster=False)
+    await until(
+        lambda: rig.metric("kubelet_companion_logind_dropin_overridden") == 1,
+        10,
+        "the drop-in order check",
+    )
+    problem = rig.health.degraded()["logind-dropin-order"]
+    assert f"{later} sets InhibitDelayMaxSec=5 after ours" in problem
+    assert rig.metric("kubelet_companion_logind_inhibit_delay_too_short") == 1  # logind agrees
+    await rig.wait_for_lock()
+
+
 def rig_dropin_elsewhere(logind_harness: LogindHarness) -> Path:
     """A drop-in path logind does not read (the harness workdir, not logind.conf.d)."""
-    return logind_harness.workdir / "not-read" / "99-kubelet-companion.conf"
+    return logind_harness.workdir / "not-read" / "99-zz-kubelet-companion.conf"
 
 
 async def test_kubelet_holding_a_lock_too_is_warned_about_once(

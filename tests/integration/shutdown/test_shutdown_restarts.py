@@ -166,7 +166,7 @@ async def test_agent_killed_mid_shutdown_resumes_inside_the_original_deadlines(
         config_text(
             state_dir=tmp_path / "state",
             proc=Path("/proc"),  # the same boot: the real boot ID, and real node facts
-            dropin=logind_harness.dropin_dir / "99-kubelet-companion.conf",
+            dropin=logind_harness.dropin_dir / "99-zz-kubelet-companion.conf",
             buckets=[(0, 5), (1000, 5)],
             kubeconfig=kubeconfig,
             extra=f"metricsBindAddress: 127.0.0.1:{_free_port()}\nlogFormat: json\n",

@@ -4,7 +4,8 @@ from dataclasses import replace
 
 from agent.config import AgentConfig, parse_document
 from agent.doctor.render import render_json, render_table
-from agent.doctor.report import ClusterStatus, build_report
+from agent.doctor.report import ClusterStatus, build_report, dropin_order_warnings
+from agent.logind.dropin_order import Override
 from agent.logind.facts import LogindFacts
 from agent.node.cgroups import CgroupFacts, CgroupMode
 from agent.node.facts import NodeFacts
@@ -74,7 +75,7 @@ def test_short_inhibit_delay_is_reported_with_the_fix() -> None:
     report = build_report(config, "n1", facts(), LOGIND, NODE_ONLY)
     (warning,) = report.warnings
     assert "InhibitDelayMaxSec is 5s, below the shutdown budget of 30s" in warning
-    assert "99-kubelet-companion.conf" in warning
+    assert "99-zz-kubelet-companion.conf" in warning
 
 
 def test_missing_logind_with_a_budget_warns() -> None:
@@ -102,3 +103,20 @@ def test_table_and_json_carry_the_same_facts() -> None:
     data = render_json(report)
     assert '"total_bytes": 4294967296' in data
     assert replace(report, warnings=[]).warnings == []
+
+
+def test_a_dropin_applied_after_ours_is_a_warning() -> None:
+    """A drop-in that sets InhibitDelayMaxSec after ours is named in a warning line."""
+    later = Override("/etc/systemd/logind.conf.d/99-zzz.conf", "5", "later")
+    report = build_report(AgentConfig(), "n1", facts(), LOGIND, NODE_ONLY, dropin_overrides=[later])
+    (warning,) = report.warnings
+    assert "99-zzz.conf sets InhibitDelayMaxSec=5 after ours" in warning
+    assert "99-zz-kubelet-companion.conf" in warning
+    assert f"  ! {warning}" in render_table(report)
+
+
+def test_dropin_order_is_not_ours_to_judge_when_we_write_none() -> None:
+    """With manageLogindDelay off we write no drop-in, so the order is not a warning."""
+    config = parse_document(AgentConfig, "shutdown: {manageLogindDelay: false}", "x")
+    later = Override("/etc/systemd/logind.conf.d/99-zzz.conf", "5", "later")
+    assert dropin_order_warnings(config, [later]) == []

@@ -24,7 +24,7 @@ def test_dropin_sets_the_delay_in_whole_seconds() -> None:
 
 def test_dropin_is_written_with_modes_and_only_when_changed(tmp_path: Path) -> None:
     """Parents 0755 are made, the file is 0644, and a rewrite with the same value is skipped."""
-    path = tmp_path / "logind.conf.d" / "99-kubelet-companion.conf"
+    path = tmp_path / "logind.conf.d" / "99-zz-kubelet-companion.conf"
     assert write_dropin(path, 35) is True
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o755

@@ -127,15 +127,19 @@ class ShutdownController:
         self.record = await asyncio.to_thread(self.store.load)
         self.metrics.load(self.record)
         self.boot_id = await asyncio.to_thread(read_boot_id, self.paths)
+        if not self.boot_id:
+            _log.warning(
+                "cannot read the boot ID; a shutdown on record is judged by its age and logind"
+            )
         try:
             if not self.enabled:
                 _log.info("graceful node shutdown is off (no shutdown grace period configured)")
-                await self._apply_startup(decide_startup(self.record, self.boot_id, None))
+                await self._apply_startup(self._decide_startup(None))
                 await asyncio.Event().wait()  # idle: a root task must not return
             self.listener.start()
             pending = await self.logind.first_contact()
             preparing = await self.logind.preparing_for_shutdown()
-            await self._apply_startup(decide_startup(self.record, self.boot_id, preparing))
+            await self._apply_startup(self._decide_startup(preparing))
             for event in pending:  # PreparingForShutdown was just read: no reconciling
                 await self._handle(event, reconcile=False)
             await self._event_loop()
@@ -181,7 +185,9 @@ class ShutdownController:
     async def _reconcile_with_logind(self) -> None:
         """logind can hear us again: act on a PrepareForShutdown sent while it could not."""
         preparing = await self.logind.preparing_for_shutdown()
-        action = decide_on_reconnect(self.record, self.boot_id, preparing, running=self._running)
+        action = decide_on_reconnect(
+            self.record, self.boot_id, preparing, running=self._running, now=self.clock.now()
+        )
         if action is StartupAction.BEGIN:
             _log.warning("logind prepares for shutdown and its signal was missed; starting now")
             self._begin_shutdown(None)
@@ -190,6 +196,9 @@ class ShutdownController:
             await self._cancel_shutdown()
 
     # -- start-up -----------------------------------------------------------------------
+
+    def _decide_startup(self, preparing: bool | None) -> StartupAction:
+        return decide_startup(self.record, self.boot_id, preparing, now=self.clock.now())
 
     async def _apply_startup(self, action: StartupAction) -> None:
         record = self.record
@@ -204,7 +213,7 @@ class ShutdownController:
             "found an unfinished shutdown in the state file",
             action=action.value,
             status=record.status.value,
-            same_boot=record.boot_id == self.boot_id,
+            same_boot=record.boot_id == self.boot_id if self.boot_id else "unknown",
         )
         if action is StartupAction.RESUME and self.enabled:
             self._start_run(record, resumed=True)
@@ -312,7 +321,7 @@ class ShutdownController:
         self.record = run.record
 
     async def _cancel_shutdown(self) -> None:
-        ours = self._running or is_current(self.record, self.boot_id)
+        ours = self._running or is_current(self.record, self.boot_id, now=self.clock.now())
         await self._stop_run("cancelled")
         record = self.record
         if not ours or record is None:

@@ -13,6 +13,15 @@ again on a node that is going down. We remember. The boot ID tells the two stori
 - **nothing on record, but logind is already preparing for shutdown**: the signal went out
   before we listened (the agent started late); start the shutdown now.
 
+The boot ID may be unknown (``/proc`` unreadable at start, or a record written while it
+was). Doing nothing then would leave the shutting-down taint on a rebooted node for good,
+so the record's own times decide: once its budget has long ended (``STALE_AFTER_SECONDS``
+past it, far longer than any shutdown takes after the lock goes) it is cleared as after a
+reboot, unless logind prepares a shutdown right now, which is then a new one. Inside that
+window we act only on what logind confirms: it prepares a shutdown (resume ours), or it
+does not (clear ours). With logind silent too, we wait: a guess could delete pods on a
+node that has just come back.
+
 The agent is just as deaf while its bus connection is down, or while logind restarts, so
 ``decide_on_reconnect`` asks the same question each time logind is back within earshot: a
 ``PrepareForShutdown`` sent meanwhile is read back from ``PreparingForShutdown``.
@@ -41,16 +50,19 @@ class StartupAction(Enum):
 
 
 ACTIVE = frozenset({ShutdownStatus.RUNNING, ShutdownStatus.FINISHED})
+STALE_AFTER_SECONDS = 600.0
+"""How long after its budget's end a record of unknown boot is taken for a finished story."""
 
 
 def decide_startup(
-    record: ShutdownRecord | None, boot_id: str | None, preparing: bool | None
+    record: ShutdownRecord | None, boot_id: str | None, preparing: bool | None, *, now: float
 ) -> StartupAction:
-    """``preparing`` is logind's ``PreparingForShutdown`` (``None``: logind could not be asked)."""
+    """``preparing`` is logind's ``PreparingForShutdown`` (``None``: logind could not be asked);
+    ``boot_id`` is ``None`` when it cannot be read; ``now`` is Unix seconds."""
     if record is None or record.status not in ACTIVE:
         return StartupAction.BEGIN if preparing else StartupAction.NOTHING
-    if boot_id is None:
-        return StartupAction.NOTHING
+    if not boot_id or not record.boot_id:
+        return _decide_without_boot_id(record, preparing, now=now)
     if record.boot_id != boot_id:
         return StartupAction.CLEAR_AFTER_REBOOT
     if preparing is False:
@@ -60,8 +72,30 @@ def decide_startup(
     return StartupAction.NOTHING
 
 
+def _decide_without_boot_id(
+    record: ShutdownRecord, preparing: bool | None, *, now: float
+) -> StartupAction:
+    """Which boot the record is from is unknown: its age and logind decide."""
+    if _long_over(record, now):
+        return StartupAction.BEGIN if preparing else StartupAction.CLEAR_AFTER_REBOOT
+    if preparing is False:
+        return StartupAction.CLEAR_CANCELLED
+    if preparing and record.status is ShutdownStatus.RUNNING:
+        return StartupAction.RESUME
+    return StartupAction.NOTHING
+
+
+def _long_over(record: ShutdownRecord, now: float) -> bool:
+    return now >= record.start_time + record.budget_seconds + STALE_AFTER_SECONDS
+
+
 def decide_on_reconnect(
-    record: ShutdownRecord | None, boot_id: str | None, preparing: bool | None, *, running: bool
+    record: ShutdownRecord | None,
+    boot_id: str | None,
+    preparing: bool | None,
+    *,
+    running: bool,
+    now: float,
 ) -> StartupAction:
     """logind is back on the bus; did we miss a ``PrepareForShutdown`` while it was not?
 
@@ -71,7 +105,7 @@ def decide_on_reconnect(
     """
     if preparing is None:
         return StartupAction.NOTHING
-    ours = running or is_current(record, boot_id)
+    ours = running or is_current(record, boot_id, now=now)
     if preparing and not ours:
         return StartupAction.BEGIN
     if not preparing and ours:
@@ -79,6 +113,13 @@ def decide_on_reconnect(
     return StartupAction.NOTHING
 
 
-def is_current(record: ShutdownRecord | None, boot_id: str | None) -> bool:
-    """A shutdown of this boot that runs or ran: the one a cancellation would undo."""
-    return record is not None and record.status in ACTIVE and record.boot_id == (boot_id or "")
+def is_current(record: ShutdownRecord | None, boot_id: str | None, *, now: float) -> bool:
+    """A shutdown of this boot that runs or ran: the one a cancellation would undo.
+
+    With the boot unknown (on either side), a record whose budget has not long ended counts.
+    """
+    if record is None or record.status not in ACTIVE:
+        return False
+    if not boot_id or not record.boot_id:
+        return not _long_over(record, now)
+    return record.boot_id == boot_id

@@ -87,6 +87,42 @@ async def test_reboot_clears_our_taint_and_completes_the_record(
     await rig.wait_for_lock()  # and the agent is ready for the next shutdown
 
 
+@pytest.mark.parametrize(
+    ("age", "closed_as"),
+    [
+        pytest.param(1_000_000.0, "complete", id="budget-long-over"),
+        pytest.param(1.0, "cancelled", id="recent-and-logind-not-preparing"),
+    ],
+)
+async def test_unreadable_boot_id_still_clears_our_taint(
+    logind_harness: LogindHarness, rig_factory: Callable[..., Any], age: float, closed_as: str
+) -> None:
+    """With no boot ID, a record whose budget long ended (or that logind disowns) is cleared."""
+    started = time.time() - age
+    old = begin_record(
+        (PriorityBucket(0, 10),),
+        start_time=started,
+        start_monotonic=5.0,
+        boot_id=OLD_BOOT,
+        mode="delete",
+    ).closed(ShutdownStatus.FINISHED, end_time=started + 9.5, why="phases-done")
+
+    def prepare(rig: ShutdownRig) -> None:
+        (Path(rig.config.host_paths.proc) / "sys" / "kernel" / "random" / "boot_id").unlink()
+        write_json_atomic(rig.config.shutdown_state_file, old.to_json())
+        assert rig.server is not None
+        rig.server.patch(
+            "nodes", NODE, {"spec": {"taints": [{"key": TAINT_KEY, "effect": "NoSchedule"}]}}
+        )
+
+    rig: ShutdownRig = await rig_factory(buckets=[(0, 10)], prepare=prepare)
+    await until(lambda: not rig.has_taint(), 10, "our taint to be removed")
+    await until(lambda: rig.state()["status"] == closed_as, 5, "the closed record")
+    assert rig.state()["bootID"] == OLD_BOOT
+    assert rig.pod_deletions() == []
+    await rig.wait_for_lock()
+
+
 # -- the real agent process, killed mid-shutdown ------------------------------------------
 
 

@@ -164,6 +164,17 @@ class ShutdownRig:
     def state(self) -> dict[str, Any]:
         return dict(json.loads(self.config.shutdown_state_file.read_text()))
 
+    async def started_at(self) -> float:
+        """When the agent received PrepareForShutdown(true), as it recorded it.
+
+        Its deadlines count from this moment, on ``time.monotonic()``: the clock of the fake
+        API server's request log and of the systemd1 stand-in's calls (same machine, and
+        the rig runs the agent in this process). Compare their times with this one, never
+        with the test's own observation of the signal, which may come earlier or later.
+        """
+        await until(self.config.shutdown_state_file.exists, 5, "the state file")
+        return float(self.state()["startMonotonic"])
+
     async def our_locks(self) -> list[tuple[str, str, str, str, int, int]]:
         listed = await asyncio.to_thread(self.logind.list_inhibitors)
         return [inhibitor for inhibitor in listed if inhibitor[1] == WHO]

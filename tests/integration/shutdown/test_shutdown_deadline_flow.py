@@ -20,6 +20,11 @@ pytestmark = pytest.mark.root
 # covers logind noticing the closed fd and the stand-in recording StartUnit; it is far
 # below logind's InhibitDelayMaxSec (20 s here), so a lock held on past the budget still
 # fails. How fast things happen is measured by scripts/bench/shutdown.py, not asserted.
+#
+# Every bound is measured from the agent's own recorded start (``rig.started_at()``),
+# the moment its deadlines count from, on the clock the request log and the systemd1
+# stand-in use. The test's own sighting of the signal is a different moment: under load
+# it came ~10 ms after the agent's, and a lower bound measured from it failed (1.991 s).
 RELEASE_MARGIN = 1.0
 
 
@@ -37,12 +42,13 @@ async def test_stuck_pod_delays_neither_the_next_phase_nor_the_release(
     assert rig.kubelet is not None
     rig.kubelet.stick("default", "stuck")
     await rig.wait_for_lock()
-    signalled = await rig.power_off()
+    await rig.power_off()
+    started = await rig.started_at()
     start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
 
     by_pod = {d.path.rsplit("/", 1)[1]: d.monotonic for d in rig.pod_deletions()}
-    assert 2.0 <= by_pod["next"] - signalled < 4.0  # at phase 0's deadline, inside phase 1's
-    assert start_unit.time - signalled < 4.0 + RELEASE_MARGIN  # released by the 4 s budget
+    assert 2.0 <= by_pod["next"] - started < 4.0  # at phase 0's deadline, inside phase 1's
+    assert start_unit.time - started < 4.0 + RELEASE_MARGIN  # released by the 4 s budget
     await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
     state = rig.state()
     assert [p["status"] for p in state["phases"]] == ["timed-out", "done"]
@@ -66,13 +72,14 @@ async def test_api_outage_keeps_phase_timing_and_releases_on_time(
     await rig.wait_for_lock()
     assert rig.server is not None
     with rig.server.outage():
-        signalled = await rig.power_off()
+        await rig.power_off()
+        started = await rig.started_at()
         start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
-    assert start_unit.time - signalled < 3.0 + RELEASE_MARGIN
+    assert start_unit.time - started < 3.0 + RELEASE_MARGIN
     failed = rig.server.requests("DELETE", "/pods/", status=503)
     assert len([r for r in failed if r.path.endswith("/a")]) >= 2  # retried, with backoff
     first_b = min(r.monotonic for r in failed if r.path.endswith("/b"))
-    assert first_b - signalled >= 1.0  # phase 2 still waited for phase 1's deadline
+    assert first_b - started >= 1.0  # phase 2 still waited for phase 1's deadline
     await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
     assert rig.state()["releasedBy"] == "budget"
     failed_a = rig.metric(
@@ -91,9 +98,10 @@ async def test_hanging_api_server_cannot_hold_the_lock_past_the_budget(
     await rig.wait_for_lock()
     assert rig.server is not None
     rig.server.faults.hang("DELETE", r"/pods/", seconds=30, times=None)
-    signalled = await rig.power_off()
+    await rig.power_off()
+    started = await rig.started_at()
     start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
-    assert start_unit.time - signalled < 2.0 + RELEASE_MARGIN
+    assert start_unit.time - started < 2.0 + RELEASE_MARGIN
     assert rig.metric("kubelet_companion_inhibitor_lock_held") == 0
     rig.server.faults.clear()
 
@@ -129,7 +137,8 @@ async def test_evict_mode_honours_a_pdb_until_the_deadline_then_deletes(
     assert rig.server is not None
     await asyncio.to_thread(rig.server.wait_for, "poddisruptionbudgets", "guard", pdb_settled)
     await rig.wait_for_lock()
-    signalled = await rig.power_off()
+    await rig.power_off()
+    started = await rig.started_at()
     await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
 
     evictions = rig.server.requests("POST", "/eviction")
@@ -139,7 +148,7 @@ async def test_evict_mode_honours_a_pdb_until_the_deadline_then_deletes(
     assert [r.status for r in evictions if "/free/" in r.path] == [201]
     deletes = [r for r in rig.pod_deletions() if r.path.endswith("/guarded")]
     assert len(deletes) == 1
-    assert deletes[0].monotonic - signalled >= 2.0  # only once the phase deadline came
+    assert deletes[0].monotonic - started >= 2.0  # only once the phase deadline came
     assert deletes[0].body["gracePeriodSeconds"] == 1
     assert not rig.pod_deletions()[0].path.endswith("/free")
 
@@ -181,9 +190,10 @@ async def test_node_only_mode_keeps_lock_state_file_and_metrics(
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
     rig: ShutdownRig = await rig_factory(buckets=[(0, 3), (1000, 3)], cluster=False)
     await rig.wait_for_lock()
-    signalled = await rig.power_off()
+    await rig.power_off()
+    started = await rig.started_at()
     start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=10)
-    assert start_unit.time - signalled < 6.0  # before the budget's end: nothing to wait for
+    assert start_unit.time - started < 6.0  # before the budget's end: nothing to wait for
     await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
     assert [p["status"] for p in rig.state()["phases"]] == ["empty", "empty"]
     assert rig.state()["releasedBy"] == "phases-done"
@@ -203,11 +213,12 @@ async def test_lock_goes_at_the_budget_even_with_the_event_loop_blocked(
     assert rig.kubelet is not None
     rig.kubelet.stick("default", "stuck")
     await rig.wait_for_lock()
-    signalled = await rig.power_off()
+    await rig.power_off()
+    started = await rig.started_at()
     await until(rig.pod_deletions, 5, "the phase to start")
     time.sleep(2.5)  # noqa: ASYNC251 - on purpose: the agent's event loop is frozen meanwhile
     start_unit = logind_harness.systemd1.wait_for_call("StartUnit", timeout=5)
-    assert start_unit.time - signalled < 1.0 + RELEASE_MARGIN  # the loop was frozen 2.5 s
+    assert start_unit.time - started < 1.0 + RELEASE_MARGIN  # the loop was frozen 2.5 s
     await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
     assert rig.state()["releasedBy"] == "watchdog"
 
@@ -227,16 +238,17 @@ async def test_pods_in_a_zero_second_bucket_are_still_terminated(
     assert rig.kubelet is not None
     rig.kubelet.stick("default", "stuck")
     await rig.wait_for_lock()
-    signalled = await rig.power_off()
+    await rig.power_off()
+    started = await rig.started_at()
     start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
-    assert start_unit.time - signalled < 2.0 + RELEASE_MARGIN  # not held for the late delete
+    assert start_unit.time - started < 2.0 + RELEASE_MARGIN  # not held for the late delete
 
     crit = await until(
         lambda: [d for d in rig.pod_deletions() if d.path.endswith("/crit")], 5, "crit's delete"
     )
     assert len(crit) == 1
     assert crit[0].body["gracePeriodSeconds"] == 1  # min(0 s, 30 s), never a force delete
-    assert crit[0].monotonic - signalled >= 2.0  # only once phase 0's deadline came
+    assert crit[0].monotonic - started >= 2.0  # only once phase 0's deadline came
     await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
     phases = rig.state()["phases"]
     assert [(p["status"], p["pods"]) for p in phases] == [("timed-out", 1), ("timed-out", 1)]
@@ -272,11 +284,12 @@ async def test_pdb_blocked_pod_of_the_last_phase_is_deleted_at_the_budgets_end(
     assert rig.server is not None
     await asyncio.to_thread(rig.server.wait_for, "poddisruptionbudgets", "guard", pdb_settled)
     await rig.wait_for_lock()
-    signalled = await rig.power_off()
+    await rig.power_off()
+    started = await rig.started_at()
     start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
-    assert start_unit.time - signalled < 2.0 + RELEASE_MARGIN
+    assert start_unit.time - started < 2.0 + RELEASE_MARGIN
 
     deletes = await until(rig.pod_deletions, 5, "the delete after the PDB held to the end")
     assert [d.path.rsplit("/", 1)[1] for d in deletes] == ["guarded"]
-    assert deletes[0].monotonic - signalled >= 2.0  # the PDB was honoured until then
+    assert deletes[0].monotonic - started >= 2.0  # the PDB was honoured until then
     assert {r.status for r in rig.server.requests("POST", "/eviction")} == {429}

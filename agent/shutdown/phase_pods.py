@@ -8,10 +8,12 @@ uid, or when the API said so (404, or the delete's uid precondition failed).
 In evict mode a PodDisruptionBudget is honoured until the deadline; an eviction refused
 for good (403, 404, any answer but a retryable one) is followed by a delete at once. At
 the deadline every pod still here with no accepted delete or eviction (a PDB still
-protects it, its eviction or delete was never answered or refused) gets a delete, in
-either mode: whatever made the request fail, the pod does not survive the shutdown. That
-delete is decided when the phase ends, by whoever ends it (its deadline, or the budget's
-end), so no timer racing the end of the run can skip it.
+protects it, its eviction or its delete was never answered, or refused) gets a delete:
+whatever made the eviction fail, the pod does not survive the shutdown. That delete is
+decided when the phase ends, by whoever ends it (its deadline, or the budget's end), so
+no timer racing the end of the run can skip it. Delete mode sends no such second round:
+its deletes were retried up to the deadline already, and more of them, sent while an API
+server hangs, would only take the pool threads the next phase needs.
 
 Concurrency: all on the event loop. The termination tasks are spawned through the run
 (which cancels whatever is left when it ends); ``_progress`` wakes the waiter when one of
@@ -97,7 +99,9 @@ class PhasePods:
         return results
 
     def undeleted(self) -> list[PodTarget]:
-        """At the deadline: pods still here that no accepted delete or eviction is ending."""
+        """Evict mode, at the deadline: pods still here that no accepted request is ending."""
+        if not self.evict:
+            return []
         return [
             target
             for target in self.targets

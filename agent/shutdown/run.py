@@ -285,7 +285,7 @@ class ShutdownRun:
             if status is PhaseStatus.TIMED_OUT:  # the deadline came (or the budget's end)
                 for target in pods.undeleted():
                     _log.info(
-                        "no delete or eviction of the pod went through by the deadline; "
+                        "no eviction or delete of the pod went through by the deadline; "
                         "deleting it now",
                         pod=target.key,
                         outcome=str(pods.outcomes.get(target.key, "unanswered")),

@@ -6,6 +6,8 @@ import asyncio
 import dataclasses
 import json
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 from agent.config.shutdown import PriorityBucket
@@ -110,3 +112,36 @@ async def test_an_earlier_background_save_never_overwrites_a_later_save(tmp_path
     loaded = store.load()
     assert loaded is not None
     assert loaded.budget_seconds == 2
+
+
+_SAVE_UNDER_A_FILE_SIZE_LIMIT = """
+import asyncio, resource, signal, sys
+from pathlib import Path
+from agent.config.shutdown import PriorityBucket
+from agent.shutdown.record import begin_record
+from agent.shutdown.store import RecordStore
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+big = begin_record(
+    tuple(PriorityBucket(priority, 1) for priority in range(200)),
+    start_time=20.0, start_monotonic=2.0, boot_id="b", mode="delete",
+)
+sys.exit(0 if asyncio.run(RecordStore(Path(sys.argv[1])).save(big)) else 3)
+"""
+
+
+def test_a_write_that_fails_midway_leaves_the_previous_record_whole(tmp_path: Path) -> None:
+    """A state-file write cut short (here by the file size limit) never tears the old file."""
+    path = tmp_path / "s.json"
+    asyncio.run(RecordStore(path).save(_record()))
+    # A real failure, in a child process: no part of the writer is replaced.
+    result = subprocess.run(
+        [sys.executable, "-c", _SAVE_UNDER_A_FILE_SIZE_LIMIT, str(path)],
+        capture_output=True,
+        check=False,
+        cwd=Path(__file__).parents[3],
+    )
+    assert result.returncode == 3, result.stderr.decode()[-2000:]  # the save failed...
+    assert RecordStore(path).load() == _record()  # ...and the old record is intact
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json"]  # no temp file left

@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import structlog
@@ -219,3 +219,60 @@ async def test_stop_ends_the_logind_session_for_good(
     for _ in range(20):
         await asyncio.sleep(0)
     assert controller.record is None
+
+
+class HangingKube:
+    """Pod deletes and status patches that never answer: the phase runs to its end."""
+
+    async def delete(self, *args: Any, **kwargs: Any) -> dict[str, Any]:  # noqa: ARG002 - AsyncKube's signature
+        await asyncio.Event().wait()
+        return {}  # pragma: no cover - never reached
+
+    patch = delete
+
+
+class OnePodState:
+    """A synced NodeState holding one ordinary pod that never leaves."""
+
+    synced = True
+    version = 0
+    pods: ClassVar[dict[str, Any]] = {
+        "default/web": {
+            "metadata": {"name": "web", "namespace": "default", "uid": "web-uid"},
+            "spec": {"priority": 0, "terminationGracePeriodSeconds": 30},
+            "status": {"phase": "Running"},
+        }
+    }
+
+    def pod_list(self) -> list[dict[str, Any]]:
+        return list(self.pods.values())
+
+    async def wait_changed(self, version: int, timeout: float) -> None:  # noqa: ARG002 - NodeState's signature
+        await asyncio.sleep(timeout)
+
+
+async def test_cancellation_mid_phase_records_the_phase_as_cancelled_with_its_end(
+    tmp_path: Path, running: Callable[[ShutdownController], asyncio.Task[None]]
+) -> None:
+    """A phase interrupted by PrepareForShutdown(false) is recorded cancelled, with an end time."""
+    controller = build_controller(tmp_path, budget=30)
+    recorder = Recorder()
+    controller.cluster = ClusterAccess(
+        node_state=OnePodState(),  # type: ignore[arg-type]
+        kube=HangingKube(),
+        taint=recorder,  # type: ignore[arg-type]
+        events=recorder,  # type: ignore[arg-type]
+        node_ref=ObjectRef.node("node-1"),
+    )
+    controller.logind.session.events.put_nowait(prepare(True))
+    with structlog.testing.capture_logs() as logs:
+        running(controller)
+        await logged(logs, "shutdown phase started")
+        controller.logind.session.events.put_nowait(prepare(False))
+        await until(lambda: controller.record is not None and not controller.record.open)
+    assert controller.record is not None
+    assert controller.record.status.value == "cancelled"
+    (phase,) = controller.record.phases
+    assert phase.status.value == "cancelled"
+    assert phase.end_time is not None
+    assert ("taint", False, None) in recorder.calls

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.config.shutdown import ShutdownOptions
-from agent.logind.dropin import DROPIN_DIRS, dropin_text, scan_dropins
+from agent.logind.dropin import DROPIN_DIRS, dropin_rank, dropin_text, scan_dropins
 from agent.logind.dropin_order import (
     DropInFile,
     Override,
@@ -77,6 +77,11 @@ def dropin(
             id="last-assignment-counts",
         ),
         pytest.param([OURS], [], id="only-ours"),
+        pytest.param(
+            [dropin("99-zzz.conf", text="# kept by hand\n\n[Login]\n\nInhibitDelayMaxSec=5\n")],
+            [Override("/etc/systemd/logind.conf.d/99-zzz.conf", "5", "later")],
+            id="comments-and-blank-lines-before-the-key",
+        ),
     ],
 )
 def test_who_overrides_our_dropin(others: list[DropInFile], expected: list[Override]) -> None:
@@ -97,11 +102,54 @@ def test_the_old_default_name_lost_to_kubelets_file() -> None:
     assert override.how == "later"
 
 
-def test_a_same_named_file_read_first_hides_ours() -> None:
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [pytest.param("[Login]\n", None, id="without-the-key"), pytest.param(None, None, id="masked")],
+)
+def test_a_same_named_file_read_first_hides_ours(text: str | None, value: str | None) -> None:
     """Ours in /run is hidden by a same-named file in /etc, key or not."""
     ours = DropInFile(DEFAULT_NAME, RUN, f"/run/{DEFAULT_NAME}", dropin_text(35))
-    hider = dropin(DEFAULT_NAME, ETC, "[Login]\n")
-    assert overriding_dropins(ours, [ours, hider]) == [Override(hider.path, None, "masks")]
+    hider = dropin(DEFAULT_NAME, ETC, text)
+    assert overriding_dropins(ours, [ours, hider]) == [Override(hider.path, value, "masks")]
+
+
+def test_a_hiding_file_reports_the_value_logind_uses() -> None:
+    """The hiding file's own InhibitDelayMaxSec is what the warning shows."""
+    ours = DropInFile(DEFAULT_NAME, RUN, f"/run/{DEFAULT_NAME}", dropin_text(35))
+    hider = dropin(DEFAULT_NAME, ETC)
+    assert overriding_dropins(ours, [ours, hider]) == [Override(hider.path, "5", "masks")]
+
+
+def test_before_ours_is_written_only_later_files_count() -> None:
+    """Our drop-in not written yet (the delay was long enough): later files still count."""
+    later = dropin("99-zzz.conf")
+    assert overriding_dropins(OURS, [later]) == [Override(later.path, "5", "later")]
+
+
+@pytest.mark.parametrize(
+    ("directory", "rank"),
+    [
+        *(pytest.param(path, index, id=path) for index, path in enumerate(DROPIN_DIRS)),
+        pytest.param("/opt/elsewhere", ETC, id="elsewhere"),
+    ],
+)
+def test_dropin_rank_follows_loginds_directory_order(directory: str, rank: int) -> None:
+    """/etc, /run, /usr/local/lib, /usr/lib in that order; anywhere else counts as /etc."""
+    assert dropin_rank(Path(directory) / DEFAULT_NAME) == rank
+
+
+def test_scan_reads_etc_when_ours_lives_elsewhere(tmp_path: Path) -> None:
+    """With our drop-in in /run, a later file in the host's /etc is still found."""
+    etc_dir = tmp_path / "etc" / "systemd" / "logind.conf.d"
+    run_dir = tmp_path / "run" / "systemd" / "logind.conf.d"
+    for directory in (etc_dir, run_dir):
+        directory.mkdir(parents=True)
+    ours = run_dir / DEFAULT_NAME
+    ours.write_text(dropin_text(35))
+    (etc_dir / "99-zzz.conf").write_text("[Login]\nInhibitDelayMaxSec=5\n")
+    mine, files = scan_dropins(ours, etc=tmp_path / "etc", run=tmp_path / "run")
+    assert mine.path == str(ours)
+    assert [o.path for o in overriding_dropins(mine, files)] == [str(etc_dir / "99-zzz.conf")]
 
 
 def test_describe_names_the_file_and_its_value() -> None:

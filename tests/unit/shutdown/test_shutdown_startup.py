@@ -165,3 +165,18 @@ def test_reconnect_reads_back_a_missed_prepare_for_shutdown(
 ) -> None:
     """Back on the bus, a shutdown logind prepares (or called off) meanwhile is acted on."""
     assert decide_on_reconnect(found, "boot-a", preparing, running=running, now=SOON) is expected
+
+
+@pytest.mark.parametrize(
+    ("now", "expected"),
+    [
+        pytest.param(SOON, StartupAction.NOTHING, id="recent-finished-is-ours"),
+        pytest.param(LONG_AFTER, StartupAction.BEGIN, id="long-over-a-new-shutdown"),
+    ],
+)
+def test_reconnect_with_an_unknown_boot_id_judges_the_record_by_its_age(
+    now: float, expected: StartupAction
+) -> None:
+    """Back on the bus with no boot ID: logind preparing is ours only if our record is recent."""
+    found = record(ShutdownStatus.FINISHED)
+    assert decide_on_reconnect(found, None, True, running=False, now=now) is expected

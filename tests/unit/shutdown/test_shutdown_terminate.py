@@ -14,6 +14,7 @@ from agent.kube.errors import Conflict, Forbidden, KubeError, NotFound, TooManyR
 from agent.kube.resources import Resource
 from agent.shutdown.phases import PodTarget
 from agent.shutdown.terminate import (
+    MARK_ATTEMPTS,
     Outcome,
     delete_pod,
     disruption_patch,
@@ -24,6 +25,7 @@ from agent.shutdown.terminate import (
 
 TARGET = PodTarget(namespace="ns", name="web", uid="u-1", priority=0, grace_seconds=7)
 FAST = Backoff(initial=0.01, factor=2.0, cap=0.05, jitter=0.0)
+FIXED_NOW = 1_790_000_000.0
 
 
 class ScriptedApi:
@@ -228,9 +230,11 @@ async def test_mark_sends_a_strategic_status_patch() -> None:
     """The condition goes to pods/status as a strategic merge patch."""
     api = ScriptedApi(None)
     marked = await mark_disruption(
-        api, TARGET, deadline=time.monotonic() + 5, monotonic=time.monotonic, now=time.time
+        api, TARGET, deadline=time.monotonic() + 5, monotonic=time.monotonic, now=lambda: FIXED_NOW
     )
     assert marked
+    assert api.patches == [disruption_patch(TARGET, FIXED_NOW)]
+    assert 0 < api.timeouts[0] <= 5  # bounded like every call of the phase
     assert api.calls == [
         (
             "patch",
@@ -285,3 +289,57 @@ async def test_a_hanging_mark_does_not_hold_up_the_delete() -> None:
     assert [verb for verb, _ in api.calls] == ["delete"]
     assert not spawned[0].done()  # still hanging, on its own
     spawned[0].cancel()
+
+
+async def test_a_mark_retries_briefly_then_gives_up() -> None:
+    """A 503 on the status patch is retried; after MARK_ATTEMPTS tries the mark is dropped."""
+    flaky = ScriptedApi(Unavailable("503"), None)
+    deadline = time.monotonic() + 5
+    assert await mark_disruption(
+        flaky, TARGET, deadline=deadline, monotonic=time.monotonic, now=time.time, backoff=FAST
+    )
+    assert len(flaky.calls) == 2
+    down = ScriptedApi()
+    down.answers_default = Unavailable("503")
+    assert not await mark_disruption(
+        down, TARGET, deadline=deadline, monotonic=time.monotonic, now=time.time, backoff=FAST
+    )
+    assert len(down.calls) == MARK_ATTEMPTS
+
+
+async def test_the_mark_gets_its_head_start_before_the_delete() -> None:
+    """With a quick API server the condition is written before the delete goes out."""
+    api = ScriptedApi(None, None)
+
+    def spawn(coroutine: Coroutine[object, object, object]) -> asyncio.Task[object]:
+        return asyncio.get_running_loop().create_task(coroutine)
+
+    await mark_then_delete(
+        api,
+        TARGET,
+        deadline=time.monotonic() + 30,
+        monotonic=time.monotonic,
+        now=time.time,
+        spawn=spawn,
+    )
+    assert [verb for verb, _ in api.calls] == ["patch", "delete"]
+
+
+@pytest.mark.parametrize("verb", ["delete", "evict"])
+async def test_retries_are_ended_by_the_deadline_not_by_a_count(verb: str) -> None:
+    """An API server that keeps failing is retried as often as the deadline allows."""
+    api = ScriptedApi()
+    api.answers_default = Unavailable("503")
+    deadline = time.monotonic() + 0.6
+    if verb == "delete":
+        await delete_pod(api, TARGET, deadline=deadline, monotonic=time.monotonic, backoff=FAST)
+    else:
+        await evict_pod(
+            api,
+            TARGET,
+            deadline=deadline,
+            monotonic=time.monotonic,
+            still_present=lambda: True,
+            backoff=FAST,
+        )
+    assert len(api.calls) > 6  # the adapter's default attempt count

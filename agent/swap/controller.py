@@ -30,6 +30,7 @@ from agent.config.swap import MemorySwapConfig
 from agent.kube.api import JsonObject
 from agent.kube.errors import KubeError
 from agent.kube.events import ObjectRef
+from agent.kube.reflector import Listener
 from agent.node.cgroupfiles import CgroupPathError
 from agent.node.facts import NodeFacts
 from agent.node.kernel import read_min_free_kbytes
@@ -72,6 +73,24 @@ class CgroupTree(Protocol):
     def write_swap_max(self, path: str, value: int) -> None: ...
 
 
+class PodSource(Protocol):
+    """This node's pods and Node object, kept current (``NodeState`` is the one we run)."""
+
+    async def wait_synced(self) -> None: ...
+
+    def pod_list(self) -> list[JsonObject]: ...
+
+    def node_object(self) -> JsonObject | None: ...
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]: ...
+
+
+def wakes_audit(obj: JsonObject | None) -> bool:
+    """Whether a NodeState event calls for an audit now: pod changes do; Node changes (our
+    own label patches come back as Node events) wait for the timer."""
+    return obj is None or obj.get("kind") != "Node"
+
+
 @dataclass(frozen=True)
 class Sample:
     memory: MemoryFacts
@@ -95,6 +114,7 @@ class SwapController:
         clock: Clock,
         cluster: KubeContext | None,
         tree: CgroupTree | None = None,
+        pods: PodSource | None = None,
         system_slice: SystemSlice | None = None,
         read_kubelet_config: Callable[[], KubeletEvictionSettings] | None = None,
         health: Health | None = None,
@@ -107,6 +127,7 @@ class SwapController:
         self.facts = facts
         self.clock = clock
         self.cluster = cluster
+        self.pods: PodSource | None = pods or (cluster.node_state if cluster else None)
         mount = paths.cgroup_root
         self.tree: CgroupTree = tree or KubepodsTree(
             mount, driver=config.cgroup_driver, cgroup_root=config.cgroup_root
@@ -130,9 +151,9 @@ class SwapController:
 
     async def run(self) -> None:
         unsubscribe: Callable[[], None] | None = None
-        if self.cluster is not None:
-            await self.cluster.node_state.wait_synced()
-            unsubscribe = self.cluster.node_state.subscribe(self._on_change)
+        if self.pods is not None:
+            await self.pods.wait_synced()
+            unsubscribe = self.pods.subscribe(self._on_change)
         try:
             while True:
                 await self.run_once()
@@ -142,8 +163,7 @@ class SwapController:
                 unsubscribe()
 
     def _on_change(self, kind: str, obj: JsonObject | None) -> None:  # noqa: ARG002 - Listener signature
-        # Our own label patches come back as Node events; only pods change the audit.
-        if obj is None or obj.get("kind") != "Node":
+        if wakes_audit(obj):
             self._poke.set()
 
     async def _wait_for_next(self) -> None:
@@ -184,10 +204,9 @@ class SwapController:
         return sample, build_report(summary, pods, sample.scan)
 
     def _pods_and_node(self) -> tuple[list[JsonObject], JsonObject | None]:
-        if self.cluster is None:
+        if self.pods is None:
             return [], None
-        state = self.cluster.node_state
-        return state.pod_list(), state.node_object()
+        return self.pods.pod_list(), self.pods.node_object()
 
     async def run_once(self) -> AuditReport | None:
         """One audit cycle; returns the report, or ``None`` when the node could not be read."""
@@ -226,15 +245,16 @@ class SwapController:
         return report
 
     def _may_enforce(self, report: AuditReport) -> bool:
-        """Only where kubelet itself sets swap limits: cgroup v2 with the swap controller."""
-        node = report.summary.node
-        if node.cgroup_v2 and node.swap_controller:
+        """Only where kubelet itself sets swap limits (cgroup v2 with the swap controller)
+        and while its swap capacity is the node's; the refusal is logged once per reason."""
+        refusal = report.summary.enforce_refusal
+        if refusal is None:
             return True
         self._warn_once(
-            "enforce-v1",
-            "swap limit enforcement needs cgroup v2 with the swap controller; not enforcing",
+            f"enforce:{refusal}",
+            f"{refusal}; not enforcing",
             cgroup_mode=report.summary.cgroup_mode,
-            swap_controller=node.swap_controller,
+            swap_controller=report.summary.node.swap_controller,
         )
         return False
 
@@ -329,7 +349,7 @@ class SwapController:
             return
         build = swap_node_builder(
             swap_on=summary.swap_on,
-            capacity_bytes=summary.node.swap_capacity_bytes,
+            capacity_bytes=summary.swap_total_bytes,
             taint=self.config.taint_swap_nodes,
         )
         node = self.cluster.node_state.node_object()

@@ -272,3 +272,63 @@ async def test_root_tasks_wire_the_controller_and_its_collector(
         stop.set()
         await asyncio.wait_for(running, timeout=15)
         cluster.kube.close()
+
+
+async def test_enforce_writes_nothing_while_kubelets_swap_capacity_is_stale(
+    make_swap_node: MakeSwapNode, start_swap_agent: StartSwapAgent, fake_apiserver: FakeApiServer
+) -> None:
+    """kubelet reports 2 GiB of swap, the node has 4 GiB (resized after kubelet started):
+    expected limits are kubelet's, no cgroup file is written, and the report and metrics say
+    why; once kubelet reports 4 GiB, enforcement goes ahead."""
+    fake_apiserver.create(node_object(swap_capacity=2 * GIB))
+    node = make_swap_node("systemd", swap=4 * GIB)
+    agent = await start_swap_agent(node, {**LIMITED, "enforce": True})
+    scenario = build_scenario(node.cgroups, created(fake_apiserver), str)
+    await agent.synced_with(lambda pods: len(pods) == len(scenario.pods))
+    before = node.cgroups.snapshot()
+
+    with capture_logs() as logs:
+        report = await agent.controller.run_once()
+
+    assert changed_files(before, node.cgroups.snapshot()) == {}
+    assert report is not None
+    expected = {(row.pod, row.container): row.expected.bytes for row in report.drifted}
+    # Request / 16 GiB * kubelet's 2 GiB: the sidecar, in sync for 4 GiB, is off for 2 GiB.
+    assert expected == {
+        ("web", "app"): 134217728,
+        ("web", "sidecar"): 67108864,
+        ("batch", "job"): 0,
+    }
+    assert report.summary.capacity_mismatch
+    assert agent.metric("kubelet_companion_swap_capacity_mismatch") == 1
+    assert agent.metric("kubelet_companion_swap_capacity_source_info", source="kubelet") == 1
+    assert agent.metric("kubelet_companion_swap_limit_writes_total", result="success") == 0
+    assert [entry["event"] for entry in logs if "not enforcing" in entry["event"]] == [
+        f"kubelet's swap capacity ({2 * GIB} bytes) differs from SwapTotal ({4 * GIB} bytes) "
+        "until kubelet restarts; not enforcing"
+    ]
+    # The Node's annotation still tells the node's own swap, not kubelet's stale view.
+    annotations = fake_apiserver.get("nodes", NODE)["metadata"]["annotations"]
+    assert annotations[SWAP_CAPACITY_ANNOTATION] == str(4 * GIB)
+
+    def kubelet_restarted(current: JSON) -> JSON:
+        current["status"]["nodeInfo"]["swap"]["capacity"] = 4 * GIB
+        return current
+
+    fake_apiserver.mutate("nodes", NODE, kubelet_restarted, subresource="status")
+    await agent.until(
+        lambda: (
+            (agent.cluster.node_state.node_object() or {})
+            .get("status", {})
+            .get("nodeInfo", {})
+            .get("swap", {})
+            .get("capacity")
+            == 4 * GIB
+        ),
+        "kubelet's new capacity reached NodeState",
+    )
+    await agent.controller.run_once()
+    assert changed_files(before, node.cgroups.snapshot()) == {
+        path: (before[path], ("file", value)) for path, value in scenario.drifted.items()
+    }
+    assert agent.metric("kubelet_companion_swap_capacity_mismatch") == 0

@@ -332,3 +332,33 @@ async def test_enforce_writes_nothing_while_kubelets_swap_capacity_is_stale(
         path: (before[path], ("file", value)) for path, value in scenario.drifted.items()
     }
     assert agent.metric("kubelet_companion_swap_capacity_mismatch") == 0
+
+
+async def test_resized_pod_is_audited_by_its_allocated_resources(
+    make_swap_node: MakeSwapNode, start_swap_agent: StartSwapAgent, fake_apiserver: FakeApiServer
+) -> None:
+    """A pod whose spec was resized to 2Gi while kubelet still holds its 1Gi allocation (in
+    the pod status) is in sync at kubelet's 268435456 and is not rewritten by enforcement."""
+    node = make_swap_node("systemd")
+    agent = await start_swap_agent(node, {**LIMITED, "enforce": True})
+    # The pod as the API shows it after `kubectl patch --subresource resize` to 2Gi/4Gi that
+    # kubelet has not applied (infeasible for a swapping container since 1.33): the spec is
+    # new, the status keeps the allocation. (The fake API server has no resize subresource,
+    # so the pod is created in that state.)
+    app = ContainerFixture("app", container_id(1), {"memory": "2Gi"}, {"memory": "4Gi"})
+    resized = pod_object("resized", "x", app)
+    (status,) = resized["status"]["containerStatuses"]
+    status["allocatedResources"] = {"memory": "1Gi"}
+    status["resources"] = {"requests": {"memory": "1Gi"}, "limits": {"memory": "2Gi"}}
+    pod = fake_apiserver.create(resized)
+    node.cgroups.add_container(
+        pod["metadata"]["uid"], "burstable", container_id(1), swap_max="268435456"
+    )
+    await agent.synced_with(lambda pods: len(pods) == 1)
+    before = node.cgroups.snapshot()
+    report = await agent.controller.run_once()
+    assert report is not None
+    (row,) = report.containers
+    assert (row.memory_request, row.expected.bytes, row.state.value) == (GIB, 268435456, "ok")
+    assert changed_files(before, node.cgroups.snapshot()) == {}
+    assert agent.metric("kubelet_companion_swap_limit_drift_containers") == 0

@@ -4,7 +4,9 @@ One cycle:
 1. sample memory and the kubepods tree, off the event loop;
 2. compare with the pods in NodeState (pure ``audit.build_report``);
 3. with ``memorySwap.enforce``, write the expected limit into drifted containers' cgroups
-   and scan again, so metrics show what the kernel holds now;
+   and scan again, so metrics show what the kernel holds now; unless the node refuses it
+   (no cgroup v2 with the swap controller, or kubelet's swap capacity is not the node's
+   ``SwapTotal``: see ``NodeSummary.enforce_refusal``);
 4. keep the Node's swap label, capacity annotation and opt-in taint current (guarded
    patch, owned keys only), post kubelet's ``PossibleMemoryBackedVolumesOnDisk`` once;
 5. apply the opt-in system.slice settings and the eviction-threshold check.
@@ -13,6 +15,9 @@ Concurrency: everything runs on the loop except file walks and writes, which go 
 worker thread and hand back plain values. Scrapes read ``report`` and ``stats`` from HTTP
 threads; both are immutable and replaced by a single assignment. NodeState's listener only
 sets an event (it must not block); a burst of pod events is coalesced by ``debounce``.
+
+Pods and the Node come through the ``PodSource`` port (NodeState in the agent), the cgroups
+through ``CgroupTree`` (KubepodsTree), so tests hand in doubles instead of patching us.
 """
 
 from __future__ import annotations
@@ -146,6 +151,7 @@ class SwapController:
         self._drift_logged: dict[str, tuple[object, int]] = {}
         self._once: set[str] = set()
         self._calc_logged: set[str] = set()
+        self._refusal: str | None = None
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -246,17 +252,20 @@ class SwapController:
 
     def _may_enforce(self, report: AuditReport) -> bool:
         """Only where kubelet itself sets swap limits (cgroup v2 with the swap controller)
-        and while its swap capacity is the node's; the refusal is logged once per reason."""
+        and while its swap capacity is the node's. A refusal is logged when it starts or
+        its reason changes, and its end when enforcement may go ahead again."""
         refusal = report.summary.enforce_refusal
-        if refusal is None:
-            return True
-        self._warn_once(
-            f"enforce:{refusal}",
-            f"{refusal}; not enforcing",
-            cgroup_mode=report.summary.cgroup_mode,
-            swap_controller=report.summary.node.swap_controller,
-        )
-        return False
+        if refusal != self._refusal:
+            if refusal is None:
+                _log.info("swap limit enforcement allowed again", was=self._refusal)
+            else:
+                _log.warning(
+                    f"{refusal}; not enforcing",
+                    cgroup_mode=report.summary.cgroup_mode,
+                    swap_controller=report.summary.node.swap_controller,
+                )
+            self._refusal = refusal
+        return refusal is None
 
     async def _enforce(self, report: AuditReport) -> list[WriteResult]:
         plan = enforce_plan(report)

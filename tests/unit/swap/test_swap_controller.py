@@ -243,7 +243,7 @@ async def test_no_enforcement_while_kubelets_swap_capacity_is_not_the_nodes(
     tmp_path: Path,
 ) -> None:
     """kubelet saw 2 GiB, the node has 4 GiB: nothing is written and it is said once; once
-    kubelet reports 4 GiB the drifted container is corrected."""
+    kubelet reports 4 GiB the drifted container is corrected and the log says so."""
     tree = FakeTree()
     tree.readings = (DRIFTED,)
     pods = FakePods([POD], node_with_swap(2 * GIB))
@@ -262,5 +262,7 @@ async def test_no_enforcement_while_kubelets_swap_capacity_is_not_the_nodes(
     assert "differs from SwapTotal (4294967296 bytes)" in refusals[0]["event"]
 
     pods.node = node_with_swap(4 * GIB)
-    await swap.run_once()
+    with capture_logs() as logs:
+        await swap.run_once()
     assert tree.writes == [(DRIFTED.path, 268435456)]
+    assert "swap limit enforcement allowed again" in [entry["event"] for entry in logs]

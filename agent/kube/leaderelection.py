@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+import math
 import random
 import secrets
 import socket
@@ -198,6 +199,8 @@ class LeaderElector:
         self._observed: LeaderRecord | None = None
         self._observed_at = 0.0  # our monotonic time when ``_observed`` last changed
         self._renewed_at = float("-inf")  # start of our last successful write
+        # The record holds whole seconds; rounding up only makes followers wait longer.
+        self._lease_seconds = math.ceil(timing.lease_duration)
 
     # -- what callers read ------------------------------------------------------------
 
@@ -369,7 +372,7 @@ class LeaderElector:
         ours = old.holder_identity == self.identity
         record = LeaderRecord(
             holder_identity=self.identity,
-            lease_duration_seconds=int(self.timing.lease_duration),
+            lease_duration_seconds=self._lease_seconds,
             acquire_time=old.acquire_time if ours else now,
             renew_time=now,
             lease_transitions=old.lease_transitions if ours else old.lease_transitions + 1,
@@ -380,7 +383,7 @@ class LeaderElector:
 
     def _new_lease(self) -> JsonObject:
         now = rfc3339(self.clock.now(), micros=True)
-        record = LeaderRecord(self.identity, int(self.timing.lease_duration), now, now, 0)
+        record = LeaderRecord(self.identity, self._lease_seconds, now, now, 0)
         return {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",

@@ -156,7 +156,7 @@ async def test_a_409_on_a_racing_takeover_is_lost_gracefully(
     )
     # Both reads are answered at once; both writes are held back, so both carry the same
     # resourceVersion and the server serves one first.
-    fake_apiserver.faults.hang("PUT", r"/leases/descheduler$", seconds=1.0, times=2)
+    fake_apiserver.faults.hang("PUT", r"/leases/descheduler$", seconds=2.0, times=2)
     first, second = candidate("a", LONG), candidate("b", LONG)
     async with campaigning(first, second) as tasks:
         await wait_until(lambda: first.leading.is_set() or second.leading.is_set(), "a winner")

@@ -135,6 +135,10 @@ def test_the_descheduler_deployment_runs_two_leader_elected_unprivileged_replica
     assert "--leader-elect" in args
     assert "--descheduling-interval=5m" in args
     assert "--policy-config-file=/policy/policy.yaml" in args
+    # The Lease lives where the Role for it is: the descheduler's own namespace.
+    assert "--leader-elect-resource-namespace=$(POD_NAMESPACE)" in args
+    (namespace_env,) = [env for env in container["env"] if env["name"] == "POD_NAMESPACE"]
+    assert namespace_env["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
     assert {"name": "metrics", "containerPort": 9478} in container["ports"]
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}

@@ -20,6 +20,7 @@ Where we differ on purpose:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -189,6 +190,11 @@ def usable_as_room(handle: Handle, node: NodeInfo) -> bool:
     return report is None or report.usable_as_destination
 
 
+def go_round(value: float) -> int:
+    """Go's ``math.Round``: halves away from zero (Python's ``round`` goes to even)."""
+    return int(math.copysign(math.floor(abs(value) + 0.5), value))
+
+
 def record(handle: Handle, plugin: str, state: NodeState, category: str) -> None:
     facts: dict[str, object] = {
         "node": state.node.name,
@@ -196,7 +202,7 @@ def record(handle: Handle, plugin: str, state: NodeState, category: str) -> None
         "profile": handle.profile,
         "category": category,
         "usage": dict(state.usage),
-        "usagePercentage": {k: round(v) for k, v in sorted(state.percent.items())},
+        "usagePercentage": {k: go_round(v) for k, v in sorted(state.percent.items())},
         "usageSource": state.source,
     }
     if state.fallback:
@@ -221,20 +227,20 @@ def order_sources(
     return sorted(states, key=lambda s: (sign * raw_sum(s), s.node.name))
 
 
-def eviction_order(pods: list[PodInfo]) -> list[PodInfo]:
-    """``SortPodsBasedOnPriorityLowToHigh``: nil priority first, then low to high; then
-    BestEffort < Burstable < Guaranteed; then pods without prefer-no-eviction; then name."""
-    return sorted(
-        pods,
-        key=lambda p: (
-            p.priority is not None,
-            p.priority or 0,
-            QOS_ORDER.get(p.qos, 2),
-            PREFER_NO_EVICTION_ANNOTATION in p.annotations,
-            p.namespace,
-            p.name,
-        ),
+def eviction_key(pod: PodInfo) -> tuple[bool, int, int, bool]:
+    """``SortPodsBasedOnPriorityLowToHigh``'s order: nil priority first, then low to high;
+    then BestEffort < Burstable < Guaranteed; then pods without prefer-no-eviction first."""
+    return (
+        pod.priority is not None,
+        pod.priority or 0,
+        QOS_ORDER.get(pod.qos, 2),
+        PREFER_NO_EVICTION_ANNOTATION in pod.annotations,
     )
+
+
+def eviction_order(pods: list[PodInfo]) -> list[PodInfo]:
+    """Upstream's order, ties by namespace and name (upstream's are arbitrary)."""
+    return sorted(pods, key=lambda p: (eviction_key(p), p.namespace, p.name))
 
 
 def tolerates_some_node(

@@ -12,7 +12,7 @@ from agent.descheduler.model import NodeUsage
 from agent.descheduler.plan import Plan
 from agent.descheduler.plugins.nodeutilization.common import eviction_order
 from agent.descheduler.projection import project_pod
-from tests.harness.deschedulerstate import NOW, node, pod, policy, snapshot
+from tests.harness.deschedulerstate import NOW, node, pdb, pod, policy, snapshot
 
 LNU = "LowNodeUtilization"
 HNU = "HighNodeUtilization"
@@ -220,8 +220,6 @@ class TestLowNodeUtilization:
 
     def test_pdb_blocked_pod_is_not_counted(self) -> None:
         """A pod its PDB protects is recorded as blocked, and the plugin moves on to the next."""
-        from tests.harness.deschedulerstate import pdb
-
         items = [
             *_skewed(labels={"app": "x"}),
             pdb("x", match_labels={"app": "x"}, disruptions_allowed=1),
@@ -388,7 +386,7 @@ class TestHighNodeUtilization:
         assert _evicted(plan) == ["sparse-0"]
 
     def test_only_thresholding_resources(self) -> None:
-        """``OnlyThresholdingResources`` leaves pods that request none of the thresholds' resources."""
+        """``OnlyThresholdingResources`` leaves pods requesting none of the thresholds' resources."""
         state = snapshot(
             node("sparse"),
             pod("no-cpu", "sparse", cpu=None),

@@ -386,7 +386,7 @@ class TestHighNodeUtilization:
         assert _evicted(plan) == ["sparse-0"]
 
     def test_only_thresholding_resources(self) -> None:
-        """``OnlyThresholdingResources`` leaves pods requesting none of the thresholds' resources."""
+        """``OnlyThresholdingResources`` keeps pods requesting none of the thresholds resources."""
         state = snapshot(
             node("sparse"),
             pod("no-cpu", "sparse", cpu=None),

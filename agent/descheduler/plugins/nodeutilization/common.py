@@ -28,7 +28,12 @@ from typing import Literal
 
 from agent.config.errors import FieldError
 from agent.config.schema import setting
-from agent.descheduler.errors import NamespaceLimitReached, NodeLimitReached, TotalLimitReached
+from agent.descheduler.errors import (
+    DeschedulerError,
+    NamespaceLimitReached,
+    NodeLimitReached,
+    TotalLimitReached,
+)
 from agent.descheduler.framework.args import Namespaces
 from agent.descheduler.framework.types import Handle
 from agent.descheduler.model import CPU, MEMORY, PODS, NodeInfo, PodInfo
@@ -72,7 +77,15 @@ class MetricsUtilization:
 
     @property
     def node_reports(self) -> bool:
-        return self.source == NODE_REPORTS
+        """Real usage from the snapshot's ``node_usage``: our NodeReports, or metrics-server
+        (``KubernetesMetrics``/``metricsServer``) when the runtime fills it from there; a node
+        without fresh figures falls back to requests, and the plan says so."""
+        return self.source in (NODE_REPORTS, "KubernetesMetrics") or self.metrics_server
+
+    def unsupported(self) -> str:
+        if self.source == "Prometheus":
+            return "metricsUtilization.source Prometheus is not supported by this version"
+        return ""
 
 
 @dataclass(frozen=True)
@@ -114,7 +127,12 @@ def resource_names(thresholds: Mapping[str, float]) -> list[str]:
 class UsageSource:
     """Node and pod usage by requests, or by the agents' reports where fresh."""
 
-    def __init__(self, handle: Handle, names: Sequence[str], *, node_reports: bool) -> None:
+    def __init__(
+        self, handle: Handle, names: Sequence[str], metrics: MetricsUtilization | None
+    ) -> None:
+        if metrics is not None and (reason := metrics.unsupported()):
+            raise DeschedulerError(reason)
+        node_reports = metrics is not None and metrics.node_reports
         self.handle = handle
         self.names = list(names)
         self.node_reports = node_reports

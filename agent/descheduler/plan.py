@@ -62,7 +62,8 @@ class Plan:
     """Plugin failures the cycle logged and went past, as upstream does."""
     owner_evictions: dict[str, float] = field(default_factory=dict)
     """Owner UID -> Unix seconds of its last pod evicted by us, this cycle's evictions included:
-    the churn guard's memory, for the runtime to persist and hand to the next cycle."""
+    the churn guard's memory, for the runtime to persist and hand to the next cycle. Entries
+    older than the policy's longest ``cooldownSeconds`` are dropped."""
 
     @property
     def allowed(self) -> list[PlannedEviction]:

@@ -154,6 +154,10 @@ class RemoveDuplicates:
                 if len(pods) + 1 <= upper:
                     continue
                 for pod in pods[upper - 1 :]:
+                    if not evictor.filter(pod):
+                        # A pod with several owners sits in several keys: evicted already
+                        # (upstream would ask the API twice and count it twice).
+                        continue
                     if self.args.cooldown_seconds > 0 and evictor.in_cooldown(
                         pod, self.args.cooldown_seconds
                     ):

@@ -56,9 +56,11 @@ class WritePolicy:
             return WriteReason.STATE
         if failed:
             return WriteReason.RETRY
+        # A hair of tolerance: 0.35 - 0.30 is 0.04999... in binary floating point.
+        threshold = self.threshold - 1e-9
         if (
-            abs(now.cpu_fraction - last.cpu_fraction) >= self.threshold
-            or abs(now.memory_fraction - last.memory_fraction) >= self.threshold
+            abs(now.cpu_fraction - last.cpu_fraction) >= threshold
+            or abs(now.memory_fraction - last.memory_fraction) >= threshold
         ):
             return WriteReason.THRESHOLD
         if monotonic >= last.next_heartbeat:

@@ -91,6 +91,7 @@ class ReportController:
         self._failures = 0
         self._retry_at: float | None = None
         self._stopping = False
+        self._retry_task: asyncio.Task[None] | None = None
 
     # -- the root task ------------------------------------------------------------------
 
@@ -102,6 +103,7 @@ class ReportController:
                 group.create_task(self._write_loop())
         finally:
             unsubscribe()
+            self._cancel_retry()
 
     async def _sample_loop(self) -> None:
         while True:
@@ -192,8 +194,14 @@ class ReportController:
                 self._failures += 1
                 delay = self.retry_backoff.delay(min(self._failures - 1, 8))
                 self._retry_at = monotonic + delay
-                asyncio.get_running_loop().create_task(self._wake_after(delay))
+                self._cancel_retry()
+                self._retry_task = asyncio.get_running_loop().create_task(self._wake_after(delay))
             return ok
+
+    def _cancel_retry(self) -> None:
+        if self._retry_task is not None:
+            self._retry_task.cancel()
+            self._retry_task = None
 
     async def _wake_after(self, delay: float) -> None:
         await self.clock.sleep(delay)
@@ -235,6 +243,7 @@ class ReportController:
     async def stop(self) -> None:
         """Write ``agentStopped: true`` (bounded by ``stopTimeout``); nothing after it."""
         self._stopping = True
+        self._cancel_retry()
         if self.tracker.last is None:
             return
         try:

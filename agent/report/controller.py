@@ -106,6 +106,10 @@ class ReportController:
             self._cancel_retry()
 
     async def _sample_loop(self) -> None:
+        # The second sample comes after a second at most: CPU rates need two, and the first
+        # report (which also clears agentStopped) should not wait a whole interval.
+        await self.sample_once()
+        await self.clock.sleep(min(1.0, self.config.sample_interval))
         while True:
             await self.sample_once()
             await self.clock.sleep(self.config.sample_interval)

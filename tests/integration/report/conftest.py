@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from prometheus_client import CollectorRegistry
 
 from agent.config import AgentConfig, parse_document
@@ -36,11 +35,10 @@ from agent.telemetry.health import Health
 from tests.harness.agent_rig import InProcessAgent
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree
+from tests.harness.nodereport import NodeProc, register_crd
 
 JSON = dict[str, Any]
 NODE = "node-1"
-GIB = 2**30
-CRD_PATH = Path(__file__).parents[3] / "daemonset" / "nodereport-crd.yaml"
 REPORT_PATH = f"/apis/kubelet-companion.io/v1alpha1/nodereports/{NODE}"
 
 
@@ -66,37 +64,6 @@ class FakeClock:
     def advance(self, seconds: float) -> None:
         self.t += seconds
         self._moved.set()
-
-
-@dataclass
-class NodeProc:
-    """The fixture ``/proc`` counters the sampler reads; each ``set`` is the next sample."""
-
-    host: HostTree
-    busy: int = 0
-    total: int = 0
-
-    def set(self, *, cpu_fraction: float, memory_fraction: float, ticks: int = 1000) -> None:
-        """The next interval runs at ``cpu_fraction`` busy; memory in use as given."""
-        self.busy += round(ticks * cpu_fraction)
-        self.total += ticks
-        idle = self.total - self.busy
-        self.host.write(
-            "proc/stat",
-            f"cpu  {self.busy} 0 0 {idle} 0 0 0 0 0 0\n"
-            + "".join(f"cpu{i} 0 0 0 0 0 0 0 0 0 0\n" for i in range(4)),
-        )
-        available = round(16 * GIB * (1 - memory_fraction)) // 1024
-        self.host.write(
-            "proc/meminfo",
-            f"MemTotal: {16 * GIB // 1024} kB\nMemAvailable: {available} kB\n"
-            "SwapTotal: 0 kB\nSwapFree: 0 kB\n",
-        )
-
-
-def register_crd(server: FakeApiServer) -> JSON:
-    """Our CRD from ``daemonset/``, as a cluster admin would apply it."""
-    return server.create(yaml.safe_load(CRD_PATH.read_text()))
 
 
 def agent_config(server: FakeApiServer, tmp_path: Path, **report: Any) -> AgentConfig:

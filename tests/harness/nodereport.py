@@ -34,12 +34,24 @@ class NodeProc:
             f"cpu  {self.busy} 0 0 {idle} 0 0 0 0 0 0\n"
             + "".join(f"cpu{i} 0 0 0 0 0 0 0 0 0 0\n" for i in range(4)),
         )
+        total = 16 * GIB // 1024
         available = round(16 * GIB * (1 - memory_fraction)) // 1024
-        self.host.write(
-            "proc/meminfo",
-            f"MemTotal: {16 * GIB // 1024} kB\nMemAvailable: {available} kB\n"
-            "SwapTotal: 0 kB\nSwapFree: 0 kB\n",
-        )
+        lines = [
+            f"MemTotal: {total} kB",
+            f"MemFree: {available} kB",
+            f"MemAvailable: {available} kB",
+            "Buffers: 0 kB",
+            "Cached: 0 kB",
+            "SwapCached: 0 kB",
+            "Active: 0 kB",
+            "Inactive: 0 kB",
+            "Shmem: 0 kB",
+            "Slab: 0 kB",
+            "SReclaimable: 0 kB",
+            "SwapTotal: 0 kB",
+            "SwapFree: 0 kB",
+        ]
+        self.host.write("proc/meminfo", "\n".join(lines) + "\n")
 
 
 def register_crd(server: FakeApiServer) -> JSON:

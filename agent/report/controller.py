@@ -279,4 +279,6 @@ def root_tasks(ctx: AgentContext) -> list[RootTask]:
         node=state.node_object,
         record_path=ctx.config.report_state_file,
     )
-    return [RootTask(name="report", run=controller.run, stop=controller.stop)]
+    # Not critical: a report that keeps failing must never take the shutdown handling down
+    # with it (the supervisor marks it failed in /healthz instead of exiting).
+    return [RootTask(name="report", run=controller.run, stop=controller.stop, critical=False)]

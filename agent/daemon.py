@@ -26,6 +26,7 @@ from agent.node.metrics import NodeFactsCollector
 from agent.node.paths import HostPaths
 from agent.readiness.controller import root_tasks as readiness_tasks
 from agent.readiness.presets import gate_keys
+from agent.report.controller import root_tasks as report_tasks
 from agent.runtime.clock import SystemClock
 from agent.runtime.context import AgentContext, KubeContext
 from agent.runtime.ownership import owned_keys
@@ -39,7 +40,7 @@ from agent.telemetry.logs import configure_logging
 from agent.telemetry.metrics import new_registry
 
 Capability = Callable[[AgentContext], list[RootTask]]
-CAPABILITIES: tuple[Capability, ...] = (shutdown_tasks, swap_tasks, readiness_tasks)
+CAPABILITIES: tuple[Capability, ...] = (shutdown_tasks, swap_tasks, readiness_tasks, report_tasks)
 COMPONENT = "kubelet-companion"
 
 

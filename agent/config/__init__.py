@@ -5,6 +5,7 @@ from agent.config.descheduler import DeschedulerConfig
 from agent.config.errors import ConfigError, FieldError
 from agent.config.loader import load_agent_config, load_file, parse_document
 from agent.config.readiness import ReadinessConfig
+from agent.config.report import ReportConfig
 from agent.config.shutdown import CRITICAL_POD_PRIORITY, PriorityBucket, ShutdownOptions
 from agent.config.swap import MemorySwapConfig
 
@@ -19,6 +20,7 @@ __all__ = [
     "MemorySwapConfig",
     "PriorityBucket",
     "ReadinessConfig",
+    "ReportConfig",
     "ShutdownOptions",
     "load_agent_config",
     "load_file",

@@ -9,6 +9,7 @@ from typing import Literal
 
 from agent.config.errors import FieldError
 from agent.config.readiness import ReadinessConfig
+from agent.config.report import ReportConfig
 from agent.config.schema import DNS_SUBDOMAIN, Duration, HostPort, setting
 from agent.config.shutdown import (
     PriorityBucket,
@@ -68,6 +69,7 @@ class AgentConfig:
     shutdown: ShutdownOptions = setting(factory=ShutdownOptions)
     memory_swap: MemorySwapConfig = setting(factory=MemorySwapConfig)
     readiness: ReadinessConfig = setting(factory=ReadinessConfig)
+    report: ReportConfig = setting(factory=ReportConfig)
 
     def validate(self) -> list[FieldError]:
         errors = validate_grace_periods(
@@ -94,6 +96,10 @@ class AgentConfig:
             self.shutdown_grace_period_critical_pods,
             self.shutdown_grace_period_by_pod_priority,
         )
+
+    @property
+    def report_state_file(self) -> Path:
+        return Path(self.report.state_file or f"{self.state_dir}/report-state.json")
 
     @property
     def shutdown_state_file(self) -> Path:

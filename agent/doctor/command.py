@@ -6,6 +6,7 @@ import asyncio
 
 from agent.config import AgentConfig
 from agent.doctor.report import ClusterStatus, DoctorReport, build_report
+from agent.doctor.reportline import report_section
 from agent.kube.api import KubeApi
 from agent.kube.connection import connect
 from agent.kube.errors import KubeConfigError, KubeError
@@ -37,4 +38,8 @@ def gather(config: AgentConfig, node_name: str) -> DoctorReport:
     paths = HostPaths.from_config(config.host_paths)
     facts = collect_node_facts(paths)
     logind = asyncio.run(read_logind_facts(timeout=config.shutdown.dbus_call_timeout))
-    return build_report(config, node_name, facts, logind, check_cluster(config))
+    report = build_report(config, node_name, facts, logind, check_cluster(config))
+    rows, warnings = report_section(config)
+    report.sections["report"] = rows
+    report.warnings.extend(warnings)
+    return report

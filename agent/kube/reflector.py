@@ -52,6 +52,7 @@ class Reflector:
         watch_timeout: float = 300.0,
         read_timeout: float = 90.0,
         backoff: Backoff = Backoff(initial=0.5, cap=30.0),
+        transform: Callable[[JsonObject], JsonObject] | None = None,
     ) -> None:
         self.api = api
         self.resource = resource
@@ -62,6 +63,9 @@ class Reflector:
         self.watch_timeout = watch_timeout
         self.read_timeout = read_timeout
         self.backoff = backoff
+        self.transform = transform
+        """Applied on the watch thread to every object before it is stored (client-go's
+        TransformFunc): a cache can keep a compact projection instead of the raw JSON."""
         self.store: dict[str, JsonObject] = {}
         self.resource_version = ""
         self.version = 0
@@ -143,6 +147,9 @@ class Reflector:
         loop = self._loop
         if loop is None or loop.is_closed():
             return
+        if self.transform is not None and kind != "BOOKMARK":
+            transform = self.transform
+            payload = [transform(o) for o in payload] if kind == "REPLACE" else transform(payload)
         try:
             loop.call_soon_threadsafe(self._apply, kind, payload, resource_version)
         except RuntimeError:  # the loop closed between the check and the call

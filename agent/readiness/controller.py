@@ -35,6 +35,7 @@ from agent.readiness.metrics import ReadinessMetrics
 from agent.readiness.settings import GateSettings, evaluate
 from agent.runtime.clock import Clock
 from agent.runtime.context import AgentContext
+from agent.runtime.status import ReadinessStatus, StatusBoard
 from agent.runtime.supervisor import RootTask
 from agent.runtime.watches import watch_task
 
@@ -76,8 +77,10 @@ class ReadinessController:
         metrics: ReadinessMetrics,
         clock: Clock,
         retry_backoff: Backoff = Backoff(initial=1.0, cap=30.0),
+        status: StatusBoard | None = None,
     ) -> None:
         self.node_name = node_name
+        self.status = status
         self.settings = settings
         self.inputs = inputs
         self.writer = writer
@@ -173,8 +176,14 @@ class ReadinessController:
         wakes = [resync_at, decision.wake_at, self._retry_at]
         return min(wake for wake in wakes if wake is not None)
 
+    def _publish(self, held: bool, assessment: Assessment) -> None:
+        if self.status is not None:
+            waiting = tuple(part for part in _summary(assessment).split(",") if part)
+            self.status.publish_readiness(ReadinessStatus(held, waiting if held else ()))
+
     def _record(self, assessment: Assessment, view: GateView) -> None:
         self.metrics.gate_held.set(1 if view.tainted else 0)
+        self._publish(view.tainted, assessment)
         self.metrics.missing.labels(kind="daemonset").set(len(assessment.unscheduled))
         self.metrics.missing.labels(kind="pod").set(len(assessment.unready))
         self.metrics.missing.labels(kind="csi_driver").set(len(assessment.missing_drivers))
@@ -236,6 +245,7 @@ class ReadinessController:
         self._count(operation, "success", build.calls)
         self._expectation.expect(result, self.clock.monotonic())
         self.metrics.gate_held.set(1 if decision.action is Action.ADD else 0)
+        self._publish(decision.action is Action.ADD, assessment)
         self._after_write(decision, node, assessment)
 
     def _count(self, operation: str, result: str, calls: int) -> None:
@@ -316,6 +326,7 @@ def root_tasks(ctx: AgentContext) -> list[RootTask]:
         events=ctx.cluster.events,
         metrics=ReadinessMetrics(ctx.registry),
         clock=ctx.clock,
+        status=ctx.status,
     )
     tasks = [watch_task(reflector, ctx.health) for reflector in inputs.reflectors]
     tasks.append(RootTask(name="readiness-gate", run=controller.run, stop=controller.drain_events))

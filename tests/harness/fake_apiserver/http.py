@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from typing_extensions import override
 
-from . import discovery
+from . import discovery, tables
 from .faults import FaultInjector
 from .operations import Operations, ResourceRoute
 from .requestlog import RecordedRequest, RequestLog
@@ -323,6 +323,14 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         outcome = None if verb is None else verb(ops, route, query, self._parse_json(raw))
         if outcome is None:
             raise method_not_allowed()
+        if (
+            self.command == "GET"
+            and route.rt.custom
+            and isinstance(outcome, _Response)
+            and isinstance(outcome.body, dict)
+            and tables.wants_table(self.headers.get("Accept", ""))
+        ):
+            return _Response(outcome.code, tables.to_table(route.rt, outcome.body))
         return outcome
 
     # --- response ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from agent.config.loader import load_agent_config, load_file, parse_document
 from agent.config.readiness import ReadinessConfig
 from agent.config.shutdown import CRITICAL_POD_PRIORITY, PriorityBucket, ShutdownOptions
 from agent.config.swap import MemorySwapConfig
+from agent.config.yamlfile import parse_yaml, read_yaml
 
 __all__ = [
     "CRITICAL_POD_PRIORITY",
@@ -23,4 +24,6 @@ __all__ = [
     "load_agent_config",
     "load_file",
     "parse_document",
+    "parse_yaml",
+    "read_yaml",
 ]

@@ -13,6 +13,7 @@ from agent.config.schema import DNS_SUBDOMAIN, Duration, HostPort, setting
 from agent.config.shutdown import (
     PriorityBucket,
     ShutdownOptions,
+    effective_grace_periods,
     priority_buckets,
     validate_grace_periods,
 )
@@ -62,8 +63,10 @@ class AgentConfig:
     state_dir: str = setting("/var/lib/kubelet-companion")
     host_paths: HostPathsConfig = setting(factory=HostPathsConfig)
     kube: KubeConfig = setting(factory=KubeConfig)
-    shutdown_grace_period: Duration = setting(Duration(0.0))
-    shutdown_grace_period_critical_pods: Duration = setting(Duration(0.0))
+    # None: not set. With none of the three shutdown fields set, kubelet's documented example
+    # (30s, 10s) applies; see ``effective_grace_periods``.
+    shutdown_grace_period: Duration | None = setting(None)
+    shutdown_grace_period_critical_pods: Duration | None = setting(None)
     shutdown_grace_period_by_pod_priority: tuple[PriorityBucket, ...] = setting(factory=tuple)
     shutdown: ShutdownOptions = setting(factory=ShutdownOptions)
     memory_swap: MemorySwapConfig = setting(factory=MemorySwapConfig)
@@ -71,9 +74,7 @@ class AgentConfig:
 
     def validate(self) -> list[FieldError]:
         errors = validate_grace_periods(
-            self.shutdown_grace_period,
-            self.shutdown_grace_period_critical_pods,
-            self.shutdown_grace_period_by_pod_priority,
+            *self.grace_periods, self.shutdown_grace_period_by_pod_priority
         )
         if self.node_name and not DNS_SUBDOMAIN.match(self.node_name):
             errors.append(FieldError("nodeName", "must be a lowercase DNS subdomain"))
@@ -87,13 +88,18 @@ class AgentConfig:
         return self.node_name or socket.gethostname().lower()
 
     @property
-    def shutdown_buckets(self) -> tuple[PriorityBucket, ...]:
-        """The effective priority buckets, ascending; empty when shutdown handling is off."""
-        return priority_buckets(
+    def grace_periods(self) -> tuple[float, float]:
+        """``shutdownGracePeriod`` and ``shutdownGracePeriodCriticalPods`` in force, seconds."""
+        return effective_grace_periods(
             self.shutdown_grace_period,
             self.shutdown_grace_period_critical_pods,
             self.shutdown_grace_period_by_pod_priority,
         )
+
+    @property
+    def shutdown_buckets(self) -> tuple[PriorityBucket, ...]:
+        """The effective priority buckets, ascending; empty when shutdown handling is off."""
+        return priority_buckets(*self.grace_periods, self.shutdown_grace_period_by_pod_priority)
 
     @property
     def shutdown_state_file(self) -> Path:

@@ -114,4 +114,3 @@ def test_a_put_of_node_status_applies_label_changes_but_not_spec_changes(
     assert updated["spec"] == {"podCIDR": "10.0.0.0/24"}
     assert updated["status"] == {"phase": "Running"}
     assert fake_apiserver.get("nodes", "node-a")["metadata"]["labels"] == {"new": "2"}
-

@@ -58,6 +58,9 @@ class AgentConfig:
     node_name: str = setting("")
     kubeconfig: str = setting("")
     metrics_bind_address: HostPort = setting(HostPort(DEFAULT_METRICS_BIND_ADDRESS))
+    # A connection must send its request within this time; at most this many are open.
+    metrics_read_timeout: Duration = setting(Duration(5.0), minimum=0.1)
+    metrics_max_connections: int = setting(64, minimum=1)
     log_level: Literal["debug", "info", "warning", "error"] = setting("info")
     log_format: Literal["auto", "json", "console"] = setting("auto")
     state_dir: str = setting("/var/lib/kubelet-companion")

@@ -68,9 +68,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 DEFAULT_READ_TIMEOUT = 5.0
-"""Seconds a connection may take to send its request (and to take our reply)."""
+"""Seconds a connection may take to send its request (and to take our reply);
+``metricsReadTimeout`` in the agent's config."""
 DEFAULT_MAX_CONNECTIONS = 64
-"""Connections (each with its handler thread) open at once; more close the oldest."""
+"""Connections (each with its handler thread) open at once, more close the oldest;
+``metricsMaxConnections`` in the agent's config."""
 
 
 class _BoundedServer(ThreadingHTTPServer):

@@ -9,8 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from agent.config import AgentConfig
 from agent.telemetry.health import Health
-from agent.telemetry.http import TelemetryServer
+from agent.telemetry.http import DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT, TelemetryServer
 from agent.telemetry.metrics import new_registry
 from tests.harness.waiting import wait_until
 
@@ -127,3 +128,10 @@ async def test_connections_beyond_the_cap_close_the_oldest_and_probes_still_answ
         finally:
             for connection in idle:
                 connection.close()
+
+
+def test_the_config_defaults_are_the_listeners_defaults() -> None:
+    """metricsReadTimeout and metricsMaxConnections default to what the listener uses alone."""
+    config = AgentConfig()
+    assert config.metrics_read_timeout == DEFAULT_READ_TIMEOUT
+    assert config.metrics_max_connections == DEFAULT_MAX_CONNECTIONS

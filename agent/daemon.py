@@ -100,7 +100,13 @@ async def _start(
     registry = new_registry("agent")
     paths = HostPaths.from_config(config.host_paths)
     health.expect("node-facts")
-    server = TelemetryServer(config.metrics_bind_address, registry, health)
+    server = TelemetryServer(
+        config.metrics_bind_address,
+        registry,
+        health,
+        read_timeout=config.metrics_read_timeout,
+        max_connections=config.metrics_max_connections,
+    )
     server.start()
     host, port = server.address
     log.info("serving metrics", address=f"{host}:{port}")

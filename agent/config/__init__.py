@@ -8,6 +8,7 @@ from agent.config.readiness import ReadinessConfig
 from agent.config.report import ReportConfig
 from agent.config.shutdown import CRITICAL_POD_PRIORITY, PriorityBucket, ShutdownOptions
 from agent.config.swap import MemorySwapConfig
+from agent.config.yamlfile import parse_yaml, read_yaml
 
 __all__ = [
     "CRITICAL_POD_PRIORITY",
@@ -25,4 +26,6 @@ __all__ = [
     "load_agent_config",
     "load_file",
     "parse_document",
+    "parse_yaml",
+    "read_yaml",
 ]

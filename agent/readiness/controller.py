@@ -94,6 +94,7 @@ class ReadinessController:
         self._expectation = WriteExpectation()
         self._throttle = notices.Throttle(settings.event_interval)
         self._dirty = asyncio.Event()
+        self._input_events = 0  # what the input_events counter says, readable without a scrape
         self._failures = 0
         self._retry_at: float | None = None
         self._reported: tuple[str, str] | None = None
@@ -115,7 +116,11 @@ class ReadinessController:
             )
             while True:
                 self._dirty.clear()
+                # Listeners run on this loop, so every event counted now is in the snapshot
+                # this step judges: once it finishes, the gauge says those were handled.
+                seen = self._input_events
                 wake_at = await self.step()
+                self.metrics.evaluated_input_events.set(seen)
                 await self._wait(wake_at)
         finally:
             unsubscribe()
@@ -124,6 +129,8 @@ class ReadinessController:
                 task.cancel()
 
     def _on_event(self, kind: str, obj: JsonObject | None) -> None:  # noqa: ARG002 - Listener signature
+        self._input_events += 1
+        self.metrics.input_events.inc()
         self._dirty.set()
 
     async def _wait(self, wake_at: float) -> None:

@@ -3,8 +3,16 @@
 import pytest
 
 from agent.kube.client import AsyncKube
+from agent.kube.errors import Invalid
 from agent.kube.events import EventRecorder, ObjectRef
-from agent.kube.patches import NodePatcher, OwnershipError, Taint, taint_ops
+from agent.kube.patches import (
+    GUARD_PATH,
+    NodePatcher,
+    OwnershipError,
+    Taint,
+    metadata_map_ops,
+    taint_ops,
+)
 from tests.harness.fake_apiserver import FakeApiServer, manifests
 
 OURS = "kubelet-companion.io/test"
@@ -46,6 +54,39 @@ async def test_conflicts_and_server_errors_are_retried(
     patcher = NodePatcher(async_kube, "n1", owns)
     await patcher.update(lambda node: taint_ops(node, ensure=Taint(OURS)), what="t")
     assert [t["key"] for t in fake_apiserver.get("nodes", "n1")["spec"]["taints"]] == [OURS]
+
+
+async def test_an_invalid_patch_fails_at_once(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """A 422 that is not the resourceVersion test (an op that does not apply) is not retried."""
+    fake_apiserver.create(manifests.node("n1"))
+    missing = [{"op": "remove", "path": "/metadata/labels/kubelet-companion.io~1absent"}]
+    patcher = NodePatcher(async_kube, "n1", owns)
+    with pytest.raises(Invalid) as caught:
+        await patcher.update(lambda _node: missing, what="t")
+    assert not caught.value.failed_test(GUARD_PATH)
+    patches = fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")
+    assert [r.status for r in patches] == [422]
+
+
+async def test_only_the_guard_failure_is_retried(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """A failed test op is retried from a fresh read until the write lands."""
+    fake_apiserver.create(manifests.node("n1"))
+    stale = fake_apiserver.get("nodes", "n1")
+    for value in ("a", "b"):  # two writes by others after our cached read
+        fake_apiserver.patch("nodes", "n1", {"metadata": {"labels": {"other": value}}})
+    patcher = NodePatcher(async_kube, "n1", owns)
+    label = {"kubelet-companion.io/x": "1"}
+    await patcher.update(
+        lambda node: metadata_map_ops(node, "labels", set_values=label), what="t", node=stale
+    )
+    labels = fake_apiserver.get("nodes", "n1")["metadata"]["labels"]
+    assert labels == {"other": "b", "kubelet-companion.io/x": "1"}
+    patches = fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")
+    assert [r.status for r in patches] == [422, 200]
 
 
 async def test_no_change_sends_nothing(

@@ -20,9 +20,9 @@ from typing import Any, Protocol
 import structlog
 
 from agent.kube.api import JsonObject
-from agent.kube.backoff import Backoff
+from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.client import AsyncKube
-from agent.kube.errors import RETRYABLE, Conflict, Invalid, KubeError, TooManyRequests
+from agent.kube.errors import RETRYABLE, Conflict, Invalid, KubeError
 from agent.kube.resources import NODES
 
 Op = dict[str, Any]
@@ -165,9 +165,7 @@ class NodePatcher:
         self.kube = kube
         self.node_name = node_name
         self.owns = owns
-        self.backoff = backoff
-        self.attempts = attempts
-        self.monotonic = monotonic
+        self.policy = RetryPolicy(backoff, attempts=attempts, monotonic=monotonic)
 
     async def update(
         self,
@@ -204,11 +202,13 @@ class NodePatcher:
                     raise
                 attempt += 1
                 stale = isinstance(error, Conflict | Invalid)
-                wait = 0.0 if stale and attempt == 1 else self.backoff.delay(attempt - 1)
-                if isinstance(error, TooManyRequests) and error.retry_after:
-                    wait = max(wait, error.retry_after)
-                out_of_time = deadline is not None and self.monotonic() + wait > deadline
-                if attempt >= self.attempts or out_of_time:
+                # A stale read is retried at once the first time: a fresh read fixes it.
+                wait = (
+                    0.0
+                    if stale and attempt == 1
+                    else self.policy.wait(attempt, retry_after=retry_after_of(error))
+                )
+                if not self.policy.allows(attempt, wait, deadline=deadline):
                     _log.warning("node patch gave up", what=what, error=str(error))
                     raise
                 _log.info(

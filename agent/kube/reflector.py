@@ -30,7 +30,7 @@ from typing import Any
 import structlog
 
 from agent.kube.api import JsonObject, KubeApi
-from agent.kube.backoff import Backoff
+from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.errors import Gone, KubeConfigError, KubeError
 from agent.kube.resources import Resource, object_key
 
@@ -64,7 +64,8 @@ class Reflector:
         self.field_selector = field_selector
         self.watch_timeout = watch_timeout
         self.read_timeout = read_timeout
-        self.backoff = backoff
+        self.policy = RetryPolicy(backoff)
+        """No attempt cap or deadline: a cache is kept up for as long as the agent runs."""
         self.store: dict[str, JsonObject] = {}
         self.resource_version = ""
         self.version = 0
@@ -191,16 +192,16 @@ class Reflector:
                     self._config_problem = None
                 else:
                     failures += 1
-                    self._stopping.wait(self.backoff.delay(min(failures - 1, 10)))
+                    self._stopping.wait(self.policy.wait(failures))
             except Gone:
                 _log.info("watch expired, relisting", reflector=self.name)
                 need_list, list_version = True, ""
                 failures += 1
-                if failures > 1:
-                    self._stopping.wait(self.backoff.delay(failures - 2))
+                if failures > 1:  # the first relist is at once
+                    self._stopping.wait(self.policy.wait(failures - 1))
             except KubeError as error:
                 failures += 1
-                delay = self.backoff.delay(min(failures - 1, 10))
+                delay = self.policy.wait(failures, retry_after=retry_after_of(error))
                 if not self._stopping.is_set():
                     self._log_failure(error, delay)
                 self._stopping.wait(delay)

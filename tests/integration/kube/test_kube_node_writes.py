@@ -1,7 +1,10 @@
 """Guarded node patches and events over HTTP: nothing of others is lost, repeats aggregate."""
 
+import asyncio
+
 import pytest
 
+from agent.kube.backoff import Backoff
 from agent.kube.client import AsyncKube
 from agent.kube.errors import Invalid
 from agent.kube.events import EventRecorder, ObjectRef
@@ -87,6 +90,20 @@ async def test_only_the_guard_failure_is_retried(
     assert labels == {"other": "b", "kubelet-companion.io/x": "1"}
     patches = fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")
     assert [r.status for r in patches] == [422, 200]
+
+
+async def test_a_long_retry_after_is_honoured_up_to_the_cap(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """A 429 asking for an hour waits the policy's cap instead, then the write lands."""
+    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.faults.add("PATCH", r"/nodes/n1$", status=429, times=1, retry_after=3600)
+    patcher = NodePatcher(async_kube, "n1", owns, backoff=Backoff(initial=0.01, cap=0.2))
+    async with asyncio.timeout(10):
+        await patcher.update(lambda node: taint_ops(node, ensure=Taint(OURS)), what="t")
+    first, second = fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")
+    assert [first.status, second.status] == [429, 200]
+    assert second.monotonic - first.monotonic >= 0.2  # Retry-After honoured, capped at 0.2 s
 
 
 async def test_no_change_sends_nothing(

@@ -3,10 +3,11 @@
 import asyncio
 
 import pytest
+from structlog.testing import capture_logs
 
 from agent.kube.backoff import Backoff
 from agent.kube.client import AsyncKube
-from agent.kube.errors import Invalid
+from agent.kube.errors import Invalid, Unavailable
 from agent.kube.events import EventRecorder, ObjectRef
 from agent.kube.patches import (
     GUARD_PATH,
@@ -66,9 +67,11 @@ async def test_an_invalid_patch_fails_at_once(
     fake_apiserver.create(manifests.node("n1"))
     missing = [{"op": "remove", "path": "/metadata/labels/kubelet-companion.io~1absent"}]
     patcher = NodePatcher(async_kube, "n1", owns)
-    with pytest.raises(Invalid) as caught:
+    with capture_logs() as logs, pytest.raises(Invalid) as caught:
         await patcher.update(lambda _node: missing, what="t")
     assert not caught.value.failed_test(GUARD_PATH)
+    (logged,) = [entry for entry in logs if entry["log_level"] == "error"]
+    assert "doc is missing path" in logged["error"]  # the cause, from details.causes
     patches = fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")
     assert [r.status for r in patches] == [422]
 
@@ -104,6 +107,36 @@ async def test_a_long_retry_after_is_honoured_up_to_the_cap(
     first, second = fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")
     assert [first.status, second.status] == [429, 200]
     assert second.monotonic - first.monotonic >= 0.2  # Retry-After honoured, capped at 0.2 s
+
+
+async def test_the_attempt_cap_ends_a_persistent_failure(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """With the server down for good, exactly `attempts` PATCHes go out, then the error."""
+    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.faults.add("PATCH", r"/nodes/n1$", status=503, times=None)
+    fast = Backoff(initial=0.001, factor=1.0, cap=0.001, jitter=0.0)
+    patcher = NodePatcher(async_kube, "n1", owns, backoff=fast, attempts=3)
+    with pytest.raises(Unavailable):
+        await patcher.update(lambda node: taint_ops(node, ensure=Taint(OURS)), what="t")
+    assert len(fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")) == 3
+
+
+async def test_the_deadline_ends_retries_before_the_attempt_cap(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """A wait that would cross the deadline (on the patcher's clock) is not taken."""
+    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.faults.add("PATCH", r"/nodes/n1$", status=503, times=None)
+    now = 1e9  # the patcher's own clock, far from time.monotonic()
+    patcher = NodePatcher(
+        async_kube, "n1", owns, backoff=Backoff(initial=1.0, jitter=0.0), monotonic=lambda: now
+    )
+    with pytest.raises(Unavailable):
+        await patcher.update(
+            lambda node: taint_ops(node, ensure=Taint(OURS)), what="t", deadline=now + 0.5
+        )
+    assert len(fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")) == 1
 
 
 async def test_no_change_sends_nothing(

@@ -168,8 +168,9 @@ class KubeApi:
             self._tls_problem = problem
         if new:
             _log.error(
-                "the API server's TLS certificate is refused; check the kubeconfig's server "
-                "address and certificate-authority (retrying will not fix this)",
+                "TLS certificate refused between the agent and the API server; check the "
+                "kubeconfig's server address, certificate-authority and client certificate "
+                "(retrying will not fix this)",
                 host=host,
                 problem=problem,
             )

@@ -25,6 +25,8 @@ def check_cluster(config: AgentConfig) -> ClusterStatus:
     api = KubeApi(connection.api_client, request_timeout=min(config.kube.request_timeout, 5.0))
     try:
         version = api.request("GET", "/version")
+    except KubeConfigError as error:  # e.g. an untrusted certificate: retrying will not help
+        return ClusterStatus("misconfigured", f"{connection.source}: {error}")
     except KubeError as error:
         return ClusterStatus("unreachable", f"{connection.source}: {error}")
     finally:

@@ -21,7 +21,7 @@ from typing import Any
 import structlog
 
 from agent.kube.api import JsonObject
-from agent.kube.backoff import Backoff
+from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.errors import KubeError
 from agent.kube.events import EventSink, ObjectRef
 from agent.kube.patches import Builder, NodeWriter, Op
@@ -87,7 +87,7 @@ class ReadinessController:
         self.events = events
         self.metrics = metrics
         self.clock = clock
-        self.retry_backoff = retry_backoff
+        self.retry_policy = RetryPolicy(retry_backoff)
         self.state = GateState()
         self.last_assessment: Assessment | None = None
         self.last_decision: Decision | None = None
@@ -235,7 +235,7 @@ class ReadinessController:
         except KubeError as error:
             self._count(operation, "error", build.calls)
             self._failures += 1
-            delay = self.retry_backoff.delay(min(self._failures - 1, 8))
+            delay = self.retry_policy.wait(self._failures, retry_after=retry_after_of(error))
             self._retry_at = self.clock.monotonic() + delay
             _log.warning(
                 "gate write failed; retrying later",

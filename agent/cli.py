@@ -70,6 +70,7 @@ def _cmd_version(args: argparse.Namespace) -> int:  # noqa: ARG001 - every handl
 
 def build_parser() -> argparse.ArgumentParser:
     from agent.readiness import commands as readiness_commands  # noqa: PLC0415
+    from agent.report import commands as report_commands  # noqa: PLC0415
     from agent.shutdown import commands as shutdown_commands  # noqa: PLC0415
     from agent.swap import commands as swap_commands  # noqa: PLC0415
 
@@ -92,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("version", parents=[common], help="print the version").set_defaults(
         handler=_cmd_version
     )
-    for module in (shutdown_commands, swap_commands, readiness_commands):
+    for module in (shutdown_commands, swap_commands, readiness_commands, report_commands):
         module.register(sub, common)
     return parser
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from agent.config import AgentConfig
 from agent.doctor.report import ClusterStatus, DoctorReport, build_report
+from agent.doctor.reportline import report_section
 from agent.kube.api import KubeApi
 from agent.kube.connection import connect
 from agent.kube.errors import KubeConfigError, KubeError
@@ -27,6 +28,8 @@ def check_cluster(config: AgentConfig) -> ClusterStatus:
     api = KubeApi(connection.api_client, request_timeout=min(config.kube.request_timeout, 5.0))
     try:
         version = api.request("GET", "/version")
+    except KubeConfigError as error:  # e.g. an untrusted certificate: retrying will not help
+        return ClusterStatus("misconfigured", f"{connection.source}: {error}")
     except KubeError as error:
         return ClusterStatus("unreachable", f"{connection.source}: {error}")
     finally:
@@ -48,7 +51,7 @@ def gather(config: AgentConfig, node_name: str) -> DoctorReport:
     paths = HostPaths.from_config(config.host_paths)
     facts = collect_node_facts(paths)
     logind = asyncio.run(read_logind_facts(timeout=config.shutdown.dbus_call_timeout))
-    return build_report(
+    report = build_report(
         config,
         node_name,
         facts,
@@ -56,3 +59,7 @@ def gather(config: AgentConfig, node_name: str) -> DoctorReport:
         check_cluster(config),
         dropin_overrides=find_dropin_overrides(config, paths),
     )
+    rows, warnings = report_section(config)
+    report.sections["report"] = rows
+    report.warnings.extend(warnings)
+    return report

@@ -11,6 +11,9 @@ Recovery:
   misbehaving server cannot drive us into a reconnect storm;
 - a broken or silent watch (client read timeout) is reopened after a backoff;
 - 410 Gone (as an HTTP status or an ``ERROR`` event) forces a relist, as a consistent read;
+- a configuration problem (``KubeConfigError``, e.g. an untrusted certificate) is retried
+  too, at the capped backoff (the CA file may be fixed under us), but logged as an error
+  once per distinct problem instead of as a warning on every retry;
 - the first list uses ``resourceVersion=0``, served from the API server's watch cache.
 """
 
@@ -27,8 +30,8 @@ from typing import Any
 import structlog
 
 from agent.kube.api import JsonObject, KubeApi
-from agent.kube.backoff import Backoff
-from agent.kube.errors import Gone, KubeError
+from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
+from agent.kube.errors import Gone, KubeConfigError, KubeError
 from agent.kube.resources import Resource, object_key
 
 Listener = Callable[[str, JsonObject | None], None]
@@ -52,6 +55,7 @@ class Reflector:
         watch_timeout: float = 300.0,
         read_timeout: float = 90.0,
         backoff: Backoff = Backoff(initial=0.5, cap=30.0),
+        transform: Callable[[JsonObject], JsonObject] | None = None,
     ) -> None:
         self.api = api
         self.resource = resource
@@ -61,7 +65,11 @@ class Reflector:
         self.field_selector = field_selector
         self.watch_timeout = watch_timeout
         self.read_timeout = read_timeout
-        self.backoff = backoff
+        self.transform = transform
+        """Applied on the watch thread to every object before it is stored (client-go's
+        TransformFunc): a cache can keep a compact projection instead of the raw JSON."""
+        self.policy = RetryPolicy(backoff)
+        """No attempt cap or deadline: a cache is kept up for as long as the agent runs."""
         self.store: dict[str, JsonObject] = {}
         self.resource_version = ""
         self.version = 0
@@ -71,6 +79,8 @@ class Reflector:
         self._stopping = threading.Event()
         self._stream: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._config_problem: str | None = None
+        """The configuration problem last logged (watch thread only)."""
 
     # -- the loop side --------------------------------------------------------------
 
@@ -143,6 +153,9 @@ class Reflector:
         loop = self._loop
         if loop is None or loop.is_closed():
             return
+        if self.transform is not None and kind != "BOOKMARK":
+            transform = self.transform
+            payload = [transform(o) for o in payload] if kind == "REPLACE" else transform(payload)
         try:
             loop.call_soon_threadsafe(self._apply, kind, payload, resource_version)
         except RuntimeError:  # the loop closed between the check and the call
@@ -178,31 +191,45 @@ class Reflector:
                     )
                     self._post("REPLACE", listing.get("items") or [], resource_version)
                     need_list = False
+                    self._config_problem = None
                 started = time.monotonic()
                 resource_version, delivered = self._watch_once(resource_version)
                 if delivered or time.monotonic() - started >= _SHORT_WATCH:
                     failures = 0
+                    self._config_problem = None
                 else:
                     failures += 1
-                    self._stopping.wait(self.backoff.delay(min(failures - 1, 10)))
+                    self._stopping.wait(self.policy.wait(failures))
             except Gone:
                 _log.info("watch expired, relisting", reflector=self.name)
                 need_list, list_version = True, ""
                 failures += 1
-                if failures > 1:
-                    self._stopping.wait(self.backoff.delay(failures - 2))
+                if failures > 1:  # the first relist is at once
+                    self._stopping.wait(self.policy.wait(failures - 1))
             except KubeError as error:
                 failures += 1
-                delay = self.backoff.delay(min(failures - 1, 10))
+                delay = self.policy.wait(failures, retry_after=retry_after_of(error))
                 if not self._stopping.is_set():
-                    _log.warning(
-                        "watch failed, retrying",
-                        reflector=self.name,
-                        error=str(error),
-                        status=error.status,
-                        retry_in=round(delay, 2),
-                    )
+                    self._log_failure(error, delay)
                 self._stopping.wait(delay)
+
+    def _log_failure(self, error: KubeError, delay: float) -> None:
+        if isinstance(error, KubeConfigError):
+            if str(error) != self._config_problem:
+                self._config_problem = str(error)
+                _log.error(
+                    "watch cannot connect: configuration problem; retrying quietly",
+                    reflector=self.name,
+                    error=str(error),
+                )
+            return
+        _log.warning(
+            "watch failed, retrying",
+            reflector=self.name,
+            error=str(error),
+            status=error.status,
+            retry_in=round(delay, 2),
+        )
 
     def _watch_once(self, resource_version: str) -> tuple[str, int]:
         """Follow one watch to its end; return the last resourceVersion and the events seen."""

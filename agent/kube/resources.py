@@ -55,3 +55,7 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=Tru
 PRIORITY_CLASSES = Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
 )
+NODE_REPORTS = Resource(
+    "kubelet-companion.io", "v1alpha1", "nodereports", "NodeReport", namespaced=False
+)
+"""Our CRD (``daemonset/nodereport-crd.yaml``): one cluster-scoped object per node."""

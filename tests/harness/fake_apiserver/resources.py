@@ -44,6 +44,8 @@ class ResourceType:
     categories: tuple[str, ...] = ()
     # Supported field-selector labels contributed by a CRD's selectableFields.
     extra_field_labels: frozenset[str] = field(default_factory=frozenset)
+    # A CRD's additionalPrinterColumns as (name, type, jsonPath, description), for Tables.
+    printer_columns: tuple[tuple[str, str, str, str], ...] = ()
 
     @property
     def key(self) -> str:
@@ -247,6 +249,54 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         resets_status_on_create=True,
     ),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True, singular="lease"),
+    # RBAC and admission policies are stored, never enforced: they are served so that
+    # manifests (daemonset/*.yaml) can be created against the fake, e.g. by kubectl.
+    ResourceType(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterroles",
+        "ClusterRole",
+        namespaced=False,
+        singular="clusterrole",
+    ),
+    ResourceType(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        namespaced=False,
+        singular="clusterrolebinding",
+    ),
+    ResourceType(
+        "rbac.authorization.k8s.io", "v1", "roles", "Role", namespaced=True, singular="role"
+    ),
+    ResourceType(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "rolebindings",
+        "RoleBinding",
+        namespaced=True,
+        singular="rolebinding",
+    ),
+    ResourceType(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+        namespaced=False,
+        singular="validatingadmissionpolicy",
+        subresources=frozenset({"status"}),
+        tracks_generation=True,
+    ),
+    ResourceType(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
+        namespaced=False,
+        singular="validatingadmissionpolicybinding",
+        tracks_generation=True,
+    ),
     ResourceType(
         "events.k8s.io",
         "v1",
@@ -290,6 +340,8 @@ GROUP_ORDER: tuple[str, ...] = (
     "policy",
     "storage.k8s.io",
     "coordination.k8s.io",
+    "rbac.authorization.k8s.io",
+    "admissionregistration.k8s.io",
     "scheduling.k8s.io",
     "apiextensions.k8s.io",
 )
@@ -329,6 +381,15 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
                 custom=True,
                 categories=tuple(names.get("categories") or ()),
                 extra_field_labels=selectable,
+                printer_columns=tuple(
+                    (
+                        str(column.get("name", "")),
+                        str(column.get("type", "string")),
+                        str(column.get("jsonPath", "")),
+                        str(column.get("description", "")),
+                    )
+                    for column in version.get("additionalPrinterColumns") or []
+                ),
             )
         )
     return result

@@ -1,0 +1,93 @@
+"""What a cycle decided, in the order it decided it: the one plan shape this product prints.
+
+The live loop, ``--dry-run`` and the offline plan all run the same cycle and get a ``Plan``;
+only what happens to it differs (sent through the eviction API, printed, or both). Its JSON
+form is a stable interface, documented in the README::
+
+    {"evictions": [{"pod": "<namespace>/<name>", "node": "...", "plugin": "...",
+                    "profile": "...", "reason": "...", "blockedByPDB": false,
+                    "destination": null}],
+     "nodes": [...], "summary": {...}}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedEviction:
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    plugin: str
+    profile: str
+    reason: str
+    blocked_by_pdb: str = ""
+    """``namespace/name`` of the PodDisruptionBudget that forbids it; empty when allowed.
+    A blocked eviction is listed (so the dry run tells the truth) but never sent."""
+    destination: str | None = None
+    """Where the pod would land, when the planner simulated placement; else ``None``."""
+
+    @property
+    def pod(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "pod": self.pod,
+            "node": self.node,
+            "plugin": self.plugin,
+            "profile": self.profile,
+            "reason": self.reason,
+            "blockedByPDB": bool(self.blocked_by_pdb),
+            "destination": self.destination,
+        }
+
+
+@dataclass
+class Plan:
+    evictions: list[PlannedEviction] = field(default_factory=list)
+    nodes: list[Mapping[str, Any]] = field(default_factory=list)
+    """Per-node facts the plugins logged (classification, usage %), as JSON-ready dicts."""
+    skipped: str = ""
+    """Why the cycle did nothing (e.g. "requires >=2 nodes"); empty when it ran."""
+    durations: list[Mapping[str, Any]] = field(default_factory=list)
+    """One ``{"profile", "plugin", "extensionPoint", "seconds"}`` per plugin run, in run order
+    (the runtime's ``descheduler_strategy_duration_seconds``); not part of the JSON shape."""
+    limit_refusals: list[Mapping[str, str]] = field(default_factory=list)
+    """Evictions a limit refused, as ``{"result", "strategy", "profile", "namespace",
+    "node"}``: upstream counts them in ``descheduler_pods_evicted_total`` with the limit's
+    text as ``result``; not part of the JSON shape."""
+    errors: list[str] = field(default_factory=list)
+    """Plugin failures the cycle logged and went past, as upstream does."""
+    owner_evictions: dict[str, float] = field(default_factory=dict)
+    """Owner UID -> Unix seconds of its last pod evicted by us, this cycle's evictions included:
+    the churn guard's memory, for the runtime to persist and hand to the next cycle. Entries
+    older than the policy's longest ``cooldownSeconds`` are dropped."""
+
+    @property
+    def allowed(self) -> list[PlannedEviction]:
+        return [eviction for eviction in self.evictions if not eviction.blocked_by_pdb]
+
+    def summary(self) -> dict[str, Any]:
+        by_plugin: dict[str, int] = {}
+        for eviction in self.allowed:
+            by_plugin[eviction.plugin] = by_plugin.get(eviction.plugin, 0) + 1
+        return {
+            "planned": len(self.evictions),
+            "allowed": len(self.allowed),
+            "blockedByPDB": len(self.evictions) - len(self.allowed),
+            "byPlugin": dict(sorted(by_plugin.items())),
+            "skipped": self.skipped or None,
+        }
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "evictions": [eviction.as_json() for eviction in self.evictions],
+            "nodes": list(self.nodes),
+            "summary": self.summary(),
+        }

@@ -1,10 +1,11 @@
 """One retry policy for every loop that repeats a failed call.
 
-Six loops retry: node patches, the shutdown taint, the reflector, the readiness controller,
-the logind session and the logind drop-in re-read. Each used to carry its own arithmetic and
-they disagreed (one capped a server's ``Retry-After``, another did not). They now ask a
-``RetryPolicy`` how long to wait and whether to try again, and keep only what is theirs:
-what counts as a failure, and what to do while waiting.
+Every loop that retries asks it: node patches, the shutdown taint, the reflector, the
+readiness controller, the logind session, the logind drop-in re-read, the NodeReport writer
+and the leader elector. The first six used to carry their own arithmetic and they disagreed
+(one capped a server's ``Retry-After``, another did not). Now each asks a ``RetryPolicy``
+how long to wait and whether to try again, and keeps only what is its own: what counts as a
+failure, and what to do while waiting.
 
 The rules, in one place:
 - exponential backoff, ``initial * factor**n`` up to ``cap``, stretched by a random jitter of

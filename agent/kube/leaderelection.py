@@ -41,7 +41,7 @@ from typing import Any, Protocol, TypeVar
 import structlog
 
 from agent.kube.api import JsonObject
-from agent.kube.backoff import Backoff
+from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.client import AsyncKube
 from agent.kube.errors import (
     RETRYABLE,
@@ -49,7 +49,6 @@ from agent.kube.errors import (
     KubeError,
     LeadershipLost,
     NotFound,
-    TooManyRequests,
 )
 from agent.kube.resources import LEASES
 from agent.kube.timestamps import rfc3339
@@ -465,16 +464,17 @@ class LeaderElector:
 
     async def _call(self, operation: Callable[[], Awaitable[T]], deadline: float) -> T:
         """``operation`` with retries on 429/5xx/timeouts, never sleeping past ``deadline``."""
-        attempt = 0
+        policy = RetryPolicy(self.backoff, monotonic=self.clock.monotonic)
+        failures = 0
         while True:
             try:
                 return await operation()
             except RETRYABLE as error:
-                wait = self.backoff.delay(attempt)
-                attempt += 1
-                if isinstance(error, TooManyRequests) and error.retry_after:
-                    wait = max(wait, min(error.retry_after, self.backoff.cap))
-                if self.clock.monotonic() + wait >= deadline:
+                failures += 1
+                wait = policy.next_wait(
+                    failures, retry_after=retry_after_of(error), deadline=deadline
+                )
+                if wait is None:
                     raise
                 await self.clock.sleep(wait)
 

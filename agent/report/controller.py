@@ -27,7 +27,7 @@ import structlog
 from agent import __version__
 from agent.config.report import ReportConfig
 from agent.kube.api import JsonObject
-from agent.kube.backoff import Backoff
+from agent.kube.backoff import Backoff, RetryPolicy
 from agent.kube.errors import KubeError
 from agent.kube.reportwriter import NodeReportWriter
 from agent.node.reportrecord import ReportRecord, save_report_record
@@ -196,7 +196,7 @@ class ReportController:
                 self._failures, self._retry_at = 0, None
             else:
                 self._failures += 1
-                delay = self.retry_backoff.delay(min(self._failures - 1, 8))
+                delay = RetryPolicy(self.retry_backoff).wait(self._failures)
                 self._retry_at = monotonic + delay
                 self._cancel_retry()
                 self._retry_task = asyncio.get_running_loop().create_task(self._wake_after(delay))

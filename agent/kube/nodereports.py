@@ -232,6 +232,10 @@ class NodeReportCache:
         report = self.node(node)
         return report is not None and report.agent_stopped
 
+    def all_reports(self) -> list[NodeUsageReport]:
+        """Every report, stale ones included (``NodeUsageReport.stale`` tells which)."""
+        return [item[_PROJECTION] for item in self.reflector.items()]
+
     def reports(self) -> list[NodeUsageReport]:
         now = self.now()
         return [

@@ -12,40 +12,56 @@ Recovery:
 - a broken or silent watch (client read timeout) is reopened after a backoff;
 - 410 Gone (as an HTTP status or an ``ERROR`` event) forces a relist, as a consistent read;
 - the first list uses ``resourceVersion=0``, served from the API server's watch cache.
+
+What is stored: ``ProjectingReflector`` keeps, per object, whatever its ``project`` callable
+makes of the JSON (a compact, immutable projection), optionally indexed by one value (pods
+by ``spec.nodeName``); decoding and projection run on the watch thread, so the loop only
+swaps references. ``decode_page``/``decode_event`` may replace ``json.loads`` with a decoder
+that skips the fields the projection never reads. ``Reflector`` is the raw-dict case the
+agent's own caches use.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import structlog
 
-from agent.kube.api import JsonObject, KubeApi
+from agent.kube.api import Decode, JsonObject, KubeApi
 from agent.kube.backoff import Backoff
 from agent.kube.errors import Gone, KubeError
 from agent.kube.resources import Resource, object_key
 
+T = TypeVar("T")
 Listener = Callable[[str, JsonObject | None], None]
 """Called on the loop with (``ADDED``/``MODIFIED``/``DELETED``/``SYNCED``, object or None)."""
+ProjectedListener = Callable[[str, Any], None]
 
 _log = structlog.get_logger(subsystem="kube.reflector")
 _SHORT_WATCH = 1.0
 """A watch that ends sooner than this with nothing delivered is treated as a failure."""
 
 
-class Reflector:
+class ProjectingReflector(Generic[T]):
+    """List+watch one resource, storing ``project(object)`` by ``namespace/name``."""
+
     def __init__(
         self,
         api: KubeApi,
         resource: Resource,
         *,
         name: str,
+        project: Callable[[JsonObject], T],
+        index: Callable[[T], str] | None = None,
+        decode_page: Decode = json.loads,
+        decode_event: Decode = json.loads,
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
@@ -62,25 +78,36 @@ class Reflector:
         self.watch_timeout = watch_timeout
         self.read_timeout = read_timeout
         self.backoff = backoff
-        self.store: dict[str, JsonObject] = {}
+        self.project = project
+        self.index = index
+        self.decode_page = decode_page
+        self.decode_event = decode_event
+        self.store: dict[str, T] = {}
+        self.indexed: dict[str, dict[str, T]] = {}
+        """``index(value)`` -> {key: value}; empty without an index."""
+        self.skipped = 0
+        """Objects whose projection failed (logged and left out)."""
         self.resource_version = ""
         self.version = 0
         self.last_event_monotonic = 0.0
         self.synced = asyncio.Event()
-        self._listeners: list[Listener] = []
+        self._listeners: list[Callable[[str, Any], None]] = []
         self._stopping = threading.Event()
         self._stream: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- the loop side --------------------------------------------------------------
 
-    def items(self) -> list[JsonObject]:
+    def items(self) -> list[T]:
         return list(self.store.values())
 
-    def get(self, key: str) -> JsonObject | None:
+    def get(self, key: str) -> T | None:
         return self.store.get(key)
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
+    def by_index(self, value: str) -> list[T]:
+        return list(self.indexed.get(value, {}).values())
+
+    def subscribe(self, listener: Callable[[str, Any], None]) -> Callable[[], None]:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
 
@@ -113,7 +140,8 @@ class Reflector:
     def _apply(self, kind: str, payload: Any, resource_version: str) -> None:
         self.last_event_monotonic = time.monotonic()
         if kind == "REPLACE":
-            self.store = {object_key(obj): obj for obj in payload}
+            self.store = dict(payload)
+            self.indexed = self._build_index(self.store) if self.index is not None else {}
             self.resource_version = resource_version
             self.version += 1
             self.synced.set()
@@ -122,15 +150,30 @@ class Reflector:
         self.resource_version = resource_version or self.resource_version
         if kind == "BOOKMARK":
             return
-        key = object_key(payload)
-        if kind == "DELETED":
-            self.store.pop(key, None)
-        else:
-            self.store[key] = payload
+        key, value = payload
+        old = self.store.pop(key, None) if kind == "DELETED" else self.store.get(key)
+        if kind != "DELETED":
+            self.store[key] = value
+        if self.index is not None:
+            if old is not None:
+                bucket = self.indexed.get(self.index(old))
+                if bucket is not None:
+                    bucket.pop(key, None)
+                    if not bucket:
+                        del self.indexed[self.index(old)]
+            if kind != "DELETED":
+                self.indexed.setdefault(self.index(value), {})[key] = value
         self.version += 1
-        self._notify(kind, payload)
+        self._notify(kind, value)
 
-    def _notify(self, kind: str, obj: JsonObject | None) -> None:
+    def _build_index(self, store: dict[str, T]) -> dict[str, dict[str, T]]:
+        assert self.index is not None  # noqa: S101 - the caller checked; narrows for mypy
+        indexed: dict[str, dict[str, T]] = {}
+        for key, value in store.items():
+            indexed.setdefault(self.index(value), {})[key] = value
+        return indexed
+
+    def _notify(self, kind: str, obj: Any) -> None:
         for listener in list(self._listeners):
             try:
                 listener(kind, obj)
@@ -172,11 +215,13 @@ class Reflector:
                         label_selector=self.label_selector,
                         field_selector=self.field_selector,
                         resource_version=list_version,
+                        decode=self.decode_page,
                     )
                     resource_version = str(
                         (listing.get("metadata") or {}).get("resourceVersion", "")
                     )
-                    self._post("REPLACE", listing.get("items") or [], resource_version)
+                    self._post("REPLACE", self._project_all(listing), resource_version)
+                    del listing  # the raw page may be large; only projections stay
                     need_list = False
                 started = time.monotonic()
                 resource_version, delivered = self._watch_once(resource_version)
@@ -204,6 +249,24 @@ class Reflector:
                     )
                 self._stopping.wait(delay)
 
+    def _project_all(self, listing: JsonObject) -> list[tuple[str, T]]:
+        items = listing.get("items") or []
+        projected: list[tuple[str, T]] = []
+        for obj in items:
+            entry = self._projected(obj)
+            if entry is not None:
+                projected.append(entry)
+        return projected
+
+    def _projected(self, obj: JsonObject) -> tuple[str, T] | None:
+        key = object_key(obj)
+        try:
+            return key, self.project(obj)
+        except Exception as error:  # noqa: BLE001 - one malformed object must not stop the cache
+            self.skipped += 1
+            _log.warning("object not projected", reflector=self.name, key=key, error=str(error))
+            return None
+
     def _watch_once(self, resource_version: str) -> tuple[str, int]:
         """Follow one watch to its end; return the last resourceVersion and the events seen."""
         # Spread reconnects like client-go does, so many agents do not reconnect in step.
@@ -216,6 +279,7 @@ class Reflector:
             field_selector=self.field_selector,
             timeout_seconds=max(1, timeout),
             read_timeout=self.read_timeout,
+            decode=self.decode_event,
         )
         self._stream = stream
         delivered = 0
@@ -234,7 +298,12 @@ class Reflector:
                 resource_version = str(
                     (obj.get("metadata") or {}).get("resourceVersion") or resource_version
                 )
-                self._post(kind, obj, resource_version)
+                if kind == "BOOKMARK":
+                    self._post(kind, None, resource_version)
+                else:
+                    entry = self._projected(obj)
+                    if entry is not None:
+                        self._post(kind, entry, resource_version)
                 delivered += 1
                 if self._stopping.is_set():
                     break
@@ -242,3 +311,17 @@ class Reflector:
             self._stream = None
             stream.close()
         return resource_version, delivered
+
+
+def _raw(obj: JsonObject) -> JsonObject:
+    return obj
+
+
+class Reflector(ProjectingReflector[JsonObject]):
+    """The raw-dict cache: stores each object's JSON as the API server sent it."""
+
+    def __init__(self, api: KubeApi, resource: Resource, **kwargs: Any) -> None:
+        super().__init__(api, resource, project=_raw, **kwargs)
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        return super().subscribe(listener)

@@ -55,3 +55,6 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=Tru
 PRIORITY_CLASSES = Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
 )
+PERSISTENT_VOLUME_CLAIMS = Resource(
+    "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True
+)

@@ -83,6 +83,7 @@ class PodSpec(_Wire):
     resources: Any = None
     volumes: list[Volume] | None = None
     topology_spread_constraints: Any = None
+    resource_claims: Any = None
     scheduler_name: str | None = None
 
 

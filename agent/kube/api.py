@@ -182,6 +182,13 @@ class KubeApi:
     ) -> JsonObject:
         return self.request("POST", resource.path(namespace=namespace), body=obj)
 
+    def replace(
+        self, resource: Resource, obj: JsonObject, namespace: str | None = None
+    ) -> JsonObject:
+        """PUT the whole object; with ``metadata.resourceVersion`` set, a stale copy is 409."""
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        return self.request("PUT", resource.path(namespace=namespace, name=name), body=obj)
+
     def patch(
         self,
         resource: Resource,

@@ -90,6 +90,10 @@ class Timeout(Unavailable):
     """The request did not complete within its client-side timeout."""
 
 
+class LeadershipLost(KubeError):
+    """We do not (or no longer) hold the leader Lease; a leader-only action must not run."""
+
+
 _BY_STATUS: dict[int, type[KubeError]] = {
     400: BadRequest,
     401: Unauthorized,

@@ -1,0 +1,507 @@
+"""Leader election on a ``coordination.k8s.io/v1`` Lease, with client-go's semantics.
+
+Why: the central descheduler runs as two or more replicas, and only one may evict. The
+Python client has no elector, and ours must run on the injected clock so a unit test can
+drive leases of minutes in no time.
+
+The rules (client-go ``leaderelection`` with a ``LeaseLock``):
+
+- The record is ``spec.holderIdentity``, ``leaseDurationSeconds``, ``acquireTime``,
+  ``renewTime`` and ``leaseTransitions``.
+- A candidate takes the Lease when it is absent, when its holder is empty (a clean
+  release), when the holder is us, or when the record has not changed for the holder's
+  ``leaseDurationSeconds`` *as measured on our own monotonic clock since we first saw that
+  record*. The holder's ``renewTime`` was written by another host's wall clock, so it is
+  never compared with ours: only "it stopped changing" counts.
+- Every write is a PUT carrying the resourceVersion we read, so of two candidates that saw
+  the same expired record exactly one wins; the other gets 409 and stays a follower.
+- The leader renews every ``retry_period``. When no renew has succeeded for
+  ``renew_deadline`` since the last good one started, it steps down, which is before any
+  follower can take over (``renew_deadline < lease_duration``, and a follower starts
+  counting only once it has *seen* our last renew). ``is_leader`` is computed from the clock
+  too, so a caller that checks it never acts past the deadline even while the renewing
+  task is stuck in a hung request.
+- ``stop()`` steps down first, then clears ``holderIdentity`` (a guarded PUT), so a
+  follower takes over at its next try instead of waiting for the lease to lapse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import functools
+import math
+import random
+import secrets
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import structlog
+
+from agent.kube.api import JsonObject
+from agent.kube.backoff import Backoff
+from agent.kube.client import AsyncKube
+from agent.kube.errors import (
+    RETRYABLE,
+    Conflict,
+    KubeError,
+    LeadershipLost,
+    NotFound,
+    TooManyRequests,
+)
+from agent.kube.resources import LEASES
+from agent.kube.timestamps import rfc3339
+
+T = TypeVar("T")
+OWNED_ANNOTATION_PREFIX = "kubelet-companion.io/"
+_log = structlog.get_logger(subsystem="kube.leaderelection")
+
+
+class Clock(Protocol):
+    """The part of ``agent.runtime.clock.Clock`` we use (adapters may not import runtime)."""
+
+    def now(self) -> float: ...
+
+    def monotonic(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class LeaseApi(Protocol):
+    """The three calls on one Lease the elector makes; errors are ``agent.kube.errors``."""
+
+    name: str
+
+    async def get(self) -> JsonObject:
+        """The Lease; ``NotFound`` when it does not exist."""
+
+    async def create(self, lease: JsonObject) -> JsonObject:
+        """Create it; ``Conflict`` (AlreadyExists) when someone was first."""
+
+    async def replace(self, lease: JsonObject) -> JsonObject:
+        """PUT it; ``Conflict`` when its ``metadata.resourceVersion`` is stale."""
+
+
+class KubeLeaseApi:
+    """``LeaseApi`` for one named Lease, over the adapter's thread pool."""
+
+    def __init__(self, kube: AsyncKube, namespace: str, name: str) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.name = name
+
+    async def get(self) -> JsonObject:
+        return await self.kube.get(LEASES, self.name, self.namespace)
+
+    async def create(self, lease: JsonObject) -> JsonObject:
+        return await self.kube.create(LEASES, lease, self.namespace)
+
+    async def replace(self, lease: JsonObject) -> JsonObject:
+        return await self.kube.replace(LEASES, lease, self.namespace)
+
+
+@dataclass(frozen=True)
+class ElectionTiming:
+    """Upstream descheduler's defaults: lease 137 s, renew deadline 107 s, retry 26 s."""
+
+    lease_duration: float = 137.0
+    renew_deadline: float = 107.0
+    retry_period: float = 26.0
+    jitter: float = 0.2
+    """A candidate waits ``retry_period * (1 + jitter * random())`` between tries, so
+    followers that start together do not hit the API server in step."""
+
+    def __post_init__(self) -> None:
+        # client-go's own checks: a leader must give up before a follower may take over.
+        if not self.lease_duration > self.renew_deadline > 0:
+            raise ValueError("lease_duration must be greater than renew_deadline, both > 0")
+        if not 0 < self.retry_period < self.renew_deadline:
+            raise ValueError("retry_period must be > 0 and less than renew_deadline")
+        if self.jitter < 0:
+            raise ValueError("jitter must be >= 0")
+
+
+@dataclass(frozen=True)
+class LeaderRecord:
+    holder_identity: str
+    lease_duration_seconds: int
+    acquire_time: str | None
+    renew_time: str | None
+    lease_transitions: int
+
+    @classmethod
+    def of(cls, lease: JsonObject) -> LeaderRecord:
+        spec = lease.get("spec") or {}
+        return cls(
+            holder_identity=str(spec.get("holderIdentity") or ""),
+            lease_duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
+            acquire_time=spec.get("acquireTime"),
+            renew_time=spec.get("renewTime"),
+            lease_transitions=int(spec.get("leaseTransitions") or 0),
+        )
+
+    def as_spec(self) -> JsonObject:
+        return {
+            "holderIdentity": self.holder_identity,
+            "leaseDurationSeconds": self.lease_duration_seconds,
+            "acquireTime": self.acquire_time,
+            "renewTime": self.renew_time,
+            "leaseTransitions": self.lease_transitions,
+        }
+
+
+def default_identity() -> str:
+    """Hostname plus a random suffix: two processes on one host (or a restarted pod that
+    kept its name) are still two candidates."""
+    return f"{socket.gethostname()}_{secrets.token_hex(4)}"
+
+
+class _Expired(Exception):
+    """The deadline passed (or a stop was asked for) before the awaited call finished."""
+
+
+class LeaderElector:
+    """Campaigns for one Lease until ``stop()``; ``leading`` is set while we lead.
+
+    Callers that act as leader either wait on ``leading`` and watch ``not_leading``, or
+    pass callbacks; before every leader-only action they call ``check()`` (or read
+    ``is_leader``), which fails once the renew deadline has passed without a good renew.
+    """
+
+    def __init__(
+        self,
+        lease_api: LeaseApi,
+        *,
+        clock: Clock,
+        identity: str | None = None,
+        timing: ElectionTiming = ElectionTiming(),
+        backoff: Backoff = Backoff(initial=0.5, cap=5.0),
+        on_started_leading: Callable[[], None] | None = None,
+        on_stopped_leading: Callable[[], None] | None = None,
+    ) -> None:
+        self.lease_api = lease_api
+        self.clock = clock
+        self.identity = identity or default_identity()
+        self.timing = timing
+        self.backoff = backoff
+        self.on_started_leading = on_started_leading
+        self.on_stopped_leading = on_stopped_leading
+        self.leading = asyncio.Event()
+        self.not_leading = asyncio.Event()
+        self.not_leading.set()
+        self._stopping = asyncio.Event()
+        # Concurrency: one loop; renews and annotation writes both PUT the Lease, so they
+        # take this lock to keep our own writes from 409-ing each other.
+        self._write_lock = asyncio.Lock()
+        self._lease: JsonObject | None = None  # the last Lease object we read or wrote
+        self._observed: LeaderRecord | None = None
+        self._observed_at = 0.0  # our monotonic time when ``_observed`` last changed
+        self._renewed_at = float("-inf")  # start of our last successful write
+        # The record holds whole seconds; rounding up only makes followers wait longer.
+        self._lease_seconds = math.ceil(timing.lease_duration)
+
+    # -- what callers read ------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        """True only while leading *and* within the renew deadline of the last good renew."""
+        return (
+            self.leading.is_set()
+            and self.clock.monotonic() < self._renewed_at + self.timing.renew_deadline
+        )
+
+    def check(self) -> None:
+        """Raise ``LeadershipLost`` unless ``is_leader``; call it before a leader-only act."""
+        if not self.is_leader:
+            raise LeadershipLost(f"{self.identity} does not hold the leader lease")
+
+    @property
+    def observed_holder(self) -> str:
+        """The holder in the last record we saw ("" when none or released)."""
+        return self._observed.holder_identity if self._observed else ""
+
+    def annotation(self, key: str) -> str | None:
+        """An annotation of the last Lease object we read or wrote."""
+        annotations = ((self._lease or {}).get("metadata") or {}).get("annotations") or {}
+        value = annotations.get(key)
+        return value if isinstance(value, str) else None
+
+    # -- the campaign -----------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Acquire, lead while renewing, and campaign again after a loss, until ``stop()``.
+
+        Cancelling ``run`` steps down without releasing (the lease then lapses); ``stop()``
+        steps down and releases.
+        """
+        try:
+            while not self._stopping.is_set():
+                if not await self._acquire():
+                    break
+                self._start_leading()
+                await self._renew_until_lost_or_stopped()
+                self._stop_leading()
+        finally:
+            self._stop_leading()
+        await self._release()
+
+    def stop(self) -> None:
+        """Ask ``run`` to step down, release the lease and return."""
+        self._stopping.set()
+
+    async def _acquire(self) -> bool:
+        while not self._stopping.is_set():
+            deadline = self.clock.monotonic() + self.timing.renew_deadline
+            try:
+                if await self._until(self._try_acquire_or_renew(deadline), deadline):
+                    return True
+            except _Expired:
+                pass
+            wait = self.timing.retry_period * (1 + self.timing.jitter * random.random())  # noqa: S311 - spreading tries, not crypto
+            if await self._sleep_unless_stopped(wait):
+                return False
+        return False
+
+    async def _renew_until_lost_or_stopped(self) -> None:
+        while True:
+            if await self._sleep_unless_stopped(self.timing.retry_period):
+                return
+            deadline = self._renewed_at + self.timing.renew_deadline
+            while True:
+                try:
+                    if await self._until(self._try_acquire_or_renew(deadline), deadline):
+                        break
+                except _Expired:
+                    if not self._stopping.is_set():
+                        _log.warning("leader lease not renewed in time", identity=self.identity)
+                    return
+                if self.observed_holder not in ("", self.identity):
+                    _log.warning(
+                        "leader lease taken over", identity=self.identity, by=self.observed_holder
+                    )
+                    return
+                wait = min(self.timing.retry_period, deadline - self.clock.monotonic())
+                if wait <= 0:
+                    _log.warning("leader lease not renewed in time", identity=self.identity)
+                    return
+                if await self._sleep_unless_stopped(wait):
+                    return
+
+    def _start_leading(self) -> None:
+        _log.info("became leader", identity=self.identity)
+        self.not_leading.clear()
+        self.leading.set()
+        if self.on_started_leading is not None:
+            self.on_started_leading()
+
+    def _stop_leading(self) -> None:
+        if not self.leading.is_set():
+            return
+        _log.info("stopped leading", identity=self.identity)
+        self.leading.clear()
+        self.not_leading.set()
+        if self.on_stopped_leading is not None:
+            self.on_stopped_leading()
+
+    # -- one try, client-go's tryAcquireOrRenew -----------------------------------------
+
+    async def _try_acquire_or_renew(self, deadline: float) -> bool:
+        """One attempt; True when the Lease now names us with a fresh renewTime."""
+        async with self._write_lock:
+            try:
+                return await self._try_locked(deadline)
+            except Conflict:
+                return False  # another candidate wrote between our read and our PUT
+            except KubeError as error:
+                _log.warning("leader lease call failed", identity=self.identity, error=str(error))
+                return False
+
+    async def _try_locked(self, deadline: float) -> bool:
+        started = self.clock.monotonic()
+        if self.leading.is_set() and self._lease is not None:
+            # Fast path: renew from our own last write; a 409 means someone else wrote
+            # since, and the full path below re-reads and decides.
+            try:
+                written = await self._call(
+                    lambda: self.lease_api.replace(self._claimed(self._lease or {})), deadline
+                )
+            except (Conflict, NotFound):
+                pass
+            else:
+                self._remember_write(written, started)
+                return True
+        try:
+            current = await self._call(self.lease_api.get, deadline)
+        except NotFound:
+            created = await self._call(lambda: self.lease_api.create(self._new_lease()), deadline)
+            self._remember_write(created, started)
+            return True
+        record = self._observe(current)
+        held_by_other = record.holder_identity not in ("", self.identity)
+        if (
+            held_by_other
+            and self._observed_at + record.lease_duration_seconds > self.clock.monotonic()
+        ):
+            return False
+        written = await self._call(lambda: self.lease_api.replace(self._claimed(current)), deadline)
+        self._remember_write(written, started)
+        if held_by_other:
+            _log.info("took over an expired lease", identity=self.identity, previous=record)
+        return True
+
+    def _observe(self, lease: JsonObject) -> LeaderRecord:
+        self._lease = lease
+        record = LeaderRecord.of(lease)
+        if record != self._observed:
+            self._observed = record
+            # Taken after the read returned: the later we start counting, the safer.
+            self._observed_at = self.clock.monotonic()
+        return record
+
+    def _remember_write(self, lease: JsonObject, started: float) -> None:
+        self._observe(lease)
+        # Our lease is valid from when the write *started*, not when it was answered.
+        self._renewed_at = started
+
+    def _claimed(self, lease: JsonObject) -> JsonObject:
+        """``lease`` with our record; keeps metadata (resourceVersion, annotations)."""
+        old = LeaderRecord.of(lease)
+        now = rfc3339(self.clock.now(), micros=True)
+        ours = old.holder_identity == self.identity
+        record = LeaderRecord(
+            holder_identity=self.identity,
+            lease_duration_seconds=self._lease_seconds,
+            acquire_time=old.acquire_time if ours else now,
+            renew_time=now,
+            lease_transitions=old.lease_transitions if ours else old.lease_transitions + 1,
+        )
+        claimed = copy.deepcopy(lease)
+        claimed["spec"] = {**(lease.get("spec") or {}), **record.as_spec()}
+        return claimed
+
+    def _new_lease(self) -> JsonObject:
+        now = rfc3339(self.clock.now(), micros=True)
+        record = LeaderRecord(self.identity, self._lease_seconds, now, now, 0)
+        return {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.lease_api.name},
+            "spec": record.as_spec(),
+        }
+
+    # -- release ------------------------------------------------------------------------
+
+    async def _release(self) -> None:
+        """Clear holderIdentity if we still hold the Lease (client-go ReleaseOnCancel)."""
+        if self._lease is None or self.observed_holder != self.identity:
+            return
+        async with self._write_lock:
+            lease = copy.deepcopy(self._lease)
+            now = rfc3339(self.clock.now(), micros=True)
+            lease["spec"] = {
+                **(lease.get("spec") or {}),
+                "holderIdentity": "",
+                "leaseDurationSeconds": 1,
+                "acquireTime": now,
+                "renewTime": now,
+            }
+            deadline = self.clock.monotonic() + self.timing.retry_period
+            try:
+                self._observe(await self._call(lambda: self.lease_api.replace(lease), deadline))
+            except KubeError as error:
+                # 409: someone took it over already; anything else: it will lapse.
+                _log.info("leader lease not released", identity=self.identity, error=str(error))
+            else:
+                _log.info("released the leader lease", identity=self.identity)
+
+    # -- annotations the leader keeps on the Lease ----------------------------------------
+
+    async def read_annotation(self, key: str) -> str | None:
+        """Read the Lease afresh and return ``key``'s annotation (None when absent)."""
+        deadline = self.clock.monotonic() + self.timing.renew_deadline
+        async with self._write_lock:
+            try:
+                self._observe(await self._call(self.lease_api.get, deadline))
+            except NotFound:
+                return None
+        return self.annotation(key)
+
+    async def write_annotation(self, key: str, value: str) -> None:
+        """Set one of our annotations on the Lease, as leader, guarded by resourceVersion.
+
+        The write carries a fresh renewTime too (it is a renew). On 409 we re-read: if we
+        are still the holder we write again, otherwise ``LeadershipLost``.
+        """
+        if not key.startswith(OWNED_ANNOTATION_PREFIX):
+            raise ValueError(f"annotation {key!r} is not ours ({OWNED_ANNOTATION_PREFIX}*)")
+        async with self._write_lock:
+            for _attempt in range(3):
+                self.check()
+                if self._lease is None:
+                    raise LeadershipLost(f"{self.identity} has not read the lease")
+                deadline = self._renewed_at + self.timing.renew_deadline
+                lease = self._claimed(self._lease)
+                metadata = lease.setdefault("metadata", {})
+                metadata["annotations"] = {**(metadata.get("annotations") or {}), key: value}
+                started = self.clock.monotonic()
+                try:
+                    written = await self._call(
+                        functools.partial(self.lease_api.replace, lease), deadline
+                    )
+                except Conflict:
+                    self._observe(await self._call(self.lease_api.get, deadline))
+                    if self.observed_holder != self.identity:
+                        raise LeadershipLost(
+                            f"{self.identity} lost the lease to {self.observed_holder!r}"
+                        ) from None
+                    continue
+                self._remember_write(written, started)
+                return
+        raise LeadershipLost(f"{self.identity}: the lease kept changing under us")
+
+    # -- timing plumbing --------------------------------------------------------------
+
+    async def _call(self, operation: Callable[[], Awaitable[T]], deadline: float) -> T:
+        """``operation`` with retries on 429/5xx/timeouts, never sleeping past ``deadline``."""
+        attempt = 0
+        while True:
+            try:
+                return await operation()
+            except RETRYABLE as error:
+                wait = self.backoff.delay(attempt)
+                attempt += 1
+                if isinstance(error, TooManyRequests) and error.retry_after:
+                    wait = max(wait, min(error.retry_after, self.backoff.cap))
+                if self.clock.monotonic() + wait >= deadline:
+                    raise
+                await self.clock.sleep(wait)
+
+    async def _until(self, work: Awaitable[T], deadline: float) -> T:
+        """``work``'s result, or ``_Expired`` when ``deadline`` (monotonic) or a stop comes
+        first. A hung request is abandoned, not awaited: its thread finishes on its own,
+        and anything it wrote was guarded by resourceVersion."""
+        task: asyncio.Future[T] = asyncio.ensure_future(work)
+        timer = asyncio.ensure_future(self.clock.sleep(deadline - self.clock.monotonic()))
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        racing: set[asyncio.Future[Any]] = {task, timer, stopping}
+        try:
+            await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
+            if task.done():
+                return task.result()
+            raise _Expired
+        finally:
+            for pending in (task, timer, stopping):
+                pending.cancel()
+
+    async def _sleep_unless_stopped(self, seconds: float) -> bool:
+        """Sleep on the clock; True when ``stop()`` came first."""
+        timer = asyncio.ensure_future(self.clock.sleep(seconds))
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({timer, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            stopping.cancel()
+        return self._stopping.is_set()

@@ -1,0 +1,174 @@
+"""Leader election through the official client against the fake API server's Leases."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from agent.kube.api import KubeApi
+from agent.kube.client import AsyncKube
+from agent.kube.connection import connect
+from agent.kube.evictionmemory import RecentEvictionsMemory
+from agent.kube.leaderelection import ElectionTiming, KubeLeaseApi, LeaderElector
+from agent.runtime.clock import SystemClock
+from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.fake_apiserver.requestlog import RecordedRequest
+from tests.harness.waiting import wait_until
+
+NAMESPACE = "kubelet-companion"
+SHORT = ElectionTiming(lease_duration=2, renew_deadline=1.5, retry_period=0.2)
+LONG = ElectionTiming(lease_duration=60, renew_deadline=45, retry_period=0.2)
+"""A lease far longer than any wait in these tests: a takeover can only come from a release."""
+
+Candidate = Callable[[str, ElectionTiming], LeaderElector]
+
+
+@pytest.fixture
+def candidate(fake_apiserver: FakeApiServer, tmp_path: Path) -> Iterator[Candidate]:
+    """Electors for the Lease ``kubelet-companion/descheduler``, each with its own client."""
+    fake_apiserver.create(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+    )
+    kubeconfig = str(fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig"))
+    clients: list[AsyncKube] = []
+
+    def make(identity: str, timing: ElectionTiming) -> LeaderElector:
+        connection = connect(kubeconfig)
+        assert connection is not None
+        kube = AsyncKube(KubeApi(connection.api_client, request_timeout=10.0))
+        clients.append(kube)
+        lease_api = KubeLeaseApi(kube, NAMESPACE, "descheduler")
+        return LeaderElector(lease_api, clock=SystemClock(), identity=identity, timing=timing)
+
+    yield make
+    for kube in clients:
+        kube.close()
+        kube.api.close()
+
+
+@asynccontextmanager
+async def campaigning(*electors: LeaderElector) -> AsyncIterator[dict[str, asyncio.Task[None]]]:
+    tasks = {one.identity: asyncio.create_task(one.run()) for one in electors}
+    try:
+        yield tasks
+    finally:
+        for one in electors:
+            one.stop()
+        await asyncio.wait_for(asyncio.gather(*tasks.values(), return_exceptions=True), 30)
+
+
+def lease_writes(server: FakeApiServer, holder: str) -> list[RecordedRequest]:
+    """The successful creates and PUTs of the Lease that named ``holder``."""
+    return [
+        request
+        for request in server.requests(path_contains="/leases")
+        if request.method in ("PUT", "POST")
+        and request.status in (200, 201)
+        and isinstance(request.body, dict)
+        and (request.body.get("spec") or {}).get("holderIdentity") == holder
+    ]
+
+
+def holder(server: FakeApiServer) -> str:
+    lease = server.try_get("leases", "descheduler", NAMESPACE)
+    return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+
+
+async def test_of_two_candidates_only_one_leads(
+    fake_apiserver: FakeApiServer, candidate: Candidate
+) -> None:
+    """Two electors on one API server: one leads and renews, the other follows it."""
+    started: list[str] = []
+    first, second = candidate("a", SHORT), candidate("b", SHORT)
+    for one in (first, second):
+        one.on_started_leading = lambda who=one.identity: started.append(who)
+    async with campaigning(first, second):
+        await wait_until(lambda: first.leading.is_set() or second.leading.is_set(), "a leader")
+        leader, follower = (first, second) if first.leading.is_set() else (second, first)
+        await wait_until(lambda: follower.observed_holder == leader.identity, "follower saw it")
+        renews = len(lease_writes(fake_apiserver, leader.identity))
+        # Well past a whole lease of renews: the leader keeps it, the follower never leads.
+        await wait_until(
+            lambda: len(lease_writes(fake_apiserver, leader.identity)) >= renews + 15,
+            "fifteen more renews",
+        )
+        assert started == [leader.identity]
+        assert leader.is_leader
+        assert holder(fake_apiserver) == leader.identity
+
+
+async def test_a_killed_leader_is_replaced_once_its_lease_lapses(
+    fake_apiserver: FakeApiServer, candidate: Candidate
+) -> None:
+    """Cancelling the leader (a crash: no release) lets the follower in, and not before the
+    lease duration has passed since the leader's last renew."""
+    leader, follower = candidate("a", SHORT), candidate("b", SHORT)
+    async with campaigning(leader) as tasks:
+        await wait_until(leader.leading.is_set, "a leads")
+        async with campaigning(follower):
+            await wait_until(lambda: follower.observed_holder == "a", "b follows a")
+            tasks["a"].cancel()
+            await wait_until(follower.leading.is_set, "b takes over")
+            last_renew = max(r.wall_time for r in lease_writes(fake_apiserver, "a"))
+            takeover = min(r.wall_time for r in lease_writes(fake_apiserver, "b"))
+            assert takeover - last_renew >= SHORT.lease_duration
+            lease = fake_apiserver.get("leases", "descheduler", NAMESPACE)
+            assert lease["spec"]["holderIdentity"] == "b"
+            assert lease["spec"]["leaseTransitions"] == 1
+
+
+async def test_a_clean_stop_hands_over_at_once_with_the_memory(
+    fake_apiserver: FakeApiServer, candidate: Candidate
+) -> None:
+    """stop() releases the Lease: the follower leads long before the 60 s lease could lapse,
+    and loads the churn-guard memory the old leader saved."""
+    leader, follower = candidate("a", LONG), candidate("b", LONG)
+    async with campaigning(leader) as tasks:
+        await wait_until(leader.leading.is_set, "a leads")
+        clock = SystemClock()
+        await RecentEvictionsMemory(leader, clock=clock, max_age=600).save({"rs-uid": clock.now()})
+        async with campaigning(follower):
+            await wait_until(lambda: follower.observed_holder == "a", "b follows a")
+            leader.stop()
+            await tasks["a"]
+            await wait_until(follower.leading.is_set, "b takes over after the release")
+            loaded = await RecentEvictionsMemory(follower, clock=clock, max_age=600).load()
+            assert list(loaded) == ["rs-uid"]
+            assert holder(fake_apiserver) == "b"
+
+
+async def test_a_409_on_a_racing_takeover_is_lost_gracefully(
+    fake_apiserver: FakeApiServer, candidate: Candidate
+) -> None:
+    """Two candidates read the same released Lease and both PUT: the second PUT is 409, its
+    elector stays a follower, keeps running, and sees the winner."""
+    fake_apiserver.create(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "descheduler", "namespace": NAMESPACE},
+            "spec": {"holderIdentity": "", "leaseDurationSeconds": 1, "leaseTransitions": 3},
+        }
+    )
+    # Both reads are answered at once; both writes are held back, so both carry the same
+    # resourceVersion and the server serves one first.
+    fake_apiserver.faults.hang("PUT", r"/leases/descheduler$", seconds=1.0, times=2)
+    first, second = candidate("a", LONG), candidate("b", LONG)
+    async with campaigning(first, second) as tasks:
+        await wait_until(lambda: first.leading.is_set() or second.leading.is_set(), "a winner")
+        conflicts = await wait_until(
+            lambda: [r for r in fake_apiserver.requests(method="PUT") if r.status == 409],
+            "the losing PUT",
+        )
+        winner, loser = (first, second) if first.leading.is_set() else (second, first)
+        assert conflicts[0].body["spec"]["holderIdentity"] == loser.identity
+        await wait_until(lambda: loser.observed_holder == winner.identity, "loser sees winner")
+        assert not loser.leading.is_set()
+        assert not tasks[loser.identity].done()
+        spec = fake_apiserver.get("leases", "descheduler", NAMESPACE)["spec"]
+        assert spec["holderIdentity"] == winner.identity
+        assert spec["leaseTransitions"] == 4

@@ -139,7 +139,18 @@ def _bounds(field: dataclasses.Field[Any], value: Any) -> str | None:
 
 
 def _parse_value(hint: Any, value: Any, path: str, out: _Collector) -> Any:  # noqa: PLR0911 - one exit per shape
+    if hint is Any:
+        return value  # kept raw for a later, typed pass (e.g. plugin args chosen by name)
     origin = get_origin(hint)
+    if origin in (dict, Mapping):
+        (_, item_hint) = get_args(hint)
+        if not isinstance(value, Mapping):
+            out.add(path, "must be a mapping")
+            return None
+        return {
+            str(key): _parse_value(item_hint, item, _join(path, str(key)), out)
+            for key, item in value.items()
+        }
     if origin in (list, Sequence, tuple):
         (item_hint, *_) = get_args(hint)
         if not isinstance(value, list):

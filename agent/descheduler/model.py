@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 ResourceList = Mapping[str, int]
@@ -25,7 +26,8 @@ CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
 
-EMPTY_MAP: Mapping[str, str] = {}
+EMPTY_MAP: Mapping[str, Any] = MappingProxyType({})
+"""Shared by every object without the map; read-only so no one can fill it for all."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +77,7 @@ class PodInfo:
     """Container images, sorted (``RemoveDuplicates`` keys on owner + images)."""
     ready: bool
     """The ``Ready`` condition is True (PDBs count Running and Ready pods as healthy)."""
-    extra: Mapping[str, Any] = field(default=EMPTY_MAP)
+    extra: Mapping[str, Any] = field(default_factory=lambda: EMPTY_MAP)
     """Room for fields later plugins need (container statuses, spread constraints), so the
     common case carries none."""
 
@@ -113,6 +115,10 @@ class DisruptionBudget:
     """``status.disruptionsAllowed`` as the disruption controller last wrote it."""
     unhealthy_pod_eviction_policy: str
     """``IfHealthyBudget`` (default) or ``AlwaysAllow``."""
+    current_healthy: int | None = None
+    desired_healthy: int | None = None
+    """``status.currentHealthy``/``desiredHealthy``: the API server lets an unready pod go under
+    ``IfHealthyBudget`` only while current >= desired; ``None`` when the status lacks them."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,14 @@ class Plan:
     """Per-node facts the plugins logged (classification, usage %), as JSON-ready dicts."""
     skipped: str = ""
     """Why the cycle did nothing (e.g. "requires >=2 nodes"); empty when it ran."""
+    durations: list[Mapping[str, Any]] = field(default_factory=list)
+    """One ``{"profile", "plugin", "extensionPoint", "seconds"}`` per plugin run, in run order
+    (the runtime's ``descheduler_strategy_duration_seconds``); not part of the JSON shape."""
+    errors: list[str] = field(default_factory=list)
+    """Plugin failures the cycle logged and went past, as upstream does."""
+    owner_evictions: dict[str, float] = field(default_factory=dict)
+    """Owner UID -> Unix seconds of its last pod evicted by us, this cycle's evictions included:
+    the churn guard's memory, for the runtime to persist and hand to the next cycle."""
 
     @property
     def allowed(self) -> list[PlannedEviction]:

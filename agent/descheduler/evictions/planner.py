@@ -1,0 +1,139 @@
+"""The recording evictor: what plugins call to evict, and what records the plan.
+
+One ``Planner`` per cycle, shared by every profile (upstream shares one ``PodEvictor``). It
+checks the limits when an eviction is planned, applies PodDisruptionBudgets the way the
+eviction subresource does, and appends a ``PlannedEviction`` in decision order. The live
+runtime sends the plan's allowed evictions afterwards; the dry run prints it; tests read it.
+It is product code, and the tests use it as it is.
+
+PDBs, as the API server applies them (``pkg/registry/core/pod/storage/eviction.go``):
+- a pod that is not Running (Pending, Succeeded, Failed) is evicted without a budget check;
+- more than one budget selecting the pod refuses the eviction;
+- a Running but unready pod: ``AlwaysAllow`` lets it go; ``IfHealthyBudget`` (the default)
+  only while the budget is healthy (``currentHealthy >= desiredHealthy``; without those in
+  the status, while ``disruptionsAllowed > 0``), and it does not use up the budget;
+- a Running and Ready pod needs ``disruptionsAllowed > 0``, decremented as the cycle goes.
+A refused eviction is recorded with ``blocked_by_pdb``, is not counted against any limit and
+reports "not evicted" to the plugin, which moves on as upstream does on a 429.
+
+Pods evicted earlier in the cycle look terminating to later filters: against a real API
+server the eviction sets ``deletionTimestamp`` at once and the informer catches up long before
+the next plugin runs (upstream's run on the parity state took a minute).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from agent.descheduler.budgets import budgets_for
+from agent.descheduler.evictions.limits import EvictionLimits
+from agent.descheduler.framework.types import EvictorPlugin
+from agent.descheduler.model import ClusterSnapshot, PodInfo
+from agent.descheduler.plan import Plan, PlannedEviction
+
+
+def owner_uid(pod: PodInfo) -> str:
+    """The controller's UID, else the first owner's; ``""`` for a bare pod."""
+    owner = pod.controller or (pod.owners[0] if pod.owners else None)
+    return owner.uid if owner is not None else ""
+
+
+class Planner:
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        limits: EvictionLimits,
+        *,
+        owner_evictions: Mapping[str, float] | None = None,
+        apply_budgets: bool = True,
+    ) -> None:
+        self.snapshot = snapshot
+        self.limits = limits
+        self.apply_budgets = apply_budgets
+        self.plan = Plan(owner_evictions=dict(owner_evictions or {}))
+        self.evicted: set[str] = set()
+        """UIDs of the pods this cycle evicted (allowed, not blocked)."""
+        self._remaining: dict[str, int] = {}
+
+    def evict(self, pod: PodInfo, *, plugin: str, profile: str, reason: str = "") -> bool:
+        """Plan one eviction; ``False`` when a PDB refuses it. Raises the limit errors."""
+        self.limits.check(pod)
+        blocked = self._blocking_budget(pod) if self.apply_budgets else ""
+        self.plan.evictions.append(
+            PlannedEviction(
+                namespace=pod.namespace,
+                name=pod.name,
+                uid=pod.uid,
+                node=pod.node_name,
+                plugin=plugin,
+                profile=profile,
+                reason=reason or plugin,
+                blocked_by_pdb=blocked,
+            )
+        )
+        if blocked:
+            return False
+        self.limits.record(pod)
+        self.evicted.add(pod.uid)
+        if uid := owner_uid(pod):
+            self.plan.owner_evictions[uid] = self.snapshot.now
+        return True
+
+    def in_cooldown(self, pod: PodInfo, seconds: float) -> bool:
+        uid = owner_uid(pod)
+        last = self.plan.owner_evictions.get(uid) if uid else None
+        return last is not None and self.snapshot.now - last < seconds
+
+    def _blocking_budget(self, pod: PodInfo) -> str:  # noqa: PLR0911 - one exit per API server rule
+        if pod.phase != "Running":
+            return ""
+        budgets = budgets_for(self.snapshot, pod)
+        if not budgets:
+            return ""
+        key = f"{budgets[0].namespace}/{budgets[0].name}"
+        if len(budgets) > 1:
+            return key  # "This pod has more than one PodDisruptionBudget": refused
+        budget = budgets[0]
+        remaining = self._remaining.get(key, budget.disruptions_allowed)
+        if not pod.ready:
+            if budget.unhealthy_pod_eviction_policy == "AlwaysAllow":
+                return ""
+            if budget.current_healthy is not None and budget.desired_healthy is not None:
+                healthy = budget.current_healthy >= budget.desired_healthy
+            else:
+                healthy = remaining > 0
+            return "" if healthy else key
+        if remaining <= 0:
+            return key
+        self._remaining[key] = remaining - 1
+        return ""
+
+
+class ProfileEvictor:
+    """The ``Evictor`` a profile's plugins see: its filters in front of the shared planner."""
+
+    def __init__(
+        self,
+        planner: Planner,
+        profile: str,
+        filters: Sequence[EvictorPlugin],
+        pre_eviction_filters: Sequence[EvictorPlugin],
+    ) -> None:
+        self.planner = planner
+        self.profile = profile
+        self.filters = filters
+        self.pre_eviction_filters = pre_eviction_filters
+
+    def filter(self, pod: PodInfo) -> bool:
+        if pod.uid in self.planner.evicted:
+            return False  # terminating by now, as the informer would show it
+        return all(plugin.filter(pod) for plugin in self.filters)
+
+    def pre_eviction_filter(self, pod: PodInfo) -> bool:
+        return all(plugin.pre_eviction_filter(pod) for plugin in self.pre_eviction_filters)
+
+    def evict(self, pod: PodInfo, plugin: str, reason: str = "") -> bool:
+        return self.planner.evict(pod, plugin=plugin, profile=self.profile, reason=reason)
+
+    def in_cooldown(self, pod: PodInfo, seconds: float) -> bool:
+        return self.planner.in_cooldown(pod, seconds)

@@ -1,0 +1,309 @@
+"""API JSON -> the compact model: the only place that knows the objects' wire shape.
+
+Everything a plugin reads is computed here once, when an object enters the cache, so a cycle
+never parses a quantity or walks a container list. The rules are upstream's (and the API
+server's, and kubelet's where upstream calls theirs):
+
+- effective pod requests follow ``resourcehelper.PodRequests`` (what upstream's
+  ``PodRequestsAndLimits`` returns): the sum of the containers, raised to any init container
+  that asks for more (restartable "sidecar" init containers add to the sum and to every later
+  init container), plus ``spec.overhead``; ``pods`` is 1 so summing requests counts pods;
+- QoS is ``agent.kube.qos`` (``status.qosClass`` first);
+- a Node is Ready unless it has a ``Ready`` condition that is not True (upstream's
+  ``IsReady``: a node with no conditions at all counts as ready);
+- a Node's capacity for the plugins is ``status.allocatable``, or ``status.capacity`` when
+  allocatable is empty (upstream's ``referencedResourceListForNodeCapacity``).
+
+Pure: dicts in, frozen model objects out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from agent.config.quantities import parse_quantity
+from agent.descheduler.model import (
+    CPU,
+    EMPTY_MAP,
+    PODS,
+    ClaimInfo,
+    ClusterSnapshot,
+    DisruptionBudget,
+    NodeInfo,
+    OwnerRef,
+    PodInfo,
+)
+from agent.kube.pods import is_mirror_pod, is_static_pod
+from agent.kube.qos import pod_qos
+from agent.kube.timestamps import parse_rfc3339
+
+EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
+"""Upstream's opt-in: the pod is evictable whatever the protections say (PDBs still apply)."""
+PREFER_NO_EVICTION_ANNOTATION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
+"""Upstream's opt-out hint: such pods go last; with ``noEvictionPolicy: Mandatory``, never."""
+KEPT_ANNOTATIONS = frozenset({EVICT_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION})
+"""The only annotations a rule reads; the rest are dropped from the projection."""
+
+JsonObject = Mapping[str, Any]
+
+
+def _ceil(value: Any) -> int | None:
+    try:
+        exact = parse_quantity(value)
+    except (ValueError, TypeError):
+        return None  # a quantity that does not parse counts as unset, as in podresources
+    return -((-exact.numerator) // exact.denominator)
+
+
+def _millis(value: Any) -> int | None:
+    try:
+        exact = parse_quantity(value) * 1000
+    except (ValueError, TypeError):
+        return None
+    return -((-exact.numerator) // exact.denominator)
+
+
+def resource_list(raw: Any) -> dict[str, int]:
+    """A ``ResourceList`` as integers: CPU in millicores, the rest rounded up."""
+    if not isinstance(raw, Mapping):
+        return {}
+    parsed: dict[str, int] = {}
+    for name, value in raw.items():
+        amount = _millis(value) if name == CPU else _ceil(value)
+        if amount is not None:
+            parsed[str(name)] = amount
+    return parsed
+
+
+def _container_requests(container: Mapping[str, Any]) -> dict[str, int]:
+    resources = container.get("resources") or {}
+    requests = resource_list(resources.get("requests"))
+    # The API server defaults a missing request to its limit before storing the pod.
+    for name, limit in resource_list(resources.get("limits")).items():
+        requests.setdefault(name, limit)
+    return requests
+
+
+def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
+    for name, amount in more.items():
+        into[name] = into.get(name, 0) + amount
+
+
+def _raise_to(into: dict[str, int], other: Mapping[str, int]) -> None:
+    for name, amount in other.items():
+        if amount > into.get(name, 0):
+            into[name] = amount
+
+
+def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
+    """Effective requests of a pod spec (``resourcehelper.PodRequests``), plus ``pods: 1``."""
+    total: dict[str, int] = {}
+    for container in spec.get("containers") or []:
+        _add(total, _container_requests(container))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for container in spec.get("initContainers") or []:
+        requests = _container_requests(container)
+        if container.get("restartPolicy") == "Always":
+            _add(sidecars, requests)
+            _raise_to(init_peak, sidecars)
+        else:
+            running = dict(sidecars)
+            _add(running, requests)
+            _raise_to(init_peak, running)
+    _add(total, sidecars)
+    _raise_to(total, init_peak)
+    _add(total, resource_list(spec.get("overhead")))
+    total[PODS] = 1
+    return total
+
+
+def _condition_true(status: Mapping[str, Any], kind: str) -> bool | None:
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == kind:
+            return bool(condition.get("status") == "True")
+    return None
+
+
+def _timestamp(value: Any) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return parse_rfc3339(value)
+    except ValueError:
+        return None
+
+
+def _owners(metadata: Mapping[str, Any]) -> tuple[OwnerRef, ...]:
+    return tuple(
+        OwnerRef(
+            kind=str(owner.get("kind") or ""),
+            name=str(owner.get("name") or ""),
+            uid=str(owner.get("uid") or ""),
+            controller=owner.get("controller") is True,
+        )
+        for owner in metadata.get("ownerReferences") or []
+    )
+
+
+def _volumes(spec: Mapping[str, Any]) -> tuple[bool, tuple[str, ...]]:
+    local = False
+    claims: list[str] = []
+    for volume in spec.get("volumes") or []:
+        if "emptyDir" in volume or "hostPath" in volume:
+            local = True
+        claim = volume.get("persistentVolumeClaim")
+        if isinstance(claim, Mapping) and claim.get("claimName"):
+            claims.append(str(claim["claimName"]))
+    return local, tuple(claims)
+
+
+def project_pod(pod: JsonObject) -> PodInfo:
+    metadata = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    namespace = str(metadata.get("namespace") or "")
+    name = str(metadata.get("name") or "")
+    annotations = metadata.get("annotations") or {}
+    kept = {key: str(annotations[key]) for key in KEPT_ANNOTATIONS if key in annotations}
+    local_storage, claims = _volumes(spec)
+    priority = spec.get("priority")
+    extra: dict[str, Any] = {}
+    if spec.get("resourceClaims"):
+        extra["resourceClaims"] = True
+    return PodInfo(
+        namespace=namespace,
+        name=name,
+        # The UID keys eviction bookkeeping; hand-written pods without one fall back to the
+        # key, which is unique within one snapshot.
+        uid=str(metadata.get("uid") or f"{namespace}/{name}"),
+        node_name=str(spec.get("nodeName") or ""),
+        phase=str(status.get("phase") or ""),
+        creation_timestamp=_timestamp(metadata.get("creationTimestamp")) or 0.0,
+        start_time=_timestamp(status.get("startTime")),
+        deleting=bool(metadata.get("deletionTimestamp")),
+        labels=dict(metadata.get("labels") or EMPTY_MAP),
+        annotations=kept or EMPTY_MAP,
+        owners=_owners(metadata),
+        priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
+        priority_class_name=str(spec.get("priorityClassName") or ""),
+        requests=pod_requests(spec),
+        qos=pod_qos(pod).value,
+        mirror=is_mirror_pod(pod),
+        static=is_static_pod(pod),
+        node_selector=dict(spec.get("nodeSelector") or EMPTY_MAP),
+        affinity=spec.get("affinity") or None,
+        tolerations=tuple(spec.get("tolerations") or ()),
+        local_storage=local_storage,
+        pvc_claims=claims,
+        images=tuple(sorted(str(c.get("image") or "") for c in spec.get("containers") or [])),
+        ready=_condition_true(status, "Ready") is True,
+        extra=extra or EMPTY_MAP,
+    )
+
+
+def project_node(node: JsonObject) -> NodeInfo:
+    metadata = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    status = node.get("status") or {}
+    allocatable = resource_list(status.get("allocatable")) or resource_list(status.get("capacity"))
+    return NodeInfo(
+        name=str(metadata.get("name") or ""),
+        uid=str(metadata.get("uid") or ""),
+        labels=dict(metadata.get("labels") or EMPTY_MAP),
+        taints=tuple(spec.get("taints") or ()),
+        allocatable=allocatable,
+        unschedulable=spec.get("unschedulable") is True,
+        ready=_condition_true(status, "Ready") is not False,
+    )
+
+
+def _int_or_percent(value: Any) -> int | str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    return value if isinstance(value, int | str) else None
+
+
+def project_disruption_budget(pdb: JsonObject) -> DisruptionBudget:
+    metadata = pdb.get("metadata") or {}
+    spec = pdb.get("spec") or {}
+    status = pdb.get("status") or {}
+    allowed = status.get("disruptionsAllowed")
+    return DisruptionBudget(
+        namespace=str(metadata.get("namespace") or ""),
+        name=str(metadata.get("name") or ""),
+        selector=spec.get("selector"),
+        min_available=_int_or_percent(spec.get("minAvailable")),
+        max_unavailable=_int_or_percent(spec.get("maxUnavailable")),
+        disruptions_allowed=allowed if isinstance(allowed, int) else 0,
+        unhealthy_pod_eviction_policy=str(
+            spec.get("unhealthyPodEvictionPolicy") or "IfHealthyBudget"
+        ),
+        current_healthy=_optional_int(status.get("currentHealthy")),
+        desired_healthy=_optional_int(status.get("desiredHealthy")),
+    )
+
+
+def _optional_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def project_claim(claim: JsonObject) -> ClaimInfo:
+    metadata = claim.get("metadata") or {}
+    return ClaimInfo(
+        namespace=str(metadata.get("namespace") or ""),
+        name=str(metadata.get("name") or ""),
+        storage_class=str((claim.get("spec") or {}).get("storageClassName") or ""),
+    )
+
+
+def _kind(item: JsonObject, default: str) -> str:
+    return str(item.get("kind") or default)
+
+
+def snapshot_from_list(
+    items: Iterable[JsonObject], now: float, *, default_kind: str = ""
+) -> ClusterSnapshot:
+    """A snapshot from the items of a ``kubectl get -o json`` List (any mix of kinds).
+
+    Kinds read: Node, Pod, Namespace, PodDisruptionBudget, PersistentVolumeClaim,
+    PriorityClass; anything else is ignored. ``default_kind`` names items without ``kind``
+    (the items of a typed list such as ``PodList`` carry none).
+    """
+    nodes: dict[str, NodeInfo] = {}
+    pods_by_node: dict[str, list[PodInfo]] = {}
+    namespaces: dict[str, Mapping[str, str]] = {}
+    budgets: dict[str, list[DisruptionBudget]] = {}
+    claims: dict[str, ClaimInfo] = {}
+    priority_classes: dict[str, int] = {}
+    for item in items:
+        kind = _kind(item, default_kind)
+        if kind == "Pod":
+            pod = project_pod(item)
+            pods_by_node.setdefault(pod.node_name, []).append(pod)
+        elif kind == "Node":
+            node = project_node(item)
+            nodes[node.name] = node
+        elif kind == "Namespace":
+            metadata = item.get("metadata") or {}
+            namespaces[str(metadata.get("name") or "")] = dict(metadata.get("labels") or {})
+        elif kind == "PodDisruptionBudget":
+            budget = project_disruption_budget(item)
+            budgets.setdefault(budget.namespace, []).append(budget)
+        elif kind == "PersistentVolumeClaim":
+            claim = project_claim(item)
+            claims[f"{claim.namespace}/{claim.name}"] = claim
+        elif kind == "PriorityClass":
+            value = item.get("value")
+            if isinstance(value, int) and not isinstance(value, bool):
+                priority_classes[str((item.get("metadata") or {}).get("name") or "")] = value
+    return ClusterSnapshot(
+        nodes=nodes,
+        pods_by_node=pods_by_node,
+        namespaces=namespaces,
+        disruption_budgets=budgets,
+        claims=claims,
+        priority_classes=priority_classes,
+        now=now,
+    )

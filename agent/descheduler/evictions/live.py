@@ -73,6 +73,7 @@ class LiveEvictor:
         retry_backoff: Backoff = Backoff(initial=0.2, cap=5.0),
         retry_attempts: int = 3,
         on_result: ResultListener = _ignore,
+        may_continue: Callable[[], bool] | None = None,
     ) -> None:
         self.kube = kube
         self.events = events
@@ -82,6 +83,8 @@ class LiveEvictor:
         self.retry_backoff = retry_backoff
         self.retry_attempts = retry_attempts
         self.on_result = on_result
+        self.may_continue = may_continue
+        """Asked before each eviction is admitted (leadership); ``False`` stops the run."""
 
     async def execute(self, plan: Plan) -> list[EvictionResult]:
         """Evict the plan's allowed pods; return one result per eviction, in plan order."""
@@ -103,6 +106,11 @@ class LiveEvictor:
                 # taken before the token so a throttled pool does not hoard tokens.
                 await slots.acquire()
                 await self.limiter.acquire()
+                # Asked last, right before sending: the waits above may have been long.
+                if self.may_continue is not None and not self.may_continue():
+                    slots.release()
+                    _log.warning("no longer allowed to evict; the rest of the plan is dropped")
+                    break
                 tasks.append(asyncio.create_task(run(eviction), name=f"evict-{eviction.pod}"))
             return list(await asyncio.gather(*tasks))
         except BaseException:

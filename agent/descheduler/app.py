@@ -224,7 +224,7 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
     options: RunOptions,
     api: KubeApi,
     *,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
     clock: Clock | None = None,
     usage: UsageSource = _no_usage,
     stop: asyncio.Event | None = None,
@@ -269,7 +269,7 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
         evictor=evictor,
         metrics=metrics,
         clock=clock,
-        out=out,
+        out=out or sys.stdout,
         elector=elector,
         memory=memory,
     )
@@ -287,7 +287,14 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
             await asyncio.Event().wait()
         _log.info("caches synced", pods=len(state.pods.store), nodes=len(state.nodes.store))
         while True:
-            await descheduler.cycle()
+            try:
+                await descheduler.cycle()
+            except Exception:  # noqa: BLE001 - any failure of a cycle is logged, never fatal to a loop
+                # A failed cycle is logged; a loop tries again at the next interval, a
+                # one-shot run ends with exit 1 (never retried in a tight loop).
+                _log.exception("descheduling cycle failed")
+                if options.interval <= 0:
+                    exit_code = 1
             if options.interval <= 0:
                 stop.set()
                 await asyncio.Event().wait()  # the supervisor stops us from here

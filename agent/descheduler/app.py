@@ -93,6 +93,8 @@ class RunOptions:
     election: ElectionTiming = field(default_factory=ElectionTiming)
     lease_namespace: str = LEASE_NAMESPACE
     lease_name: str = LEASE_NAME
+    identity: str | None = None
+    """This replica's name on the Lease; by default the host name plus a random suffix."""
 
 
 def _no_usage() -> Mapping[str, NodeUsage]:
@@ -249,6 +251,7 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
         elector = LeaderElector(
             KubeLeaseApi(kube, options.lease_namespace, options.lease_name),
             clock=clock,
+            identity=options.identity,
             timing=options.election,
         )
         memory = RecentEvictionsMemory(elector, clock=clock, max_age=CHURN_MEMORY_SECONDS)

@@ -189,7 +189,7 @@ def pod(index: int, node_name: str, replica_set: int, namespace: str) -> dict[st
 
 def cluster(nodes: int, *, seed: int = 1) -> dict[str, list[dict[str, Any]]]:
     """Objects by kind: ``nodes`` nodes, 30 pods each on average, skewed hot/medium/cold."""
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 - a reproducible layout, not a secret
     node_objects = [node(i) for i in range(nodes)]
     pods: list[dict[str, Any]] = []
     total = nodes * PODS_PER_NODE

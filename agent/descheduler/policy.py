@@ -143,7 +143,9 @@ class PolicyDocument:
     metrics_providers: tuple[MetricsProvider, ...] = setting(factory=tuple)
     metrics_collector: MetricsCollector | None = setting(None)
 
-    def validate(self) -> list[FieldError]:
+    def cross_field_errors(self) -> list[FieldError]:
+        """Rules across fields, run even when some field is bad (each judges only parsed,
+        non-default values), so they are reported in the same pass."""
         errors: list[FieldError] = []
         if self.node_selector:
             try:
@@ -243,6 +245,7 @@ def parse_policy(raw: Any, source: str) -> DeschedulerPolicy:
     if not isinstance(raw, dict):
         raise ConfigError(source, [FieldError("", "the document must be a mapping")])
     document, errors = load(PolicyDocument, raw)
+    errors += document.cross_field_errors()
     profiles = tuple(_resolve_profile(i, p, errors) for i, p in enumerate(document.profiles))
     if errors:
         raise ConfigError(source, errors)

@@ -143,7 +143,7 @@ class DefaultEvictorArgs:
     evict_daemon_set_pods: bool = setting(False)
     evict_system_critical_pods: bool = setting(False)
     ignore_pvc_pods: bool = setting(False)
-    ignore_pods_without_pdb: bool = setting(False)
+    ignore_pods_without_pdb: bool = setting(False, key="ignorePodsWithoutPDB")
     evict_failed_bare_pods: bool = setting(False)
 
     @property

@@ -75,6 +75,8 @@ class RemoveDuplicates:
     def __init__(self, args: RemoveDuplicatesArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
+        # Owners mostly share a few placements (often none at all): compute each once.
+        self._feasible_by_placement: dict[tuple[str, str, str], frozenset[str]] = {}
 
     def _admits(self, pod: PodInfo) -> bool:
         if self.args.namespaces is not None and not self.args.namespaces.admits(pod.namespace):
@@ -129,8 +131,11 @@ class RemoveDuplicates:
             for pod in by_node[node_name]:
                 distinct.setdefault(_placement(pod), pod)
         targets: set[str] = set()
-        for pod in distinct.values():
-            matching = {node.name for node in nodes if _feasible(pod, node)}
+        for placement, pod in distinct.items():
+            matching = self._feasible_by_placement.get(placement)
+            if matching is None:
+                matching = frozenset(node.name for node in nodes if _feasible(pod, node))
+                self._feasible_by_placement[placement] = matching
             if len(matching) > 1:
                 targets |= matching
         return targets

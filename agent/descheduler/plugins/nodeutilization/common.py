@@ -12,7 +12,8 @@ Where we differ on purpose:
   percentages over the thresholds' resources instead;
 - ``metricsUtilization.source: NodeReports`` reads the agents' real usage from the snapshot
   and falls back to requests for a node whose report is missing or stale (recorded in the
-  plan's ``nodes`` as ``usageSource``/``fallback``);
+  plan's ``nodes`` as ``usageSource``/``fallback``); on such a node, pods of equal upstream
+  keys go biggest real user first (CPU, then memory);
 - a node whose agent reports it shutting down, gated or stopped is never room (never an
   under-utilized destination for LowNodeUtilization, never a destination for High);
 - ``cooldownSeconds`` (opt-in) skips a pod whose owner lost a pod to us within the cooldown.
@@ -20,13 +21,19 @@ Where we differ on purpose:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from agent.config.errors import FieldError
 from agent.config.schema import setting
-from agent.descheduler.errors import NamespaceLimitReached, NodeLimitReached, TotalLimitReached
+from agent.descheduler.errors import (
+    DeschedulerError,
+    NamespaceLimitReached,
+    NodeLimitReached,
+    TotalLimitReached,
+)
 from agent.descheduler.framework.args import Namespaces
 from agent.descheduler.framework.types import Handle
 from agent.descheduler.model import CPU, MEMORY, PODS, NodeInfo, PodInfo
@@ -70,7 +77,15 @@ class MetricsUtilization:
 
     @property
     def node_reports(self) -> bool:
-        return self.source == NODE_REPORTS
+        """Real usage from the snapshot's ``node_usage``: our NodeReports, or metrics-server
+        (``KubernetesMetrics``/``metricsServer``) when the runtime fills it from there; a node
+        without fresh figures falls back to requests, and the plan says so."""
+        return self.source in (NODE_REPORTS, "KubernetesMetrics") or self.metrics_server
+
+    def unsupported(self) -> str:
+        if self.source == "Prometheus":
+            return "metricsUtilization.source Prometheus is not supported by this version"
+        return ""
 
 
 @dataclass(frozen=True)
@@ -112,7 +127,12 @@ def resource_names(thresholds: Mapping[str, float]) -> list[str]:
 class UsageSource:
     """Node and pod usage by requests, or by the agents' reports where fresh."""
 
-    def __init__(self, handle: Handle, names: Sequence[str], *, node_reports: bool) -> None:
+    def __init__(
+        self, handle: Handle, names: Sequence[str], metrics: MetricsUtilization | None
+    ) -> None:
+        if metrics is not None and (reason := metrics.unsupported()):
+            raise DeschedulerError(reason)
+        node_reports = metrics is not None and metrics.node_reports
         self.handle = handle
         self.names = list(names)
         self.node_reports = node_reports
@@ -189,6 +209,11 @@ def usable_as_room(handle: Handle, node: NodeInfo) -> bool:
     return report is None or report.usable_as_destination
 
 
+def go_round(value: float) -> int:
+    """Go's ``math.Round``: halves away from zero (Python's ``round`` goes to even)."""
+    return int(math.copysign(math.floor(abs(value) + 0.5), value))
+
+
 def record(handle: Handle, plugin: str, state: NodeState, category: str) -> None:
     facts: dict[str, object] = {
         "node": state.node.name,
@@ -196,7 +221,7 @@ def record(handle: Handle, plugin: str, state: NodeState, category: str) -> None
         "profile": handle.profile,
         "category": category,
         "usage": dict(state.usage),
-        "usagePercentage": {k: round(v) for k, v in sorted(state.percent.items())},
+        "usagePercentage": {k: go_round(v) for k, v in sorted(state.percent.items())},
         "usageSource": state.source,
     }
     if state.fallback:
@@ -221,20 +246,20 @@ def order_sources(
     return sorted(states, key=lambda s: (sign * raw_sum(s), s.node.name))
 
 
-def eviction_order(pods: list[PodInfo]) -> list[PodInfo]:
-    """``SortPodsBasedOnPriorityLowToHigh``: nil priority first, then low to high; then
-    BestEffort < Burstable < Guaranteed; then pods without prefer-no-eviction; then name."""
-    return sorted(
-        pods,
-        key=lambda p: (
-            p.priority is not None,
-            p.priority or 0,
-            QOS_ORDER.get(p.qos, 2),
-            PREFER_NO_EVICTION_ANNOTATION in p.annotations,
-            p.namespace,
-            p.name,
-        ),
+def eviction_key(pod: PodInfo) -> tuple[bool, int, int, bool]:
+    """``SortPodsBasedOnPriorityLowToHigh``'s order: nil priority first, then low to high;
+    then BestEffort < Burstable < Guaranteed; then pods without prefer-no-eviction first."""
+    return (
+        pod.priority is not None,
+        pod.priority or 0,
+        QOS_ORDER.get(pod.qos, 2),
+        PREFER_NO_EVICTION_ANNOTATION in pod.annotations,
     )
+
+
+def eviction_order(pods: list[PodInfo]) -> list[PodInfo]:
+    """Upstream's order, ties by namespace and name (upstream's are arbitrary)."""
+    return sorted(pods, key=lambda p: (eviction_key(p), p.namespace, p.name))
 
 
 def tolerates_some_node(
@@ -276,9 +301,26 @@ class EvictionRun:
             if not removable:
                 continue
             try:
-                self._evict_from(state, eviction_order(removable), taints)
+                self._evict_from(state, self._ordered(removable, state), taints)
             except TotalLimitReached:
                 return
+
+    def _ordered(self, pods: list[PodInfo], state: NodeState) -> list[PodInfo]:
+        """Upstream's order; on real usage, equal keys go biggest user first (upstream's
+        order among them is arbitrary, so this stays within it and drains in fewer moves)."""
+        if state.source != NODE_REPORTS:
+            return eviction_order(pods)
+        usage = {p.uid: self.usage_source.pod_usage(p, state) for p in pods}
+        return sorted(
+            pods,
+            key=lambda p: (
+                eviction_key(p),
+                -usage[p.uid].get(CPU, 0),
+                -usage[p.uid].get(MEMORY, 0),
+                p.namespace,
+                p.name,
+            ),
+        )
 
     def _evict_from(
         self, state: NodeState, pods: list[PodInfo], taints: list[tuple[Mapping[str, object], ...]]

@@ -66,10 +66,7 @@ class HighNodeUtilization:
         self.handle = handle
         self.names = resource_names(args.thresholds)
         self.high = dict.fromkeys(args.thresholds, 100.0)
-        metrics = args.metrics_utilization
-        self.usage_source = UsageSource(
-            handle, self.names, node_reports=metrics is not None and metrics.node_reports
-        )
+        self.usage_source = UsageSource(handle, self.names, args.metrics_utilization)
 
     def _candidate(self, pod: PodInfo) -> bool:
         if not self.handle.evictor.filter(pod):

@@ -96,10 +96,7 @@ class LowNodeUtilization:
         self.args = args
         self.handle = handle
         self.names = resource_names(args.thresholds)
-        metrics = args.metrics_utilization
-        self.usage_source = UsageSource(
-            handle, self.names, node_reports=metrics is not None and metrics.node_reports
-        )
+        self.usage_source = UsageSource(handle, self.names, args.metrics_utilization)
 
     def limits(self, states: Sequence[NodeState]) -> tuple[dict[str, float], dict[str, float]]:
         """The low and high limits, static or by deviation from the mean."""

@@ -1,0 +1,121 @@
+"""API JSON -> the compact model: requests, QoS, priority, storage, readiness."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agent.descheduler.projection import pod_requests, project_node, project_pod, snapshot_from_list
+from tests.harness.deschedulerstate import node, pod
+
+
+def _container(cpu: str, memory: str, **extra: Any) -> dict[str, Any]:
+    return {"resources": {"requests": {"cpu": cpu, "memory": memory}}, **extra}
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        pytest.param(
+            {"containers": [_container("100m", "1Mi"), _container("250m", "2Mi")]},
+            {"cpu": 350, "memory": 3 * 2**20, "pods": 1},
+            id="sum-of-containers",
+        ),
+        pytest.param(
+            {"containers": [_container("100m", "1Mi")], "initContainers": [_container("1", "1Ki")]},
+            {"cpu": 1000, "memory": 2**20, "pods": 1},
+            id="init-container-raises-each-resource",
+        ),
+        pytest.param(
+            {
+                "containers": [_container("100m", "1Mi")],
+                "initContainers": [
+                    _container("50m", "1Mi", restartPolicy="Always"),
+                    _container("100m", "1Mi"),
+                ],
+            },
+            {"cpu": 150, "memory": 2 * 2**20, "pods": 1},
+            id="sidecar-adds-to-the-sum",
+        ),
+        pytest.param(
+            {
+                "containers": [_container("100m", "1Mi")],
+                "overhead": {"cpu": "10m", "memory": "1Ki"},
+            },
+            {"cpu": 110, "memory": 2**20 + 1024, "pods": 1},
+            id="overhead",
+        ),
+        pytest.param(
+            {"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]},
+            {"cpu": 1000, "memory": 2**30, "pods": 1},
+            id="limit-defaults-the-request",
+        ),
+        pytest.param({"containers": [{}]}, {"pods": 1}, id="best-effort"),
+    ],
+)
+def test_effective_requests(spec: dict[str, Any], expected: dict[str, int]) -> None:
+    """Requests are max(sum of containers, each init container) + overhead, in base units."""
+    assert pod_requests(spec) == expected
+
+
+def test_pod_fields() -> None:
+    """A pod keeps only what rules read: kept annotations, sorted images, claims, readiness."""
+    raw = pod(
+        "p",
+        "n1",
+        priority=None,
+        annotations={"descheduler.alpha.kubernetes.io/evict": "", "noise": "x"},
+        images=("b:1", "a:1"),
+        volumes=[
+            {"name": "d", "emptyDir": {}},
+            {"name": "c", "persistentVolumeClaim": {"claimName": "data"}},
+        ],
+        ready=False,
+    )
+    projected = project_pod(raw)
+    assert projected.priority is None
+    assert projected.annotations == {"descheduler.alpha.kubernetes.io/evict": ""}
+    assert projected.images == ("a:1", "b:1")
+    assert (projected.local_storage, projected.pvc_claims) == (True, ("data",))
+    assert projected.ready is False
+    assert projected.qos == "Burstable"
+    assert projected.controller is not None
+    assert projected.controller.kind == "ReplicaSet"
+
+
+def test_node_without_conditions_counts_as_ready() -> None:
+    """Upstream's ``IsReady`` only rejects a Ready condition that is not True."""
+    raw = node("n")
+    raw["status"]["conditions"] = []
+    assert project_node(raw).ready is True
+    assert project_node(node("n", ready=False)).ready is False
+
+
+def test_snapshot_from_list_reads_every_kind() -> None:
+    """A mixed List becomes nodes, pods by node, namespaces, PDBs, claims and priorities."""
+    items = [
+        node("n1"),
+        pod("p", "n1"),
+        {"kind": "Namespace", "metadata": {"name": "default", "labels": {"team": "a"}}},
+        {
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "b", "namespace": "default"},
+            "spec": {},
+        },
+        {
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "c", "namespace": "default"},
+            "spec": {"storageClassName": "fast"},
+        },
+        {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+        {"kind": "ConfigMap", "metadata": {"name": "ignored"}},
+    ]
+    state = snapshot_from_list(items, now=5.0)
+    assert list(state.nodes) == ["n1"]
+    assert [p.name for p in state.pods_on("n1")] == ["p"]
+    assert state.namespaces == {"default": {"team": "a"}}
+    assert [b.name for b in state.disruption_budgets["default"]] == ["b"]
+    assert state.claims["default/c"].storage_class == "fast"
+    assert state.priority_classes == {"high": 1000}
+    assert state.now == 5.0

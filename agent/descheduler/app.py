@@ -145,6 +145,7 @@ class Descheduler:
         snapshot = self.state.snapshot(self.clock.now())
         options = CycleOptions(owner_evictions=owner_evictions, monotonic=self.clock.monotonic)
         plan = await asyncio.to_thread(run_cycle, self.policy, snapshot, options)
+        self._count_fallbacks(plan)
         for run in plan.durations:
             self.metrics.strategy_duration.labels(run["plugin"], run["profile"]).observe(
                 float(run["seconds"])
@@ -165,6 +166,17 @@ class Descheduler:
         self.metrics.loop_duration.observe(self.clock.monotonic() - started)
         self.last_plan = plan
         return plan
+
+    def _count_fallbacks(self, plan: Plan) -> None:
+        fallbacks = [facts for facts in plan.nodes if facts.get("fallback")]
+        for facts in fallbacks:
+            self.metrics.usage_fallback.labels(str(facts["fallback"])).inc()
+        if fallbacks:
+            _log.info(
+                "usage fell back to requests",
+                nodes=len(fallbacks),
+                sample=[str(facts.get("node")) for facts in fallbacks[:5]],
+            )
 
     def _count(self, eviction: PlannedEviction, result: str) -> None:
         self.metrics.evicted(
@@ -200,6 +212,7 @@ class Descheduler:
                 if pod.uid == eviction.uid and pod.controller is not None:
                     remembered[pod.controller.uid] = snapshot.now
         self.owner_evictions = remembered
+        self.metrics.churn_guard_owners.set(len(remembered))
         if self.memory is not None and remembered != dict(before):
             try:
                 await self.memory.save(remembered)

@@ -51,12 +51,13 @@ class DeschedulerMetrics:
         self.build_info.labels(__version__, platform.python_version()).set(1)
         self.usage_fallback = Counter(
             "kubelet_companion_descheduler_usage_fallback",
-            "Nodes whose real usage was missing or stale, so their requests were used.",
+            "Nodes whose real usage report was missing or stale, so their requests were used.",
+            ["reason"],
             registry=registry,
         )
-        self.churn_guard_skipped = Counter(
-            "kubelet_companion_descheduler_churn_guard_skipped",
-            "Pods not evicted because their owner lost a pod within the cooldown.",
+        self.churn_guard_owners = Gauge(
+            "kubelet_companion_descheduler_churn_guard_owners",
+            "Owners the churn guard remembers as having lost a pod to us (its memory's size).",
             registry=registry,
         )
         self.cycles = Counter(

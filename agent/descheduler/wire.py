@@ -17,7 +17,7 @@ whole as ``Any``.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
@@ -163,24 +163,30 @@ class WireCodec:
     """``decode_page``/``decode_event`` for one kind (``Pod``, ``Node``, ...)."""
 
     def __init__(self, kind: type[msgspec.Struct]) -> None:
-        item = kind
+        # Items stay raw slices of the page's bytes until the cache takes them one by one.
         page = msgspec.defstruct(
             f"{kind.__name__}List",
-            [("metadata", ListMeta | None, None), ("items", list[item] | None, None)],  # type: ignore[valid-type]  # a runtime type
+            [("metadata", ListMeta | None, None), ("items", list[msgspec.Raw] | None, None)],
             omit_defaults=True,
         )
         self._page: msgspec.json.Decoder[Any] = msgspec.json.Decoder(page)
-        self._item = msgspec.json.Decoder(kind)
+        self._item: msgspec.json.Decoder[Any] = msgspec.json.Decoder(kind)
         self._event = msgspec.json.Decoder(_Event)
 
     def decode_page(self, data: bytes) -> JsonObject:
+        """The page, its ``items`` a one-pass iterator of dicts made one at a time.
+
+        The page is parsed once with every item left as a raw slice of the bytes; each item
+        is decoded into its struct, then its dict, only when the cache gets to it, and both
+        go right after. So a 150,000-pod page never exists as 150,000 structs or dicts at
+        once: the peak is the bytes plus the projections.
+        """
         page: Any = self._page.decode(data)
-        items = page.items or []
+        raws = page.items or []
         page.items = None
         return {
             "metadata": msgspec.to_builtins(page.metadata) if page.metadata else {},
-            # One item at a time, so the structs can go as their dicts are made.
-            "items": [msgspec.to_builtins(items.pop()) for _ in range(len(items))][::-1],
+            "items": _one_by_one(raws, self._item),
         }
 
     def decode_event(self, data: bytes) -> JsonObject:
@@ -190,6 +196,12 @@ class WireCodec:
             return {"type": event.type, "object": json.loads(bytes(event.object))}
         obj = self._item.decode(event.object)
         return {"type": event.type, "object": msgspec.to_builtins(obj)}
+
+
+def _one_by_one(raws: list[Any], item: msgspec.json.Decoder[Any]) -> Iterator[JsonObject]:
+    for index, raw in enumerate(raws):
+        raws[index] = None  # the slice goes as soon as its item is decoded
+        yield msgspec.to_builtins(item.decode(raw))
 
 
 def codec_for(kind: str) -> WireCodec:

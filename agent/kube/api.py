@@ -170,9 +170,13 @@ class KubeApi:
             page = self.request(
                 "GET", resource.path(namespace=namespace), query=query, decode=decode
             )
-            items.extend(page.get("items") or [])
             metadata = page.get("metadata") or {}
             token = metadata.get("continue")
+            if not token and not items:
+                # One page (always so at resourceVersion=0): hand it over as decoded, so
+                # a decoder's lazy ``items`` stays lazy.
+                return {"items": page.get("items") or [], "metadata": metadata}
+            items.extend(page.get("items") or [])
             if not token:
                 return {"items": items, "metadata": metadata}
             query = {**query, "continue": token, "resourceVersion": None}

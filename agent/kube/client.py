@@ -34,15 +34,15 @@ class AsyncKube:
     async def list(self, resource: Resource, **kwargs: Any) -> JsonObject:
         return await self._run(self.api.list, resource, **kwargs)
 
-    async def create(
-        self, resource: Resource, obj: JsonObject, namespace: str | None = None
-    ) -> JsonObject:
-        return await self._run(self.api.create, resource, obj, namespace)
-
     async def replace(
         self, resource: Resource, obj: JsonObject, namespace: str | None = None
     ) -> JsonObject:
         return await self._run(self.api.replace, resource, obj, namespace)
+
+    async def create(
+        self, resource: Resource, obj: JsonObject, namespace: str | None = None
+    ) -> JsonObject:
+        return await self._run(self.api.create, resource, obj, namespace)
 
     async def patch(self, resource: Resource, name: str, patch: Any, **kwargs: Any) -> JsonObject:
         return await self._run(self.api.patch, resource, name, patch, **kwargs)

@@ -58,3 +58,30 @@ def parse_resources(raw: Any) -> Resources:
     for name, limit in limits.items():
         requests.setdefault(name, limit)
     return Resources(requests=requests, limits=limits)
+
+
+def allocated_resources(spec_resources: Any, container_status: Any) -> Resources:
+    """A container's resources as kubelet holds them after an in-place resize.
+
+    kubelet sizes a container from the resources it allocated and checkpointed, not from the
+    spec: a resize it has not accepted (or found infeasible) changes only the spec. The API
+    shows the allocation as ``containerStatuses[].allocatedResources`` (requests only) and
+    what was applied as ``containerStatuses[].resources`` (requests and limits). Requests are
+    taken from ``allocatedResources``, else ``resources.requests``; limits from
+    ``resources.limits`` (kubelet fills it from the allocation when the runtime reports
+    none). Each falls back to the spec when the status does not have it: a container not
+    started yet, or a cluster without InPlacePodVerticalScaling.
+    """
+    spec = spec_resources if isinstance(spec_resources, Mapping) else {}
+    status = container_status if isinstance(container_status, Mapping) else {}
+    actuated = status.get("resources")
+    actuated = actuated if isinstance(actuated, Mapping) else {}
+    raw_requests = spec.get("requests")
+    if isinstance(status.get("allocatedResources"), Mapping):
+        raw_requests = status["allocatedResources"]
+    elif isinstance(actuated.get("requests"), Mapping):
+        raw_requests = actuated["requests"]
+    raw_limits = spec.get("limits")
+    if isinstance(actuated.get("limits"), Mapping):
+        raw_limits = actuated["limits"]
+    return parse_resources({"requests": raw_requests, "limits": raw_limits})

@@ -5,6 +5,12 @@ to containers by (pod UID, container ID) as plain strings; a cgroup no pod claim
 as unmapped and never touched. The kernel stores the limit in pages and reads it back
 rounded down, so a value is in sync when it equals the expected bytes or their page-aligned
 floor.
+
+Expected limits use the swap capacity kubelet computes with: the one it read at start-up and
+reports in ``status.nodeInfo.swap.capacity``, or ``SwapTotal`` where the Node does not report
+it. While the two disagree (swap was resized after kubelet started) the plan to enforce is
+empty: kubelet would compute new containers' limits from one size and we would be judging by
+the other, so we only report.
 """
 
 from __future__ import annotations
@@ -88,11 +94,21 @@ class UnmappedCgroup:
         }
 
 
+class CapacitySource(StrEnum):
+    KUBELET = "kubelet"
+    """``node.status.nodeInfo.swap.capacity``."""
+    MEMINFO = "meminfo"
+    """``SwapTotal`` in ``/proc/meminfo``."""
+
+
 @dataclass(frozen=True)
 class NodeSummary:
     node: SwapNode
+    """``node.swap_capacity_bytes`` is the capacity the expected limits are computed from."""
     swap_on: bool
     swap_used_bytes: int
+    swap_total_bytes: int
+    """``SwapTotal`` from ``/proc/meminfo``: the node's swap now."""
     cgroup_mode: str
     noswap_supported: bool
     noswap_reason: str
@@ -103,12 +119,41 @@ class NodeSummary:
     kubelet_swap_capacity_bytes: int | None = None
     """What kubelet reports in ``node.status.nodeInfo.swap.capacity``, when known."""
 
+    @property
+    def capacity_source(self) -> CapacitySource:
+        if self.kubelet_swap_capacity_bytes is None:
+            return CapacitySource.MEMINFO
+        return CapacitySource.KUBELET
+
+    @property
+    def capacity_mismatch(self) -> bool:
+        """kubelet's start-up swap capacity is not the node's swap any more."""
+        kubelet = self.kubelet_swap_capacity_bytes
+        return kubelet is not None and kubelet != self.swap_total_bytes
+
+    @property
+    def enforce_refusal(self) -> str | None:
+        """Why ``memorySwap.enforce`` must not write on this node now, or ``None``."""
+        node = self.node
+        if not (node.cgroup_v2 and node.swap_controller):
+            return "swap limit enforcement needs cgroup v2 with the swap controller"
+        if self.capacity_mismatch:
+            return (
+                f"kubelet's swap capacity ({self.kubelet_swap_capacity_bytes} bytes) differs "
+                f"from SwapTotal ({self.swap_total_bytes} bytes) until kubelet restarts"
+            )
+        return None
+
     def as_json(self) -> dict[str, Any]:
         node = self.node
         return {
             "swap_behavior": node.behavior,
             "swap_on": self.swap_on,
             "swap_capacity_bytes": node.swap_capacity_bytes,
+            "swap_capacity_source": self.capacity_source.value,
+            "swap_total_bytes": self.swap_total_bytes,
+            "swap_capacity_mismatch": self.capacity_mismatch,
+            "enforce_refusal": self.enforce_refusal,
             "swap_used_bytes": self.swap_used_bytes,
             "reserved_swap_bytes": node.reserved_swap_bytes,
             "pods_swap_available_bytes": node.pods_swap_available,
@@ -225,7 +270,10 @@ class SwapWrite:
 
 
 def enforce_plan(report: AuditReport) -> tuple[SwapWrite, ...]:
-    """Writes for drifted containers of pods on this node, and nothing else."""
+    """Writes for drifted containers of pods on this node, and nothing else; none at all
+    while the node refuses enforcement (see ``NodeSummary.enforce_refusal``)."""
+    if report.summary.enforce_refusal is not None:
+        return ()
     return tuple(
         SwapWrite(row.cgroup, row.expected.bytes, row.namespace, row.pod, row.container, row.actual)
         for row in report.drifted

@@ -7,8 +7,13 @@ series (``node_swap_usage_bytes``, ``machine_swap_bytes``, cgroup and noswap fac
 from ``agent.node.metrics`` and are not repeated here.
 
 ``container_swap_limit_bytes`` is ``+Inf`` for a cgroup whose ``memory.swap.max`` is
-``max`` (unlimited). Scrapes run on HTTP threads; they read one immutable report that the
-controller replaces in a single assignment, so no lock is needed.
+``max`` (unlimited). ``kubelet_companion_swap_capacity_mismatch`` is 1 while kubelet's swap
+capacity (``status.nodeInfo.swap.capacity``) differs from ``SwapTotal``, and enforcement is
+held back; ``kubelet_companion_swap_capacity_source_info`` names the capacity the expected
+limits were computed from (``kubelet`` or ``meminfo``).
+
+Scrapes run on HTTP threads; they read one immutable report that the controller replaces in
+a single assignment, so no lock is needed.
 """
 
 from __future__ import annotations
@@ -17,7 +22,12 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 from agent.swap.audit import AuditReport
@@ -81,6 +91,16 @@ class SwapAuditCollector(Collector):
             "kubelet_companion_swap_unmapped_container_cgroups",
             "Container cgroups under kubepods that no pod on this node claims.",
         )
+        mismatch = GaugeMetricFamily(
+            "kubelet_companion_swap_capacity_mismatch",
+            "1 while kubelet's swap capacity (status.nodeInfo.swap.capacity) differs from "
+            "SwapTotal; memorySwap.enforce writes nothing meanwhile.",
+        )
+        source = InfoMetricFamily(
+            "kubelet_companion_swap_capacity_source",
+            "The swap capacity expected limits are computed from: kubelet (the Node's "
+            "status.nodeInfo.swap.capacity) or meminfo (SwapTotal, when the Node has none).",
+        )
         if report is not None:
             for row in report.containers:
                 if row.cgroup is None:
@@ -96,6 +116,8 @@ class SwapAuditCollector(Collector):
             drift.add_metric([], len(report.drifted))
             available.add_metric([], report.summary.node.pods_swap_available)
             unmapped.add_metric([], len(report.unmapped))
+            mismatch.add_metric([], 1 if report.summary.capacity_mismatch else 0)
+            source.add_metric([], {"source": report.summary.capacity_source.value})
         audits = CounterMetricFamily(
             "kubelet_companion_swap_audits",
             "Swap audits run, by result.",
@@ -133,6 +155,8 @@ class SwapAuditCollector(Collector):
             drift,
             available,
             unmapped,
+            mismatch,
+            source,
             audits,
             writes,
             last,

@@ -4,7 +4,9 @@ One cycle:
 1. sample memory and the kubepods tree, off the event loop;
 2. compare with the pods in NodeState (pure ``audit.build_report``);
 3. with ``memorySwap.enforce``, write the expected limit into drifted containers' cgroups
-   and scan again, so metrics show what the kernel holds now;
+   and scan again, so metrics show what the kernel holds now; unless the node refuses it
+   (no cgroup v2 with the swap controller, or kubelet's swap capacity is not the node's
+   ``SwapTotal``: see ``NodeSummary.enforce_refusal``);
 4. keep the Node's swap label, capacity annotation and opt-in taint current (guarded
    patch, owned keys only), post kubelet's ``PossibleMemoryBackedVolumesOnDisk`` once;
 5. apply the opt-in system.slice settings and the eviction-threshold check.
@@ -13,6 +15,9 @@ Concurrency: everything runs on the loop except file walks and writes, which go 
 worker thread and hand back plain values. Scrapes read ``report`` and ``stats`` from HTTP
 threads; both are immutable and replaced by a single assignment. NodeState's listener only
 sets an event (it must not block); a burst of pod events is coalesced by ``debounce``.
+
+Pods and the Node come through the ``PodSource`` port (NodeState in the agent), the cgroups
+through ``CgroupTree`` (KubepodsTree), so tests hand in doubles instead of patching us.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from agent.config.swap import MemorySwapConfig
 from agent.kube.api import JsonObject
 from agent.kube.errors import KubeError
 from agent.kube.events import ObjectRef
+from agent.kube.reflector import Listener
 from agent.node.cgroupfiles import CgroupPathError
 from agent.node.facts import NodeFacts
 from agent.node.kernel import read_min_free_kbytes
@@ -72,6 +78,24 @@ class CgroupTree(Protocol):
     def write_swap_max(self, path: str, value: int) -> None: ...
 
 
+class PodSource(Protocol):
+    """This node's pods and Node object, kept current (``NodeState`` is the one we run)."""
+
+    async def wait_synced(self) -> None: ...
+
+    def pod_list(self) -> list[JsonObject]: ...
+
+    def node_object(self) -> JsonObject | None: ...
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]: ...
+
+
+def wakes_audit(obj: JsonObject | None) -> bool:
+    """Whether a NodeState event calls for an audit now: pod changes do; Node changes (our
+    own label patches come back as Node events) wait for the timer."""
+    return obj is None or obj.get("kind") != "Node"
+
+
 @dataclass(frozen=True)
 class Sample:
     memory: MemoryFacts
@@ -95,6 +119,7 @@ class SwapController:
         clock: Clock,
         cluster: KubeContext | None,
         tree: CgroupTree | None = None,
+        pods: PodSource | None = None,
         system_slice: SystemSlice | None = None,
         read_kubelet_config: Callable[[], KubeletEvictionSettings] | None = None,
         health: Health | None = None,
@@ -107,6 +132,7 @@ class SwapController:
         self.facts = facts
         self.clock = clock
         self.cluster = cluster
+        self.pods: PodSource | None = pods or (cluster.node_state if cluster else None)
         mount = paths.cgroup_root
         self.tree: CgroupTree = tree or KubepodsTree(
             mount, driver=config.cgroup_driver, cgroup_root=config.cgroup_root
@@ -125,14 +151,15 @@ class SwapController:
         self._drift_logged: dict[str, tuple[object, int]] = {}
         self._once: set[str] = set()
         self._calc_logged: set[str] = set()
+        self._refusal: str | None = None
 
     # -- the loop -----------------------------------------------------------------------
 
     async def run(self) -> None:
         unsubscribe: Callable[[], None] | None = None
-        if self.cluster is not None:
-            await self.cluster.node_state.wait_synced()
-            unsubscribe = self.cluster.node_state.subscribe(self._on_change)
+        if self.pods is not None:
+            await self.pods.wait_synced()
+            unsubscribe = self.pods.subscribe(self._on_change)
         try:
             while True:
                 await self.run_once()
@@ -142,8 +169,7 @@ class SwapController:
                 unsubscribe()
 
     def _on_change(self, kind: str, obj: JsonObject | None) -> None:  # noqa: ARG002 - Listener signature
-        # Our own label patches come back as Node events; only pods change the audit.
-        if obj is None or obj.get("kind") != "Node":
+        if wakes_audit(obj):
             self._poke.set()
 
     async def _wait_for_next(self) -> None:
@@ -184,10 +210,9 @@ class SwapController:
         return sample, build_report(summary, pods, sample.scan)
 
     def _pods_and_node(self) -> tuple[list[JsonObject], JsonObject | None]:
-        if self.cluster is None:
+        if self.pods is None:
             return [], None
-        state = self.cluster.node_state
-        return state.pod_list(), state.node_object()
+        return self.pods.pod_list(), self.pods.node_object()
 
     async def run_once(self) -> AuditReport | None:
         """One audit cycle; returns the report, or ``None`` when the node could not be read."""
@@ -226,17 +251,21 @@ class SwapController:
         return report
 
     def _may_enforce(self, report: AuditReport) -> bool:
-        """Only where kubelet itself sets swap limits: cgroup v2 with the swap controller."""
-        node = report.summary.node
-        if node.cgroup_v2 and node.swap_controller:
-            return True
-        self._warn_once(
-            "enforce-v1",
-            "swap limit enforcement needs cgroup v2 with the swap controller; not enforcing",
-            cgroup_mode=report.summary.cgroup_mode,
-            swap_controller=node.swap_controller,
-        )
-        return False
+        """Only where kubelet itself sets swap limits (cgroup v2 with the swap controller)
+        and while its swap capacity is the node's. A refusal is logged when it starts or
+        its reason changes, and its end when enforcement may go ahead again."""
+        refusal = report.summary.enforce_refusal
+        if refusal != self._refusal:
+            if refusal is None:
+                _log.info("swap limit enforcement allowed again", was=self._refusal)
+            else:
+                _log.warning(
+                    f"{refusal}; not enforcing",
+                    cgroup_mode=report.summary.cgroup_mode,
+                    swap_controller=report.summary.node.swap_controller,
+                )
+            self._refusal = refusal
+        return refusal is None
 
     async def _enforce(self, report: AuditReport) -> list[WriteResult]:
         plan = enforce_plan(report)
@@ -329,7 +358,7 @@ class SwapController:
             return
         build = swap_node_builder(
             swap_on=summary.swap_on,
-            capacity_bytes=summary.node.swap_capacity_bytes,
+            capacity_bytes=summary.swap_total_bytes,
             taint=self.config.taint_swap_nodes,
         )
         node = self.cluster.node_state.node_object()

@@ -9,7 +9,8 @@ asks for memory with a request different from its limit. Then its share is
 
 computed in float64 and truncated, exactly as Go does, so our number is kubelet's to the
 byte. ``podsSwapAvailable`` is the swap capacity minus ``memorySwap.reservedSwap``; with
-the default of 0 it is kubelet's full-capacity arithmetic.
+the default of 0 it is kubelet's full-capacity arithmetic. The capacity is the one kubelet
+read at start-up (``status.nodeInfo.swap.capacity``), chosen in ``summary.node_summary``.
 """
 
 from __future__ import annotations

@@ -6,6 +6,16 @@ that is not a plain hex runtime ID is dropped here, so it cannot match anything.
 
 Static pods run under the UID of their manifest; the API shows a mirror pod with a new UID
 and the manifest's in the ``kubernetes.io/config.mirror`` annotation, so both are kept.
+
+Memory requests and limits are the ones kubelet sized the container with, which after an
+in-place resize are not the spec's: the request comes from the container status's
+``allocatedResources`` (kubelet's checkpointed allocation, from which it computes the swap
+limit when it creates or restarts the container), else ``resources.requests``; the limit
+from ``resources.limits`` (the applied limits). The spec is the fallback where the status
+has neither (not started yet, or no InPlacePodVerticalScaling). A resize that changed only
+the spec (not yet accepted, or infeasible: since 1.33 kubelet refuses to resize a swapping
+container's memory in place unless its memory ``resizePolicy`` is ``RestartContainer``)
+therefore does not show as drift.
 """
 
 from __future__ import annotations
@@ -17,7 +27,7 @@ from enum import StrEnum
 from typing import Any
 
 from agent.config.quantities import whole_bytes
-from agent.kube.podresources import MEMORY, parse_resources
+from agent.kube.podresources import MEMORY, allocated_resources
 from agent.kube.pods import MIRROR_ANNOTATION
 from agent.kube.qos import QOSClass, critical_reason, pod_qos
 
@@ -42,7 +52,7 @@ class ContainerView:
     name: str
     kind: ContainerKind
     memory_request: int
-    """Bytes (``Value()``, defaulted to the limit); 0 when unset."""
+    """Bytes (``Value()``, defaulted to the limit), as allocated; 0 when unset."""
     memory_limit: int
     request_equals_limit: bool
     """Exact comparison of the quantities, as kubelet's ``Cmp`` does."""
@@ -69,12 +79,13 @@ def runtime_id(container_id: Any) -> str | None:
     return bare if _RUNTIME_ID.match(bare) else None
 
 
-def _status_ids(status: Mapping[str, Any], key: str) -> dict[str, str | None]:
-    ids: dict[str, str | None] = {}
-    for entry in status.get(key) or []:
-        if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
-            ids[entry["name"]] = runtime_id(entry.get("containerID"))
-    return ids
+def _statuses(status: Mapping[str, Any], key: str) -> dict[str, Mapping[str, Any]]:
+    """Container statuses by container name (entries without a name are ignored)."""
+    return {
+        entry["name"]: entry
+        for entry in status.get(key) or []
+        if isinstance(entry, Mapping) and isinstance(entry.get("name"), str)
+    }
 
 
 def pod_view(pod: Mapping[str, Any]) -> PodView:
@@ -88,12 +99,13 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         cgroup_uids.add(mirror)
     containers = []
     for kind, spec_key, status_key in _SPEC_AND_STATUS:
-        ids = _status_ids(status, status_key)
+        statuses = _statuses(status, status_key)
         for container in spec.get(spec_key) or []:
             if not isinstance(container, Mapping):
                 continue
             name = str(container.get("name") or "")
-            resources = parse_resources(container.get("resources"))
+            own_status = statuses.get(name, {})
+            resources = allocated_resources(container.get("resources"), own_status)
             request, limit = resources.request(MEMORY), resources.limit(MEMORY)
             containers.append(
                 ContainerView(
@@ -102,7 +114,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
                     memory_request=whole_bytes(request),
                     memory_limit=whole_bytes(limit),
                     request_equals_limit=request == limit,
-                    container_id=ids.get(name),
+                    container_id=runtime_id(own_status.get("containerID")),
                 )
             )
     return PodView(

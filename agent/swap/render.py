@@ -11,13 +11,21 @@ import json
 from agent.columns import aligned
 from agent.config.quantities import format_bytes
 from agent.node.kubepods import SwapMax
-from agent.swap.audit import AuditReport, ContainerAudit, DriftState
+from agent.swap.audit import AuditReport, CapacitySource, ContainerAudit, DriftState
 
+_SOURCES = {
+    CapacitySource.KUBELET: "kubelet (status.nodeInfo.swap.capacity)",
+    CapacitySource.MEMINFO: "SwapTotal (the Node reports no swap capacity)",
+}
 _HEADERS = ("CONTAINER", "KIND", "QOS", "REQUEST", "LIMIT", "EXPECTED", "ACTUAL", "USAGE", "DRIFT")
 
 
 def _memory(value: int) -> str:
     return format_bytes(value) if value else "-"
+
+
+def _bytes(value: int) -> str:
+    return f"{value} ({format_bytes(value)})"
 
 
 def _swap(value: SwapMax) -> str:
@@ -71,7 +79,21 @@ def render_table(report: AuditReport, warnings: list[str]) -> str:
     facts = [
         ("swap behavior", node.behavior),
         ("swap on", "yes" if summary.swap_on else "no"),
-        ("swap capacity", f"{node.swap_capacity_bytes} ({format_bytes(node.swap_capacity_bytes)})"),
+        (
+            "swap capacity",
+            f"{_bytes(node.swap_capacity_bytes)} from {_SOURCES[summary.capacity_source]}",
+        ),
+        ("SwapTotal", _bytes(summary.swap_total_bytes)),
+        (
+            "kubelet swap capacity",
+            "not reported"
+            if summary.kubelet_swap_capacity_bytes is None
+            else _bytes(summary.kubelet_swap_capacity_bytes),
+        ),
+        (
+            "enforcement",
+            f"refused: {summary.enforce_refusal}" if summary.enforce_refusal else "allowed",
+        ),
         ("swap used", f"{summary.swap_used_bytes} ({format_bytes(summary.swap_used_bytes)})"),
         ("reserved swap", str(node.reserved_swap_bytes)),
         ("podsSwapAvailable", str(node.pods_swap_available)),

@@ -38,18 +38,22 @@ def node_summary(
     page_size: int,
     kubelet_capacity: int | None = None,
 ) -> NodeSummary:
+    """The calculator's node: kubelet's swap capacity when the Node reports it (kubelet
+    computes limits from what it read at start-up), else ``SwapTotal``."""
+    capacity = memory.swap_total_bytes if kubelet_capacity is None else kubelet_capacity
     node = SwapNode(
         behavior=config.swap_behavior,
         cgroup_v2=cgroups.v2,
         swap_controller=cgroups.swap_controller,
         memory_total_bytes=memory.memory_total_bytes,
-        swap_capacity_bytes=memory.swap_total_bytes,
+        swap_capacity_bytes=capacity,
         reserved_swap_bytes=config.reserved_swap,
     )
     return NodeSummary(
         node=node,
         swap_on=memory.swap_on,
         swap_used_bytes=memory.swap_used_bytes,
+        swap_total_bytes=memory.swap_total_bytes,
         cgroup_mode=cgroups.mode.value,
         noswap_supported=noswap.supported,
         noswap_reason=noswap.reason,
@@ -77,12 +81,12 @@ def node_warnings(summary: NodeSummary) -> list[str]:
             "swapBehavior is LimitedSwap but cgroup v2 with the swap controller is missing: "
             "every container gets no swap"
         )
-    kubelet = summary.kubelet_swap_capacity_bytes
-    if kubelet is not None and kubelet != node.swap_capacity_bytes:
+    if summary.capacity_mismatch:
         warnings.append(
-            f"kubelet reports {kubelet} bytes of swap but the node has "
-            f"{node.swap_capacity_bytes}: kubelet reads swap at start-up, so new containers "
-            "get limits from the old size until kubelet restarts"
+            f"kubelet reports {summary.kubelet_swap_capacity_bytes} bytes of swap but the node "
+            f"has {summary.swap_total_bytes} (SwapTotal): kubelet reads swap at start-up, so "
+            "containers get limits from its size until kubelet restarts; expected limits use "
+            "kubelet's size and memorySwap.enforce writes nothing until the two agree"
         )
     return warnings
 

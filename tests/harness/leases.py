@@ -139,7 +139,8 @@ class LeaseHandle:
         if current is None:
             raise NotFound(f"leases {self.name!r} not found", status=404, reason="NotFound")
         sent = (lease.get("metadata") or {}).get("resourceVersion")
-        if sent != current["metadata"]["resourceVersion"]:
+        if sent is not None and sent != current["metadata"]["resourceVersion"]:
+            # As on the server: a PUT without a resourceVersion is unconditional.
             raise Conflict("the object has been modified", status=409, reason="Conflict")
         return self.leases.store(lease)
 

@@ -247,6 +247,54 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         resets_status_on_create=True,
     ),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True, singular="lease"),
+    # RBAC and admission policies are stored, never enforced: they are served so that
+    # manifests (daemonset/*.yaml) can be created against the fake, e.g. by kubectl.
+    ResourceType(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterroles",
+        "ClusterRole",
+        namespaced=False,
+        singular="clusterrole",
+    ),
+    ResourceType(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        namespaced=False,
+        singular="clusterrolebinding",
+    ),
+    ResourceType(
+        "rbac.authorization.k8s.io", "v1", "roles", "Role", namespaced=True, singular="role"
+    ),
+    ResourceType(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "rolebindings",
+        "RoleBinding",
+        namespaced=True,
+        singular="rolebinding",
+    ),
+    ResourceType(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+        namespaced=False,
+        singular="validatingadmissionpolicy",
+        subresources=frozenset({"status"}),
+        tracks_generation=True,
+    ),
+    ResourceType(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
+        namespaced=False,
+        singular="validatingadmissionpolicybinding",
+        tracks_generation=True,
+    ),
     ResourceType(
         "events.k8s.io",
         "v1",
@@ -290,6 +338,8 @@ GROUP_ORDER: tuple[str, ...] = (
     "policy",
     "storage.k8s.io",
     "coordination.k8s.io",
+    "rbac.authorization.k8s.io",
+    "admissionregistration.k8s.io",
     "scheduling.k8s.io",
     "apiextensions.k8s.io",
 )

@@ -12,8 +12,10 @@ import pytest
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
 from agent.kube.connection import connect
+from agent.kube.errors import NotFound
 from agent.kube.evictionmemory import RecentEvictionsMemory
 from agent.kube.leaderelection import ElectionTiming, KubeLeaseApi, LeaderElector
+from agent.kube.resources import Resource
 from agent.runtime.clock import SystemClock
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.fake_apiserver.requestlog import RecordedRequest
@@ -24,7 +26,8 @@ SHORT = ElectionTiming(lease_duration=2, renew_deadline=1.5, retry_period=0.2)
 LONG = ElectionTiming(lease_duration=60, renew_deadline=45, retry_period=0.2)
 """A lease far longer than any wait in these tests: a takeover can only come from a release."""
 
-Candidate = Callable[[str, ElectionTiming], LeaderElector]
+Candidate = Callable[..., LeaderElector]
+CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 
 
 @pytest.fixture
@@ -36,10 +39,10 @@ def candidate(fake_apiserver: FakeApiServer, tmp_path: Path) -> Iterator[Candida
     kubeconfig = str(fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig"))
     clients: list[AsyncKube] = []
 
-    def make(identity: str, timing: ElectionTiming) -> LeaderElector:
+    def make(identity: str, timing: ElectionTiming, workers: int = 4) -> LeaderElector:
         connection = connect(kubeconfig)
         assert connection is not None
-        kube = AsyncKube(KubeApi(connection.api_client, request_timeout=10.0))
+        kube = AsyncKube(KubeApi(connection.api_client, request_timeout=10.0), workers=workers)
         clients.append(kube)
         lease_api = KubeLeaseApi(kube, NAMESPACE, "descheduler")
         return LeaderElector(lease_api, clock=SystemClock(), identity=identity, timing=timing)
@@ -156,7 +159,7 @@ async def test_a_409_on_a_racing_takeover_is_lost_gracefully(
     )
     # Both reads are answered at once; both writes are held back, so both carry the same
     # resourceVersion and the server serves one first.
-    fake_apiserver.faults.hang("PUT", r"/leases/descheduler$", seconds=1.0, times=2)
+    fake_apiserver.faults.hang("PUT", r"/leases/descheduler$", seconds=2.0, times=2)
     first, second = candidate("a", LONG), candidate("b", LONG)
     async with campaigning(first, second) as tasks:
         await wait_until(lambda: first.leading.is_set() or second.leading.is_set(), "a winner")
@@ -172,3 +175,29 @@ async def test_a_409_on_a_racing_takeover_is_lost_gracefully(
         spec = fake_apiserver.get("leases", "descheduler", NAMESPACE)["spec"]
         assert spec["holderIdentity"] == winner.identity
         assert spec["leaseTransitions"] == 4
+
+
+async def test_a_stalled_leader_is_no_leader_when_the_follower_takes_over(
+    fake_apiserver: FakeApiServer, candidate: Candidate
+) -> None:
+    """The leader's only API thread is stuck in a hung request, so its renews cannot go out:
+    it stops counting as leader at its renew deadline, before the follower takes over, so
+    the two never lead at once."""
+    leader, follower = candidate("a", SHORT, workers=1), candidate("b", SHORT)
+    leader_at_takeover: list[bool] = []
+    follower.on_started_leading = lambda: leader_at_takeover.append(leader.is_leader)
+    async with campaigning(leader):
+        await wait_until(leader.leading.is_set, "a leads")
+        async with campaigning(follower):
+            await wait_until(lambda: follower.observed_holder == "a", "b follows a")
+            fake_apiserver.faults.hang("GET", r"/configmaps/stall$", seconds=6.0)
+            lease_api = leader.lease_api
+            assert isinstance(lease_api, KubeLeaseApi)
+            stall = asyncio.create_task(lease_api.kube.get(CONFIG_MAPS, "stall", "default"))
+            await wait_until(follower.leading.is_set, "b takes over")
+            assert leader_at_takeover == [False]
+            await wait_until(leader.not_leading.is_set, "a has stepped down")
+            with pytest.raises(NotFound):
+                await stall
+            await wait_until(lambda: leader.observed_holder == "b", "a sees b once unstuck")
+            assert not leader.leading.is_set()

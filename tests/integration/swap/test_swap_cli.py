@@ -64,7 +64,14 @@ def test_report_lists_pods_containers_and_the_node(
     # A tmp dir is not a cgroup2 mount, so this "node" has no cgroup v2: kubelet would give 0.
     assert (row["expected_bytes"], row["expected_reason"]) == (0, "no cgroup v2")
     assert (row["actual"], row["usage_bytes"], row["state"]) == ("max", 7, "drift")
-    assert data["node"]["swap_capacity_bytes"] == 4 * 2**30
+    # kubelet reports 0 bytes (it started before swap was on): limits use its 0, and the
+    # mismatch with SwapTotal is reported.
+    assert (
+        data["node"]["swap_capacity_bytes"],
+        data["node"]["swap_capacity_source"],
+        data["node"]["swap_total_bytes"],
+        data["node"]["swap_capacity_mismatch"],
+    ) == (0, "kubelet", 4 * 2**30, True)
     assert data["node"]["cgroup_driver"] == "systemd"
     assert any("kubelet reports 0 bytes of swap" in w for w in data["warnings"])
 

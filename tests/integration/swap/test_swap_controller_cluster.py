@@ -123,8 +123,7 @@ async def test_node_gets_label_annotation_taint_and_one_noswap_event(
     the Node's other labels, annotations and taints are untouched."""
     node = make_swap_node("systemd", in_user_namespace=True)
     agent = await start_swap_agent(node, {"taintSwapNodes": True})
-    for _ in range(3):
-        await agent.controller.run_once()
+    await agent.controller.run_once()
     await agent.until(
         lambda: (
             (agent.cluster.node_state.node_object() or {})
@@ -135,6 +134,9 @@ async def test_node_gets_label_annotation_taint_and_one_noswap_event(
         ),
         "the label reached NodeState",
     )
+    # Later cycles read the Node from NodeState, so they run once the patch is seen there.
+    for _ in range(2):
+        await agent.controller.run_once()
     current = fake_apiserver.get("nodes", NODE)
     assert current["metadata"]["labels"] == {"kubernetes.io/hostname": NODE, SWAP_LABEL: "true"}
     assert current["metadata"]["annotations"] == {
@@ -272,3 +274,93 @@ async def test_root_tasks_wire_the_controller_and_its_collector(
         stop.set()
         await asyncio.wait_for(running, timeout=15)
         cluster.kube.close()
+
+
+async def test_enforce_writes_nothing_while_kubelets_swap_capacity_is_stale(
+    make_swap_node: MakeSwapNode, start_swap_agent: StartSwapAgent, fake_apiserver: FakeApiServer
+) -> None:
+    """kubelet reports 2 GiB of swap, the node has 4 GiB (resized after kubelet started):
+    expected limits are kubelet's, no cgroup file is written, and the report and metrics say
+    why; once kubelet reports 4 GiB, enforcement goes ahead."""
+    fake_apiserver.create(node_object(swap_capacity=2 * GIB))
+    node = make_swap_node("systemd", swap=4 * GIB)
+    agent = await start_swap_agent(node, {**LIMITED, "enforce": True})
+    scenario = build_scenario(node.cgroups, created(fake_apiserver), str)
+    await agent.synced_with(lambda pods: len(pods) == len(scenario.pods))
+    before = node.cgroups.snapshot()
+
+    with capture_logs() as logs:
+        report = await agent.controller.run_once()
+
+    assert changed_files(before, node.cgroups.snapshot()) == {}
+    assert report is not None
+    expected = {(row.pod, row.container): row.expected.bytes for row in report.drifted}
+    # Request / 16 GiB * kubelet's 2 GiB: the sidecar, in sync for 4 GiB, is off for 2 GiB.
+    assert expected == {
+        ("web", "app"): 134217728,
+        ("web", "sidecar"): 67108864,
+        ("batch", "job"): 0,
+    }
+    assert report.summary.capacity_mismatch
+    assert agent.metric("kubelet_companion_swap_capacity_mismatch") == 1
+    assert agent.metric("kubelet_companion_swap_capacity_source_info", source="kubelet") == 1
+    assert agent.metric("kubelet_companion_swap_limit_writes_total", result="success") == 0
+    assert [entry["event"] for entry in logs if "not enforcing" in entry["event"]] == [
+        f"kubelet's swap capacity ({2 * GIB} bytes) differs from SwapTotal ({4 * GIB} bytes) "
+        "until kubelet restarts; not enforcing"
+    ]
+    # The Node's annotation still tells the node's own swap, not kubelet's stale view.
+    annotations = fake_apiserver.get("nodes", NODE)["metadata"]["annotations"]
+    assert annotations[SWAP_CAPACITY_ANNOTATION] == str(4 * GIB)
+
+    def kubelet_restarted(current: JSON) -> JSON:
+        current["status"]["nodeInfo"]["swap"]["capacity"] = 4 * GIB
+        return current
+
+    fake_apiserver.mutate("nodes", NODE, kubelet_restarted, subresource="status")
+    await agent.until(
+        lambda: (
+            (agent.cluster.node_state.node_object() or {})
+            .get("status", {})
+            .get("nodeInfo", {})
+            .get("swap", {})
+            .get("capacity")
+            == 4 * GIB
+        ),
+        "kubelet's new capacity reached NodeState",
+    )
+    await agent.controller.run_once()
+    assert changed_files(before, node.cgroups.snapshot()) == {
+        path: (before[path], ("file", value)) for path, value in scenario.drifted.items()
+    }
+    assert agent.metric("kubelet_companion_swap_capacity_mismatch") == 0
+
+
+async def test_resized_pod_is_audited_by_its_allocated_resources(
+    make_swap_node: MakeSwapNode, start_swap_agent: StartSwapAgent, fake_apiserver: FakeApiServer
+) -> None:
+    """A pod whose spec was resized to 2Gi while kubelet still holds its 1Gi allocation (in
+    the pod status) is in sync at kubelet's 268435456 and is not rewritten by enforcement."""
+    node = make_swap_node("systemd")
+    agent = await start_swap_agent(node, {**LIMITED, "enforce": True})
+    # The pod as the API shows it after `kubectl patch --subresource resize` to 2Gi/4Gi that
+    # kubelet has not applied (infeasible for a swapping container since 1.33): the spec is
+    # new, the status keeps the allocation. (The fake API server has no resize subresource,
+    # so the pod is created in that state.)
+    app = ContainerFixture("app", container_id(1), {"memory": "2Gi"}, {"memory": "4Gi"})
+    resized = pod_object("resized", "x", app)
+    (status,) = resized["status"]["containerStatuses"]
+    status["allocatedResources"] = {"memory": "1Gi"}
+    status["resources"] = {"requests": {"memory": "1Gi"}, "limits": {"memory": "2Gi"}}
+    pod = fake_apiserver.create(resized)
+    node.cgroups.add_container(
+        pod["metadata"]["uid"], "burstable", container_id(1), swap_max="268435456"
+    )
+    await agent.synced_with(lambda pods: len(pods) == 1)
+    before = node.cgroups.snapshot()
+    report = await agent.controller.run_once()
+    assert report is not None
+    (row,) = report.containers
+    assert (row.memory_request, row.expected.bytes, row.state.value) == (GIB, 268435456, "ok")
+    assert changed_files(before, node.cgroups.snapshot()) == {}
+    assert agent.metric("kubelet_companion_swap_limit_drift_containers") == 0

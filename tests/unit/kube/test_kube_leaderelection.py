@@ -193,14 +193,17 @@ async def test_a_leader_whose_renews_fail_steps_down_and_campaigns_again(
 async def test_transient_errors_are_retried_with_backoff(
     leases: InMemoryLeases, clock: HandClock, error: Exception
 ) -> None:
-    """A 5xx, a 429 or a timeout on the first read is retried after a backoff sleep."""
+    """A 5xx, a 429 or a timeout on the first read is retried after a short backoff, within
+    the same try (not a retry period later)."""
     leases.faults["a"].errors = [error, error]  # type: ignore[list-item]  # all KubeErrors
     leader = elector(leases, clock, "a")
+    start = clock.monotonic()
     async with running(leases, leader):
         await wait_until(lambda: calls_of(leases, "a", "get")() == 1, "first try")
         while not leader.leading.is_set():
             await tick(clock, 0.5)
         assert calls_of(leases, "a", "get")() == 3
+        assert clock.monotonic() - start < TIMING.retry_period
 
 
 async def test_a_clean_stop_releases_and_the_follower_takes_over_at_its_next_try(

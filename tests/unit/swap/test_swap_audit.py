@@ -2,6 +2,8 @@
 
 from dataclasses import replace
 
+import pytest
+
 from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir, SwapMax
 from agent.swap.audit import DriftState, NodeSummary, build_report, enforce_plan, in_sync
 from agent.swap.limits import LIMITED_SWAP, SwapNode
@@ -11,6 +13,7 @@ SUMMARY = NodeSummary(
     node=SwapNode(LIMITED_SWAP, True, True, 16 * GIB, 4 * GIB),
     swap_on=True,
     swap_used_bytes=0,
+    swap_total_bytes=4 * GIB,
     cgroup_mode="v2",
     noswap_supported=True,
     noswap_reason="kernel >= 6.4",
@@ -179,3 +182,53 @@ def test_report_json_carries_rows_and_node_summary() -> None:
         "drift",
     )
     assert data["node"]["pods_swap_available_bytes"] == 4 * GIB
+
+
+def resized(pod: dict[str, object], status: dict[str, object]) -> dict[str, object]:
+    """``pod`` with its spec resized to 2Gi/4Gi and ``status`` merged into its container's."""
+    container = pod["spec"]["containers"][0]  # type: ignore[index]
+    container["resources"] = {"requests": {"memory": "2Gi"}, "limits": {"memory": "4Gi"}}
+    pod["status"]["containerStatuses"][0].update(status)  # type: ignore[index]
+    return pod
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        pytest.param(
+            {"allocatedResources": {"memory": "1Gi"}},
+            id="resize-not-yet-allocated",
+        ),
+        pytest.param(
+            {
+                "allocatedResources": {"memory": "1Gi"},
+                "resources": {"requests": {"memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+            },
+            id="resize-infeasible-allocation-unchanged",
+        ),
+        pytest.param(
+            {"resources": {"requests": {"memory": "1Gi"}, "limits": {"memory": "2Gi"}}},
+            id="only-actuated-resources-reported",
+        ),
+    ],
+)
+def test_resized_pod_is_judged_by_its_allocated_resources(status: dict[str, object]) -> None:
+    """A spec resized to 2Gi while kubelet still holds 1Gi is in sync at 268435456."""
+    pod = resized(pod_object("p", UID, BURSTABLE), status)
+    report = build_report(SUMMARY, [pod], scan(reading(UID, container_id(1), 268435456)))
+    (row,) = report.containers
+    assert (row.memory_request, row.expected.bytes, row.state) == (
+        GIB,
+        268435456,
+        DriftState.OK,
+    )
+    assert enforce_plan(report) == ()
+
+
+def test_allocated_resize_is_what_kubelet_computes_from() -> None:
+    """Once kubelet allocated 2Gi, 2Gi/16Gi*4Gi is expected and the old value is drift."""
+    status = {"allocatedResources": {"memory": "2Gi"}}
+    pod = resized(pod_object("p", UID, BURSTABLE), status)
+    report = build_report(SUMMARY, [pod], scan(reading(UID, container_id(1), 268435456)))
+    (row,) = report.containers
+    assert (row.expected.bytes, row.state) == (536870912, DriftState.DRIFT)

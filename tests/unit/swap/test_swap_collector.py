@@ -14,6 +14,7 @@ SUMMARY = NodeSummary(
     node=SwapNode(LIMITED_SWAP, True, True, 16 * GIB, 4 * GIB),
     swap_on=True,
     swap_used_bytes=0,
+    swap_total_bytes=4 * GIB,
     cgroup_mode="v2",
     noswap_supported=True,
     noswap_reason="",

@@ -1,12 +1,16 @@
-"""The controller's own logic with doubles: failures, write errors, and what wakes it up."""
+"""The controller's own logic with doubles for its ports (the cgroup tree, the pod source,
+the clock): failures, write errors, refusals, and what wakes it up."""
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
 
 from agent.config.swap import MemorySwapConfig
+from agent.kube.reflector import Listener
 from agent.node.cgroupfiles import CgroupPathError
 from agent.node.cgroups import CgroupFacts, CgroupMode
 from agent.node.facts import NodeFacts
@@ -14,11 +18,12 @@ from agent.node.kernel import KernelFacts
 from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir
 from agent.node.memory import read_memory
 from agent.node.tmpfs import NoswapSupport
-from agent.swap.controller import SwapController
+from agent.swap.controller import SwapController, wakes_audit
 from agent.swap.limits import KUBELET_CALC_ERROR
 from agent.telemetry.health import Health
 from tests.harness.cgroups import GIB, container_id
 from tests.harness.hosttree import HostTree
+from tests.harness.waiting import wait_until
 
 
 class FakeTree:
@@ -39,6 +44,32 @@ class FakeTree:
         if self.refuse_writes:
             raise CgroupPathError("read-only in this test")
         self.writes.append((path, value))
+
+
+class FakePods:
+    """A pod source double: fixed pods and Node, and the listeners the controller added."""
+
+    def __init__(self, pods: list[dict[str, Any]], node: dict[str, Any] | None = None) -> None:
+        self.pods = pods
+        self.node = node
+        self.listeners: list[Listener] = []
+
+    async def wait_synced(self) -> None:
+        return None
+
+    def pod_list(self) -> list[dict[str, Any]]:
+        return self.pods
+
+    def node_object(self) -> dict[str, Any] | None:
+        return self.node
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener)
+
+    def emit(self, obj: dict[str, Any]) -> None:
+        for listener in list(self.listeners):
+            listener("MODIFIED", obj)
 
 
 class FakeClock:
@@ -64,6 +95,7 @@ def controller(
     tree: FakeTree,
     clock: FakeClock,
     mode: CgroupMode = CgroupMode.V2,
+    pods: FakePods | None = None,
     **config: object,
 ) -> SwapController:
     host = HostTree(tmp_path).standard(total=16 * GIB, swap_total=4 * GIB)
@@ -81,6 +113,7 @@ def controller(
         clock=clock,
         cluster=None,
         tree=tree,
+        pods=pods,
         health=Health(),
         page_size=4096,
     )
@@ -123,15 +156,14 @@ POD = {
 DRIFTED = CgroupReading("k/p/c", PodQOSDir.BURSTABLE, UID, container_id(1), "crio", "max", 0)
 
 
-async def test_refused_writes_are_counted_and_logged(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_refused_writes_are_counted_and_logged(tmp_path: Path) -> None:
     """A write the tree refuses is a failure in the counter and a warning, not a crash."""
     tree = FakeTree()
     tree.refuse_writes = True
     tree.readings = (DRIFTED,)
-    swap = controller(tmp_path, tree, FakeClock(), enforce=True, swap_behavior="LimitedSwap")
-    monkeypatch.setattr(swap, "_pods_and_node", lambda: ([POD], None))
+    swap = controller(
+        tmp_path, tree, FakeClock(), pods=FakePods([POD]), enforce=True, swap_behavior="LimitedSwap"
+    )
     with capture_logs() as logs:
         await swap.run_once()
     assert (swap.stats.writes, swap.stats.write_failures) == (0, 1)
@@ -139,30 +171,42 @@ async def test_refused_writes_are_counted_and_logged(
     assert (failure["value"], failure["error"]) == (268435456, "read-only in this test")
 
 
-async def test_pod_events_wake_the_loop_after_the_debounce_node_events_do_not(
-    tmp_path: Path,
-) -> None:
-    """A pod change ends the wait early (after the debounce); our own Node updates do not."""
-    clock = FakeClock()
-    swap = controller(tmp_path, FakeTree(), clock, audit_interval=60.0)
-    waiting = asyncio.ensure_future(swap._wait_for_next())
-    await asyncio.sleep(0)
-    swap._on_change("MODIFIED", {"kind": "Node", "metadata": {"name": "node-1"}})
-    await asyncio.sleep(0.01)
-    assert not waiting.done()
-    swap._on_change("MODIFIED", {"kind": "Pod", "metadata": {"name": "p"}})
-    await asyncio.wait_for(waiting, timeout=5)
-    assert clock.slept == [60.0, swap.debounce]
+async def test_pod_events_wake_the_loop_after_the_debounce(tmp_path: Path) -> None:
+    """With a long audit interval, a pod change starts the next audit after the debounce."""
+    clock, pods = FakeClock(), FakePods([])
+    swap = controller(tmp_path, FakeTree(), clock, pods=pods, audit_interval=60.0)
+    running = asyncio.ensure_future(swap.run())
+    try:
+        await wait_until(lambda: swap.stats.audits == 1 and 60.0 in clock.slept, "first wait")
+        pods.emit({"kind": "Pod", "metadata": {"name": "p"}})
+        await wait_until(lambda: swap.stats.audits == 2, "the audit the pod event asked for")
+        assert clock.slept[:2] == [60.0, swap.debounce]
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+    assert pods.listeners == []  # unsubscribed on the way out
 
 
-async def test_no_enforcement_without_cgroup_v2(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.parametrize(
+    ("obj", "wakes"),
+    [
+        pytest.param({"kind": "Pod", "metadata": {"name": "p"}}, True, id="pod-changed"),
+        pytest.param(None, True, id="relist"),
+        pytest.param({"kind": "Node", "metadata": {"name": "node-1"}}, False, id="node-changed"),
+    ],
+)
+def test_only_pod_changes_call_for_an_audit(obj: dict[str, Any] | None, wakes: bool) -> None:
+    """Our own label patches come back as Node events; they wait for the timer."""
+    assert wakes_audit(obj) is wakes
+
+
+async def test_no_enforcement_without_cgroup_v2(tmp_path: Path) -> None:
     """Where kubelet would not set swap limits (no cgroup v2), neither do we; said once."""
     tree = FakeTree()
     tree.readings = (DRIFTED,)
-    swap = controller(tmp_path, tree, FakeClock(), CgroupMode.HYBRID, enforce=True)
-    monkeypatch.setattr(swap, "_pods_and_node", lambda: ([POD], None))
+    swap = controller(
+        tmp_path, tree, FakeClock(), CgroupMode.HYBRID, pods=FakePods([POD]), enforce=True
+    )
     with capture_logs() as logs:
         report = await swap.run_once()
         await swap.run_once()
@@ -172,16 +216,15 @@ async def test_no_enforcement_without_cgroup_v2(
     assert sum("needs cgroup v2" in entry["event"] for entry in logs) == 1
 
 
-async def test_kubelets_calculation_error_is_logged_once_while_it_lasts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_kubelets_calculation_error_is_logged_once_while_it_lasts(tmp_path: Path) -> None:
     """A request above node memory logs kubelet's message once, not every cycle."""
     huge = {
         **POD,
         "spec": {"containers": [{"name": "c", "resources": {"requests": {"memory": "64Gi"}}}]},
     }
-    swap = controller(tmp_path, FakeTree(), FakeClock(), swap_behavior="LimitedSwap")
-    monkeypatch.setattr(swap, "_pods_and_node", lambda: ([huge], None))
+    swap = controller(
+        tmp_path, FakeTree(), FakeClock(), pods=FakePods([huge]), swap_behavior="LimitedSwap"
+    )
     with capture_logs() as logs:
         await swap.run_once()
         await swap.run_once()
@@ -190,3 +233,36 @@ async def test_kubelets_calculation_error_is_logged_once_while_it_lasts(
         entry["error"]
         == f"container request {64 * GIB} is larger than total node memory {16 * GIB}"
     )
+
+
+def node_with_swap(capacity: int) -> dict[str, Any]:
+    return {"kind": "Node", "status": {"nodeInfo": {"swap": {"capacity": capacity}}}}
+
+
+async def test_no_enforcement_while_kubelets_swap_capacity_is_not_the_nodes(
+    tmp_path: Path,
+) -> None:
+    """kubelet saw 2 GiB, the node has 4 GiB: nothing is written and it is said once; once
+    kubelet reports 4 GiB the drifted container is corrected and the log says so."""
+    tree = FakeTree()
+    tree.readings = (DRIFTED,)
+    pods = FakePods([POD], node_with_swap(2 * GIB))
+    swap = controller(
+        tmp_path, tree, FakeClock(), pods=pods, enforce=True, swap_behavior="LimitedSwap"
+    )
+    with capture_logs() as logs:
+        report = await swap.run_once()
+        await swap.run_once()
+    assert report is not None
+    (row,) = report.drifted
+    assert row.expected.bytes == 134217728  # 1Gi / 16Gi * kubelet's 2Gi
+    assert tree.writes == []
+    refusals = [entry for entry in logs if entry["event"].endswith("; not enforcing")]
+    assert len(refusals) == 1
+    assert "differs from SwapTotal (4294967296 bytes)" in refusals[0]["event"]
+
+    pods.node = node_with_swap(4 * GIB)
+    with capture_logs() as logs:
+        await swap.run_once()
+    assert tree.writes == [(DRIFTED.path, 268435456)]
+    assert "swap limit enforcement allowed again" in [entry["event"] for entry in logs]

@@ -46,10 +46,10 @@ def test_one_gib_request_on_16_gib_node_with_4_gib_swap_is_kubelets_268435456() 
 
 
 def test_float64_truncation_is_kubelets_not_exact_arithmetic() -> None:
-    """1/49 * 49 is 0.999… in float64: kubelet gets one byte less than exact math would."""
+    """1/49 * 49 is 0.999… in float64: kubelet gets 1073741823, one byte less than the
+    1073741824 exact arithmetic gives, and so must we."""
     node = replace(NODE, memory_total_bytes=49 * GIB, swap_capacity_bytes=49 * GIB)
     assert limit_for(node, **BURSTABLE)[0] == 1073741823
-    assert 1 * GIB * 49 * GIB // (49 * GIB) == 1073741824  # what exact floor would give
 
 
 @pytest.mark.parametrize(
@@ -259,10 +259,13 @@ def test_zero_node_memory_falls_back_to_no_swap_with_kubelets_error() -> None:
 @pytest.mark.parametrize(
     ("requested", "total", "swap", "expected"),
     [
-        (GIB, 16 * GIB, 4 * GIB, 268435456),
-        (0, 16 * GIB, 4 * GIB, 0),
-        (16 * GIB, 16 * GIB, 4 * GIB, 4 * GIB),
-        (3 * GIB, 7 * GIB, 5 * GIB, int(float(3 * GIB) / float(7 * GIB) * float(5 * GIB))),
+        pytest.param(GIB, 16 * GIB, 4 * GIB, 268435456, id="reference-case"),
+        pytest.param(0, 16 * GIB, 4 * GIB, 0, id="no-request"),
+        pytest.param(16 * GIB, 16 * GIB, 4 * GIB, 4 * GIB, id="request-is-all-memory"),
+        # 3/7 of 5 GiB: 2300875337.14…, truncated (kubelet's value, worked out by hand).
+        pytest.param(3 * GIB, 7 * GIB, 5 * GIB, 2300875337, id="fraction-truncated"),
+        # 1/3 of 1 GiB in float64 is 357913941.33…, which truncates to 357913941.
+        pytest.param(GIB, 3 * GIB, GIB, 357913941, id="one-third"),
     ],
 )
 def test_formula(requested: int, total: int, swap: int, expected: int) -> None:

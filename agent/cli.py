@@ -81,6 +81,18 @@ def _descheduler_flags(parser: argparse.ArgumentParser) -> None:
     add("--output", choices=("table", "json"), default="table", help="dry-run output format")
     add("--kubeconfig", metavar="FILE", help="kubeconfig (default: in-cluster, ~/.kube/config)")
     add("--leader-elect", action="store_true", default=None, help="only the Lease holder evicts")
+    add(
+        "--leader-elect-resource-namespace",
+        metavar="NAMESPACE",
+        default="kube-system",
+        help="namespace of the leader Lease (upstream's default: kube-system)",
+    )
+    add(
+        "--leader-elect-resource-name",
+        metavar="NAME",
+        default="descheduler",
+        help="name of the leader Lease (upstream's default: descheduler)",
+    )
     add("--client-connection-qps", type=float, metavar="QPS", help="API requests per second")
     add("--client-connection-burst", type=int, metavar="N", help="API request burst")
     add("--metrics-bind-address", metavar="HOST:PORT", help="/metrics, /healthz, /readyz")

@@ -62,11 +62,13 @@ def resolve_config(args: argparse.Namespace) -> DeschedulerConfig:
     return merged
 
 
-def options_from(config: DeschedulerConfig, output: str) -> RunOptions:
+def options_from(config: DeschedulerConfig, args: argparse.Namespace) -> RunOptions:
     return RunOptions(
+        lease_namespace=args.leader_elect_resource_namespace,
+        lease_name=args.leader_elect_resource_name,
         interval=float(config.descheduling_interval),
         dry_run=config.dry_run,
-        output="json" if output == "json" else "table",
+        output="json" if args.output == "json" else "table",
         leader_elect=config.leader_elect,
         qps=config.client_connection_qps,
         burst=config.client_connection_burst,
@@ -96,6 +98,6 @@ def run(args: argparse.Namespace) -> int:
     log.info("connected to cluster", source=connection.source)
     api = KubeApi(connection.api_client)
     try:
-        return asyncio.run(run_descheduler(policy, options_from(config, args.output), api))
+        return asyncio.run(run_descheduler(policy, options_from(config, args), api))
     finally:
         api.close()

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import structlog
 
-from agent.cli import main
+from agent.cli import build_parser, main
+from agent.descheduler.command import options_from, resolve_config
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.integration.descheduler.conftest import duplicates_cluster
 
@@ -133,3 +134,23 @@ def test_missing_policy_flag_exits_2(capsys: pytest.CaptureFixture[str]) -> None
     code, _, err = _run(capsys)
     assert code == 2
     assert "--policy-config-file" in err
+
+
+def test_the_shipped_deployment_flags_resolve() -> None:
+    """The flags daemonset/descheduler.yaml passes (upstream's names) resolve to a looping,
+    leader-elected run whose Lease lives in the given namespace."""
+    args = build_parser().parse_args(
+        [
+            "descheduler",
+            "--policy-config-file=/policy/policy.yaml",
+            "--descheduling-interval=5m",
+            "--leader-elect",
+            "--leader-elect-resource-namespace=kubelet-companion",
+            "--client-connection-qps=50",
+            "--client-connection-burst=100",
+        ]
+    )
+    options = options_from(resolve_config(args), args)
+    assert (options.interval, options.leader_elect) == (300.0, True)
+    assert (options.lease_namespace, options.lease_name) == ("kubelet-companion", "descheduler")
+    assert (options.qps, options.burst) == (50.0, 100)

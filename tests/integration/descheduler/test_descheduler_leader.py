@@ -9,6 +9,7 @@ from typing import Any
 from agent.descheduler.app import RunOptions, run_descheduler
 from agent.descheduler.policy import load_policy
 from agent.kube.api import KubeApi
+from agent.kube.evictionmemory import RECENT_EVICTIONS_ANNOTATION
 from agent.kube.leaderelection import ElectionTiming
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.waiting import wait_until
@@ -37,7 +38,8 @@ async def test_only_the_leader_evicts_and_a_follower_takes_over(
     fake_apiserver: FakeApiServer, kube_api: KubeApi, policy_file: Path
 ) -> None:
     """Of two replicas, every Descheduled event comes from the Lease holder; once the holder
-    is killed (its lease lapses), the other replica becomes leader and evicts new work."""
+    is killed (its lease lapses), the other replica becomes leader and evicts new work; the
+    churn guard's memory of the first evictions is on the Lease for it."""
     fake_apiserver.kubelet("n2")
     _duplicates(fake_apiserver, "web", "n1")
     policy = load_policy(policy_file)
@@ -61,6 +63,10 @@ async def test_only_the_leader_evicts_and_a_follower_takes_over(
         leader = _holder(fake_apiserver)
         assert leader in replicas
         assert {e["reportingInstance"] for e in _descheduled(fake_apiserver)} == {leader}
+        # The churn guard's memory is on the Lease: the owner that lost pods is remembered.
+        await wait_until(
+            lambda: "uid-web" in _recent_evictions(fake_apiserver), "memory on the Lease", 10
+        )
         # Kill the leader: cancelled, it does not release the Lease, which must lapse.
         replicas[leader].cancel()
         await asyncio.gather(replicas[leader], return_exceptions=True)
@@ -75,6 +81,12 @@ async def test_only_the_leader_evicts_and_a_follower_takes_over(
         for task in replicas.values():
             task.cancel()
         await asyncio.gather(*replicas.values(), return_exceptions=True)
+
+
+def _recent_evictions(server: FakeApiServer) -> str:
+    lease = server.try_get("leases", "descheduler", "kube-system") or {}
+    annotations = (lease.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(RECENT_EVICTIONS_ANNOTATION) or "")
 
 
 def _api_events(server: FakeApiServer) -> list[dict[str, Any]]:

@@ -323,13 +323,14 @@ def main() -> int:
         low, high = min(timed), max(timed)
         exponent = math.log(figures[high]["cycle"] / figures[low]["cycle"]) / math.log(high / low)
         print(f"  cycle growth exponent {low} -> {high} nodes: {exponent:.2f}")
-    latency = args.eviction_latency_ms / 1000
-    pooled = asyncio.run(eviction_throughput(args.evictions, 8, latency))
-    single = asyncio.run(eviction_throughput(args.evictions, 1, latency))
-    print(
-        f"  evictions/s ({args.eviction_latency_ms:g} ms server latency), pool of 8: "
-        f"{pooled:6.1f}; one at a time: {single:6.1f} ({pooled / single:.1f}x)"
-    )
+    if args.evictions:
+        latency = args.eviction_latency_ms / 1000
+        pooled = asyncio.run(eviction_throughput(args.evictions, 8, latency))
+        single = asyncio.run(eviction_throughput(args.evictions, 1, latency))
+        print(
+            f"  evictions/s ({args.eviction_latency_ms:g} ms server latency), pool of 8: "
+            f"{pooled:6.1f}; one at a time: {single:6.1f} ({pooled / single:.1f}x)"
+        )
     if args.cold_start_nodes:
         elapsed, pods = asyncio.run(cold_start_first_cycle(args.cold_start_nodes))
         print(

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from agent.descheduler.app import PROJECTIONS
-from agent.descheduler.model import DisruptionBudget, NodeInfo, PodInfo
+from agent.descheduler.model import DisruptionBudget, NodeInfo, NodeUsage, PodInfo
 from agent.descheduler.state import ClusterState, Decoding
 from agent.kube.api import KubeApi
 from tests.harness.fake_apiserver import FakeApiServer, manifests
@@ -131,3 +131,23 @@ async def test_caches_relist_after_410(fake_apiserver: FakeApiServer, kube_api: 
     finally:
         state.pods.stop()
         await asyncio.wait_for(task, 10)
+
+
+def test_snapshot_takes_node_usage_from_the_injected_source(kube_api: KubeApi) -> None:
+    """The NodeReports usage comes from the source the app injects, read at snapshot time."""
+    reports = {
+        "n1": NodeUsage(
+            node="n1",
+            usage={"cpu": 1500, "memory": 2**30},
+            pod_usage={},
+            stale=False,
+            shutting_down=False,
+            gated=False,
+            agent_stopped=False,
+        )
+    }
+    source: dict[str, NodeUsage] = {}
+    state = ClusterState(kube_api, PROJECTIONS, usage=lambda: source)
+    assert state.snapshot(now=1).node_usage == {}
+    source.update(reports)
+    assert state.snapshot(now=2).node_usage == reports

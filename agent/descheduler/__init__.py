@@ -5,7 +5,14 @@ Layout (one concern per module):
   ``NodeInfo``, ...) and ``ClusterSnapshot``, the one input of a cycle;
 - ``plan``: what a cycle decides (``Plan``, ``PlannedEviction``), the one JSON shape every
   plan this product prints;
-- the pure core (policy, framework, plugins, cycle) takes a snapshot and returns a plan;
+- the pure core takes a snapshot and returns a plan:
+  - ``projection``: API JSON -> the model, and ``snapshot_from_list`` for a List;
+  - ``policy``: ``load_policy`` reads a ``descheduler/v1alpha2`` policy, every error at once;
+  - ``framework``: plugin interfaces (``types``), the built-in plugins (``registry``), profiles;
+  - ``plugins``: DefaultEvictor, LowNodeUtilization/HighNodeUtilization, RemoveDuplicates;
+  - ``evictions``: the limits and the recording ``Planner`` (PDBs as the API server applies
+    them); ``budgets`` says which PDBs select a pod;
+  - ``cycle``: ``run_cycle(policy, snapshot, options) -> Plan``;
 - the runtime side (caches, the live and dry-run evictors, leader election, the app) feeds
   snapshots in and carries plans out.
 

@@ -160,7 +160,28 @@ def run_cycle(
             plugins: Sequence[Any] = each.deschedule if point == DESCHEDULE else each.balance
             for plugin in plugins:
                 _run(plugin, point, each.profile.name, nodes, plan, options)
+    _forget_past_cooldowns(policy, snapshot, plan)
     return plan
+
+
+def _forget_past_cooldowns(
+    policy: DeschedulerPolicy, snapshot: ClusterSnapshot, plan: Plan
+) -> None:
+    """Keep the churn memory as small as the longest cooldown needs (the runtime stores it
+    on a Lease); with the guard off everywhere only this cycle's evictions are kept."""
+    horizon = max(
+        (
+            float(getattr(args, "cooldown_seconds", 0.0))
+            for profile in policy.profiles
+            for args in profile.args.values()
+        ),
+        default=0.0,
+    )
+    plan.owner_evictions = {
+        uid: when
+        for uid, when in plan.owner_evictions.items()
+        if snapshot.now - when < horizon or when >= snapshot.now
+    }
 
 
 def _run(  # noqa: PLR0917 - one call site, every argument named there

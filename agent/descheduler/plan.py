@@ -58,11 +58,16 @@ class Plan:
     durations: list[Mapping[str, Any]] = field(default_factory=list)
     """One ``{"profile", "plugin", "extensionPoint", "seconds"}`` per plugin run, in run order
     (the runtime's ``descheduler_strategy_duration_seconds``); not part of the JSON shape."""
+    limit_refusals: list[Mapping[str, str]] = field(default_factory=list)
+    """Evictions a limit refused, as ``{"result", "strategy", "profile", "namespace",
+    "node"}``: upstream counts them in ``descheduler_pods_evicted_total`` with the limit's
+    text as ``result``; not part of the JSON shape."""
     errors: list[str] = field(default_factory=list)
     """Plugin failures the cycle logged and went past, as upstream does."""
     owner_evictions: dict[str, float] = field(default_factory=dict)
     """Owner UID -> Unix seconds of its last pod evicted by us, this cycle's evictions included:
-    the churn guard's memory, for the runtime to persist and hand to the next cycle."""
+    the churn guard's memory, for the runtime to persist and hand to the next cycle. Entries
+    older than the policy's longest ``cooldownSeconds`` are dropped."""
 
     @property
     def allowed(self) -> list[PlannedEviction]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agent.descheduler.framework.registry import REGISTRY
 from agent.descheduler.model import ClusterSnapshot, NodeUsage
 from agent.descheduler.policy import DeschedulerPolicy, parse_policy
 from agent.descheduler.projection import snapshot_from_list
@@ -154,8 +155,6 @@ def policy(
     **top: Any,
 ) -> DeschedulerPolicy:
     """One profile ``p`` with the given (plugin, args) enabled at their extension point."""
-    from agent.descheduler.framework.registry import REGISTRY  # noqa: PLC0415 - keeps the harness import light
-
     config: list[dict[str, Any]] = [{"name": "DefaultEvictor", "args": dict(evictor_args or {})}]
     points: dict[str, list[str]] = {}
     for name, args in plugins:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from agent.descheduler.budgets import budgets_for
+from agent.descheduler.errors import EvictionLimitReached
 from agent.descheduler.evictions.limits import EvictionLimits
 from agent.descheduler.framework.types import EvictorPlugin
 from agent.descheduler.model import ClusterSnapshot, PodInfo
@@ -57,7 +58,19 @@ class Planner:
 
     def evict(self, pod: PodInfo, *, plugin: str, profile: str, reason: str = "") -> bool:
         """Plan one eviction; ``False`` when a PDB refuses it. Raises the limit errors."""
-        self.limits.check(pod)
+        try:
+            self.limits.check(pod)
+        except EvictionLimitReached as refused:
+            self.plan.limit_refusals.append(
+                {
+                    "result": str(refused),
+                    "strategy": plugin,
+                    "profile": profile,
+                    "namespace": pod.namespace,
+                    "node": pod.node_name,
+                }
+            )
+            raise
         blocked = self._blocking_budget(pod) if self.apply_budgets else ""
         self.plan.evictions.append(
             PlannedEviction(

@@ -215,6 +215,7 @@ class DefaultEvictor:
         )
         self.fit_selector = parse_selector(args.node_selector)
         self._owner_pods: Counter[str] | None = None
+        self._verdicts: dict[str, bool] = {}
         self._requested: dict[str, dict[str, int]] = {}
 
     def _threshold(self, threshold: PriorityThreshold | None) -> int | None:
@@ -233,7 +234,12 @@ class DefaultEvictor:
     # --- filter ------------------------------------------------------------------------
 
     def filter(self, pod: PodInfo) -> bool:
-        return not self.filter_reasons(pod)
+        # Every input of the rules is fixed for the cycle, and several plugins ask about the
+        # same pods, so each pod is judged once.
+        verdict = self._verdicts.get(pod.uid)
+        if verdict is None:
+            verdict = self._verdicts[pod.uid] = not self.filter_reasons(pod)
+        return verdict
 
     def filter_reasons(self, pod: PodInfo) -> list[str]:  # noqa: PLR0912 - upstream's checks, one branch each
         """Why ``filter`` rejects the pod (every reason, as upstream aggregates them)."""

@@ -92,7 +92,7 @@ class RemoveDuplicates:
         occurrences: dict[OwnerKey, int] = defaultdict(int)
         excluded = set(self.args.exclude_owner_kinds)
         for node in nodes:
-            seen: set[tuple[str, ...]] = set()
+            seen: set[tuple[object, ...]] = set()
             pods = sorted(
                 (p for p in self.handle.snapshot.pods_on(node.name) if p.phase not in FINISHED),
                 key=lambda p: (p.namespace, p.name),
@@ -108,12 +108,12 @@ class RemoveDuplicates:
                 keys = [(pod.namespace, o.kind, o.name, images) for o in pod.owners]
                 for key in keys:
                     occurrences[key] += 1
-                container_keys = tuple(
-                    sorted(
-                        f"{ns}/{kind}/{name}/{image}"
-                        for ns, kind, name, _ in keys
-                        for image in pod.images
-                    )
+                # Upstream compares the sorted "namespace/kind/name/image" strings of every
+                # owner and image; the same owners and the same sorted images give the same.
+                container_keys = (
+                    pod.namespace,
+                    *sorted({(o.kind, o.name) for o in pod.owners}),
+                    pod.images,
                 )
                 if container_keys in seen:
                     for key in keys:
@@ -154,6 +154,10 @@ class RemoveDuplicates:
                 if len(pods) + 1 <= upper:
                     continue
                 for pod in pods[upper - 1 :]:
+                    if not evictor.filter(pod):
+                        # A pod with several owners sits in several keys: evicted already
+                        # (upstream would ask the API twice and count it twice).
+                        continue
                     if self.args.cooldown_seconds > 0 and evictor.in_cooldown(
                         pod, self.args.cooldown_seconds
                     ):

@@ -166,12 +166,21 @@ class TestBudgets:
         ]
         assert planner.plan.summary()["blockedByPDB"] == 1
 
-    def test_limit_refusal_records_nothing(self) -> None:
-        """An eviction a limit refuses is not in the plan."""
+    def test_limit_refusal_is_not_planned_but_counted(self) -> None:
+        """An eviction a limit refuses is not in the plan; it is counted for the metric."""
         planner = _planner(pod("p", "n1"), limits=EvictionLimits(total=0))
         with pytest.raises(TotalLimitReached):
             planner.evict(_pods_of(planner)["p"], plugin="T", profile="p")
         assert planner.plan.evictions == []
+        assert planner.plan.limit_refusals == [
+            {
+                "result": "maximum number of evicted pods per a descheduling cycle reached",
+                "strategy": "T",
+                "profile": "p",
+                "namespace": "default",
+                "node": "n1",
+            }
+        ]
 
     def test_plan_records_owner_eviction_time(self) -> None:
         """Each allowed eviction stamps its owner with the snapshot's time (the churn memory)."""

@@ -334,14 +334,29 @@ class TestChurnGuard:
         assert plan.owner_evictions == {"uid-ReplicaSet-rs": NOW}
 
     def test_off_by_default_but_remembered(self) -> None:
-        """Without ``cooldownSeconds`` decisions are upstream's; the memory is still updated."""
+        """Without ``cooldownSeconds`` decisions are upstream's; this cycle's evictions are
+        still remembered, and older ones are forgotten."""
         plan = run_cycle(
             policy((LNU, CPU_ONLY)),
             snapshot(*_skewed()),
             CycleOptions(owner_evictions={"other": 1.0}),
         )
         assert len(plan.allowed) == 3
-        assert plan.owner_evictions == {"other": 1.0, "uid-ReplicaSet-rs": NOW}
+        assert plan.owner_evictions == {"uid-ReplicaSet-rs": NOW}
+
+    @pytest.mark.parametrize(
+        ("age", "kept"),
+        [
+            pytest.param(100.0, True, id="within-the-longest-cooldown"),
+            pytest.param(130.0, False, id="past-the-longest-cooldown"),
+        ],
+    )
+    def test_memory_kept_as_long_as_the_longest_cooldown(self, age: float, kept: bool) -> None:
+        """An owner's last eviction is remembered while some cooldown could still use it."""
+        args = {**CPU_ONLY, "cooldownSeconds": 120}
+        options = CycleOptions(owner_evictions={"other": NOW - age})
+        plan = run_cycle(policy((LNU, args)), snapshot(node("a"), node("b")), options)
+        assert ("other" in plan.owner_evictions) is kept
 
 
 class TestHighNodeUtilization:

@@ -147,3 +147,20 @@ def test_node_limit_moves_to_the_next_node() -> None:
     ]
     plan = run_cycle(policy((DUP, None), maxNoOfPodsToEvictPerNode=1), snapshot(*items))
     assert [(e.node, e.name) for e in plan.allowed] == [("n1", "n1-2"), ("n2", "n2-2")]
+
+
+def test_pod_with_two_owners_is_evicted_once() -> None:
+    """A pod that is a duplicate under two owners is planned once, not twice."""
+    two_owners = {
+        "ownerReferences": [
+            {"kind": "ReplicaSet", "name": "a", "uid": "ua", "controller": True},
+            {"kind": "Custom", "name": "b", "uid": "ub"},
+        ]
+    }
+    pods = []
+    for i in range(3):
+        raw = pod(f"p{i}", "n1")
+        raw["metadata"].update(two_owners)
+        pods.append(raw)
+    plan = run_cycle(policy((DUP, None)), snapshot(node("n1"), node("n2"), *pods))
+    assert [e.name for e in plan.evictions] == ["p2"]

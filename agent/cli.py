@@ -100,6 +100,7 @@ def _descheduler_flags(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from agent.readiness import commands as readiness_commands  # noqa: PLC0415
+    from agent.report import commands as report_commands  # noqa: PLC0415
     from agent.shutdown import commands as shutdown_commands  # noqa: PLC0415
     from agent.swap import commands as swap_commands  # noqa: PLC0415
 
@@ -124,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("version", parents=[common], help="print the version").set_defaults(
         handler=_cmd_version
     )
-    for module in (shutdown_commands, swap_commands, readiness_commands):
+    for module in (shutdown_commands, swap_commands, readiness_commands, report_commands):
         module.register(sub, common)
     return parser
 

@@ -26,6 +26,7 @@ from agent.node.metrics import NodeFactsCollector
 from agent.node.paths import HostPaths
 from agent.readiness.controller import root_tasks as readiness_tasks
 from agent.readiness.presets import gate_keys
+from agent.report.controller import root_tasks as report_tasks
 from agent.runtime.clock import SystemClock
 from agent.runtime.context import AgentContext, KubeContext
 from agent.runtime.ownership import owned_keys
@@ -39,7 +40,7 @@ from agent.telemetry.logs import configure_logging
 from agent.telemetry.metrics import new_registry
 
 Capability = Callable[[AgentContext], list[RootTask]]
-CAPABILITIES: tuple[Capability, ...] = (shutdown_tasks, swap_tasks, readiness_tasks)
+CAPABILITIES: tuple[Capability, ...] = (shutdown_tasks, swap_tasks, readiness_tasks, report_tasks)
 COMPONENT = "kubelet-companion"
 
 
@@ -99,7 +100,13 @@ async def _start(
     registry = new_registry("agent")
     paths = HostPaths.from_config(config.host_paths)
     health.expect("node-facts")
-    server = TelemetryServer(config.metrics_bind_address, registry, health)
+    server = TelemetryServer(
+        config.metrics_bind_address,
+        registry,
+        health,
+        read_timeout=config.metrics_read_timeout,
+        max_connections=config.metrics_max_connections,
+    )
     server.start()
     host, port = server.address
     log.info("serving metrics", address=f"{host}:{port}")

@@ -5,8 +5,10 @@ from agent.config.descheduler import DeschedulerConfig
 from agent.config.errors import ConfigError, FieldError
 from agent.config.loader import load_agent_config, load_file, parse_document
 from agent.config.readiness import ReadinessConfig
+from agent.config.report import ReportConfig
 from agent.config.shutdown import CRITICAL_POD_PRIORITY, PriorityBucket, ShutdownOptions
 from agent.config.swap import MemorySwapConfig
+from agent.config.yamlfile import parse_yaml, read_yaml
 
 __all__ = [
     "CRITICAL_POD_PRIORITY",
@@ -19,8 +21,11 @@ __all__ = [
     "MemorySwapConfig",
     "PriorityBucket",
     "ReadinessConfig",
+    "ReportConfig",
     "ShutdownOptions",
     "load_agent_config",
     "load_file",
     "parse_document",
+    "parse_yaml",
+    "read_yaml",
 ]

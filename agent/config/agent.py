@@ -9,10 +9,12 @@ from typing import Literal
 
 from agent.config.errors import FieldError
 from agent.config.readiness import ReadinessConfig
+from agent.config.report import ReportConfig
 from agent.config.schema import DNS_SUBDOMAIN, Duration, HostPort, setting
 from agent.config.shutdown import (
     PriorityBucket,
     ShutdownOptions,
+    effective_grace_periods,
     priority_buckets,
     validate_grace_periods,
 )
@@ -57,23 +59,27 @@ class AgentConfig:
     node_name: str = setting("")
     kubeconfig: str = setting("")
     metrics_bind_address: HostPort = setting(HostPort(DEFAULT_METRICS_BIND_ADDRESS))
+    # A connection must send its request within this time; at most this many are open.
+    metrics_read_timeout: Duration = setting(Duration(5.0), minimum=0.1)
+    metrics_max_connections: int = setting(64, minimum=1)
     log_level: Literal["debug", "info", "warning", "error"] = setting("info")
     log_format: Literal["auto", "json", "console"] = setting("auto")
     state_dir: str = setting("/var/lib/kubelet-companion")
     host_paths: HostPathsConfig = setting(factory=HostPathsConfig)
     kube: KubeConfig = setting(factory=KubeConfig)
-    shutdown_grace_period: Duration = setting(Duration(0.0))
-    shutdown_grace_period_critical_pods: Duration = setting(Duration(0.0))
+    # None: not set. With none of the three shutdown fields set, kubelet's documented example
+    # (30s, 10s) applies; see ``effective_grace_periods``.
+    shutdown_grace_period: Duration | None = setting(None)
+    shutdown_grace_period_critical_pods: Duration | None = setting(None)
     shutdown_grace_period_by_pod_priority: tuple[PriorityBucket, ...] = setting(factory=tuple)
     shutdown: ShutdownOptions = setting(factory=ShutdownOptions)
     memory_swap: MemorySwapConfig = setting(factory=MemorySwapConfig)
     readiness: ReadinessConfig = setting(factory=ReadinessConfig)
+    report: ReportConfig = setting(factory=ReportConfig)
 
     def validate(self) -> list[FieldError]:
         errors = validate_grace_periods(
-            self.shutdown_grace_period,
-            self.shutdown_grace_period_critical_pods,
-            self.shutdown_grace_period_by_pod_priority,
+            *self.grace_periods, self.shutdown_grace_period_by_pod_priority
         )
         if self.node_name and not DNS_SUBDOMAIN.match(self.node_name):
             errors.append(FieldError("nodeName", "must be a lowercase DNS subdomain"))
@@ -87,13 +93,22 @@ class AgentConfig:
         return self.node_name or socket.gethostname().lower()
 
     @property
-    def shutdown_buckets(self) -> tuple[PriorityBucket, ...]:
-        """The effective priority buckets, ascending; empty when shutdown handling is off."""
-        return priority_buckets(
+    def grace_periods(self) -> tuple[float, float]:
+        """``shutdownGracePeriod`` and ``shutdownGracePeriodCriticalPods`` in force, seconds."""
+        return effective_grace_periods(
             self.shutdown_grace_period,
             self.shutdown_grace_period_critical_pods,
             self.shutdown_grace_period_by_pod_priority,
         )
+
+    @property
+    def report_state_file(self) -> Path:
+        return Path(self.report.state_file or f"{self.state_dir}/report-state.json")
+
+    @property
+    def shutdown_buckets(self) -> tuple[PriorityBucket, ...]:
+        """The effective priority buckets, ascending; empty when shutdown handling is off."""
+        return priority_buckets(*self.grace_periods, self.shutdown_grace_period_by_pod_priority)
 
     @property
     def shutdown_state_file(self) -> Path:

@@ -3,26 +3,22 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, TypeVar
-
-import yaml
 
 from agent.config.agent import AgentConfig
 from agent.config.errors import ConfigError, FieldError
 from agent.config.schema import load
+from agent.config.yamlfile import parse_yaml, read_yaml
 
 T = TypeVar("T")
 
 
-def parse_document(cls: type[T], text: str, source: str) -> T:
-    """Parse YAML text into ``cls``; raise ``ConfigError`` listing every bad field."""
-    try:
-        raw: Any = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
-        raise ConfigError(source, [FieldError("", f"not valid YAML ({where}): {error}")]) from None
+def parse_document(cls: type[T], text: str | bytes, source: str) -> T:
+    """Parse a YAML document into ``cls``; raise ``ConfigError`` listing every bad field."""
+    return _from_yaml(cls, parse_yaml(text, source), source)
+
+
+def _from_yaml(cls: type[T], raw: Any, source: str) -> T:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -40,11 +36,7 @@ def load_file(cls: type[T], path: str | os.PathLike[str] | None) -> T:
         if errors:  # pragma: no cover - defaults are validated by the unit tests
             raise ConfigError("<defaults>", errors)
         return value
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(str(path), [FieldError("", f"cannot read: {error.strerror}")]) from None
-    return parse_document(cls, text, str(path))
+    return _from_yaml(cls, read_yaml(path), str(path))
 
 
 def load_agent_config(

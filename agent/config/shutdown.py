@@ -16,6 +16,24 @@ from agent.config.schema import Duration, setting
 CRITICAL_POD_PRIORITY = 2_000_000_000
 """``scheduling.SystemCriticalPriority``: the bucket kubelet gives critical pods."""
 
+DEFAULT_SHUTDOWN_GRACE_PERIOD = 30.0
+DEFAULT_SHUTDOWN_GRACE_PERIOD_CRITICAL_PODS = 10.0
+"""kubelet's documented example, our default when none of the three fields is set.
+
+kubelet defaults to 0 (off): there shutdown is one feature of many. Shutdown is this agent's
+first job, so a config without any shutdown field gets it on; ``shutdownGracePeriod: 0s``
+is the explicit way to turn it off.
+"""
+
+
+def effective_grace_periods(
+    total: float | None, critical: float | None, by_priority: tuple[PriorityBucket, ...]
+) -> tuple[float, float]:
+    """``shutdownGracePeriod`` and ``...CriticalPods`` in force: ours if none is set, else 0."""
+    if total is None and critical is None and not by_priority:
+        return DEFAULT_SHUTDOWN_GRACE_PERIOD, DEFAULT_SHUTDOWN_GRACE_PERIOD_CRITICAL_PODS
+    return total or 0.0, critical or 0.0
+
 
 @dataclass(frozen=True)
 class PriorityBucket:

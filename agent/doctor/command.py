@@ -6,6 +6,7 @@ import asyncio
 
 from agent.config import AgentConfig
 from agent.doctor.report import ClusterStatus, DoctorReport, build_report
+from agent.doctor.reportline import report_section
 from agent.kube.api import KubeApi
 from agent.kube.connection import connect
 from agent.kube.errors import KubeConfigError, KubeError
@@ -24,6 +25,8 @@ def check_cluster(config: AgentConfig) -> ClusterStatus:
     api = KubeApi(connection.api_client, request_timeout=min(config.kube.request_timeout, 5.0))
     try:
         version = api.request("GET", "/version")
+    except KubeConfigError as error:  # e.g. an untrusted certificate: retrying will not help
+        return ClusterStatus("misconfigured", f"{connection.source}: {error}")
     except KubeError as error:
         return ClusterStatus("unreachable", f"{connection.source}: {error}")
     finally:
@@ -37,4 +40,8 @@ def gather(config: AgentConfig, node_name: str) -> DoctorReport:
     paths = HostPaths.from_config(config.host_paths)
     facts = collect_node_facts(paths)
     logind = asyncio.run(read_logind_facts(timeout=config.shutdown.dbus_call_timeout))
-    return build_report(config, node_name, facts, logind, check_cluster(config))
+    report = build_report(config, node_name, facts, logind, check_cluster(config))
+    rows, warnings = report_section(config)
+    report.sections["report"] = rows
+    report.warnings.extend(warnings)
+    return report

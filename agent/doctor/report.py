@@ -7,7 +7,7 @@ from typing import Any
 
 from agent.config import AgentConfig
 from agent.config.durations import format_duration
-from agent.logind.facts import LogindFacts
+from agent.logind.facts import LogindFacts, kubelet_shutdown_delay_locks
 from agent.node.facts import NodeFacts
 
 
@@ -107,11 +107,7 @@ def build_report(
                 "memorySwap.swapBehavior is LimitedSwap but cgroup v2 with the swap "
                 "controller is missing: every container gets no swap"
             )
-    if budget > 0 and not logind.present:
-        warnings.append(
-            f"graceful shutdown is configured ({budget}s) but logind is not reachable: "
-            "pods will not be drained at shutdown"
-        )
+    warnings += _shutdown_readiness_warnings(budget, logind)
     if budget > 0 and logind.inhibit_delay_max_usec is not None:
         delay = logind.inhibit_delay_max_usec / 1e6
         if delay < budget:
@@ -127,3 +123,28 @@ def build_report(
     if cluster.mode in ("unreachable", "misconfigured"):
         warnings.append(f"cluster {cluster.mode}: {cluster.detail}")
     return DoctorReport(sections=sections, warnings=warnings)
+
+
+def _shutdown_readiness_warnings(budget: int, logind: LogindFacts) -> list[str]:
+    """Why pods would not be drained at shutdown: handling off, no logind, or kubelet too."""
+    warnings = []
+    if budget == 0:
+        warnings.append(
+            "graceful shutdown is off (shutdownGracePeriod 0s): pods are not drained before "
+            "the node shuts down"
+        )
+    if not logind.present:
+        consequence = (
+            f"graceful shutdown ({budget}s) cannot hold the shutdown back, pods will not be "
+            "drained at shutdown"
+            if budget > 0
+            else "graceful shutdown could not work on this node"
+        )
+        warnings.append(f"logind is not reachable ({logind.detail}): {consequence}")
+    warnings.extend(
+        f"kubelet (pid {lock.pid}) also holds a shutdown delay inhibitor lock: two "
+        "shutdown managers are at work; set kubelet's shutdownGracePeriod to 0 to leave "
+        "shutdown to kubelet-companion"
+        for lock in kubelet_shutdown_delay_locks(logind.inhibitors)
+    )
+    return warnings

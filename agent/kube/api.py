@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import structlog
 import urllib3
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
-from agent.kube.errors import KubeError, Timeout, Unavailable, error_for_status
+from agent.kube.errors import KubeError, Timeout, TLSError, Unavailable, error_for_status
 from agent.kube.resources import PODS, Resource
 
 Decode = Callable[[bytes], Any]
@@ -32,6 +34,42 @@ PATCH_TYPES = {
     "strategic": "application/strategic-merge-patch+json",
 }
 JsonObject = dict[str, Any]
+_log = structlog.get_logger(subsystem="kube.api")
+_CERTIFICATE_REASONS = ("CERTIFICATE", "UNKNOWN_CA", "UNSUPPORTED_CERT")
+"""OpenSSL reasons (alerts from the server included) that mean a certificate was refused."""
+
+
+def _causes(error: BaseException) -> Iterator[BaseException]:
+    """The error and everything it wraps: urllib3 keeps the cause in ``reason`` (``MaxRetryError``)
+    or ``args[0]`` (``SSLError``), the client raises ``ApiException`` while handling it."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [error]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        reason = getattr(current, "reason", None)
+        first_arg = current.args[0] if current.args else None
+        pending.extend(
+            candidate if isinstance(candidate, BaseException) else None
+            for candidate in (current.__cause__, current.__context__, reason, first_arg)
+        )
+
+
+def certificate_problem(error: BaseException) -> str | None:
+    """What was wrong with a certificate, if that is why a connection failed."""
+    for cause in _causes(error):
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return str(cause)
+        if isinstance(cause, ssl.SSLError) and any(
+            word in str(cause.reason or "") for word in _CERTIFICATE_REASONS
+        ):
+            return str(cause)
+    if "CERTIFICATE_VERIFY_FAILED" in str(error):  # only the text survived
+        return str(error).replace("\n", " ")
+    return None
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -58,6 +96,9 @@ class KubeApi:
     def __init__(self, api_client: k8s_client.ApiClient, request_timeout: float = 10.0) -> None:
         self.api_client = api_client
         self.request_timeout = request_timeout
+        self._lock = threading.Lock()
+        self._tls_problem: str | None = None
+        """The certificate problem last logged; each new one is logged once, as an error."""
 
     def close(self) -> None:
         """Release the connection pool (one-shot commands; the agent keeps it to the end)."""
@@ -94,12 +135,9 @@ class KubeApi:
             response = self.api_client.call_api(
                 *request, _request_timeout=timeout or self.request_timeout
             )
-        except ApiException as error:
-            raise _decode_error(error.status or 0, None, error.headers) from None
-        except (urllib3.exceptions.TimeoutError, TimeoutError) as error:
-            raise Timeout(f"{method} {path} timed out: {error}") from None
-        except (urllib3.exceptions.HTTPError, OSError) as error:
-            raise Unavailable(f"{method} {path} failed: {error}") from None
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as error:
+            raise self._transport_error(method, path, error) from error
+        self._tls_fine()
         raw = response.response
         if not 200 <= response.status <= 299:
             try:
@@ -108,6 +146,47 @@ class KubeApi:
                 raw.release_conn()
             raise _decode_error(response.status, data, raw.headers)
         return raw  # type: ignore[no-any-return]
+
+    def _transport_error(self, method: str, path: str, error: Exception) -> KubeError:
+        """Our error for a request that got no HTTP response, with the reason in its message."""
+        problem = certificate_problem(error)
+        if problem is not None:
+            host = self.api_client.configuration.host
+            tls = TLSError(f"{method} {path}: TLS certificate problem with {host}: {problem}")
+            self._tls_failed(host, problem)
+            return tls
+        if isinstance(error, ApiException):
+            if error.status:  # a response the client rejected itself; keep what it said
+                body = error.body.encode() if isinstance(error.body, str) else error.body
+                return _decode_error(error.status, body, error.headers)
+            reason = " ".join(str(error.reason or "no response").split())
+            return Unavailable(f"{method} {path} failed: {reason}")
+        timed_out = (urllib3.exceptions.TimeoutError, TimeoutError)
+        if any(isinstance(cause, timed_out) for cause in _causes(error)):
+            return Timeout(f"{method} {path} timed out: {error}")
+        return Unavailable(f"{method} {path} failed: {error}")
+
+    def _tls_failed(self, host: str, problem: str) -> None:
+        # Every caller of every thread fails the same way: log once per distinct problem.
+        with self._lock:
+            new = problem != self._tls_problem
+            self._tls_problem = problem
+        if new:
+            _log.error(
+                "TLS certificate refused between the agent and the API server; check the "
+                "kubeconfig's server address, certificate-authority and client certificate "
+                "(retrying will not fix this)",
+                host=host,
+                problem=problem,
+            )
+
+    def _tls_fine(self) -> None:
+        if self._tls_problem is None:  # the common case, read without the lock
+            return
+        with self._lock:
+            solved, self._tls_problem = self._tls_problem, None
+        if solved is not None:
+            _log.info("TLS to the API server works again", solved=solved)
 
     def request(
         self,

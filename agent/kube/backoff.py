@@ -1,34 +1,28 @@
-"""Exponential backoff with jitter, shared by every retry loop in the adapter.
+"""The shared retry policy (``agent.retrying``) applied to API calls.
 
 Retry loops take a deadline as well as an attempt count: the shutdown path must never
-retry past its phase deadline, whatever the API server does.
+retry past its phase deadline, whatever the API server does. A 429's ``Retry-After`` is
+read from the error here, so the policy needs to know nothing about our error classes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 from agent.kube.errors import RETRYABLE, KubeError, TooManyRequests
+from agent.retrying import Backoff, RetryPolicy
 
 T = TypeVar("T")
 
+__all__ = ["Backoff", "RetryPolicy", "retry_after_of", "retry_async"]
 
-@dataclass(frozen=True)
-class Backoff:
-    initial: float = 0.2
-    factor: float = 2.0
-    cap: float = 10.0
-    jitter: float = 0.2
 
-    def delay(self, attempt: int) -> float:
-        """Delay before retry number ``attempt`` (0-based)."""
-        base = min(self.cap, self.initial * self.factor**attempt)
-        return base * (1 + self.jitter * random.random())  # noqa: S311 - jitter, not crypto
+def retry_after_of(error: BaseException) -> float | None:
+    """The server's ``Retry-After`` if the error carries one (a 429)."""
+    return error.retry_after if isinstance(error, TooManyRequests) else None
 
 
 async def retry_async(
@@ -45,15 +39,14 @@ async def retry_async(
     Gives up after ``attempts`` tries, or when the next wait would cross ``deadline``
     (a ``time.monotonic`` value), re-raising the last error.
     """
-    attempt = 0
+    policy = RetryPolicy(backoff, attempts=attempts, monotonic=monotonic)
+    failures = 0
     while True:
         try:
             return await operation()
         except retry_on as error:
-            attempt += 1
-            wait = backoff.delay(attempt - 1)
-            if isinstance(error, TooManyRequests) and error.retry_after:
-                wait = max(wait, min(error.retry_after, backoff.cap))
-            if attempt >= attempts or (deadline is not None and monotonic() + wait > deadline):
+            failures += 1
+            wait = policy.next_wait(failures, retry_after=retry_after_of(error), deadline=deadline)
+            if wait is None:
                 raise
             await asyncio.sleep(wait)

@@ -3,20 +3,30 @@
 With none of them the agent runs in node-only mode: ``connect`` returns ``None`` and the
 caller logs that once. Client-level retries are turned off because the adapter retries
 itself, with backoff it can see and bound.
+
+A kubeconfig with ``insecure-skip-tls-verify`` makes urllib3 warn on every request
+(``InsecureRequestWarning``, with a stack line each time). The operator chose it; one log
+line says TLS verification is off, and the per-request warning is filtered out.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+import structlog
 import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
 from agent.kube.errors import KubeConfigError
+
+_log = structlog.get_logger(subsystem="kube.connection")
+_told_unverified: set[str] = set()
+"""Sources already logged as unverified: the line is said once per process and source."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +51,22 @@ def _from_kubeconfig(path: str) -> ClusterConnection:
     except (ConfigException, OSError, ValueError, TypeError) as error:
         # The client raises a mix of these for missing files, bad YAML and bad fields.
         raise KubeConfigError(f"kubeconfig {path}: {error}") from None
-    return ClusterConnection(k8s_client.ApiClient(configuration), f"kubeconfig {path}")
+    return _checked(ClusterConnection(k8s_client.ApiClient(configuration), f"kubeconfig {path}"))
+
+
+def _checked(connection: ClusterConnection) -> ClusterConnection:
+    """Say once that TLS is unverified, and keep urllib3 from warning at every request."""
+    if connection.api_client.configuration.verify_ssl:
+        return connection
+    warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
+    if connection.source not in _told_unverified:
+        _told_unverified.add(connection.source)
+        _log.warning(
+            "TLS verification is off (insecure-skip-tls-verify): the API server's identity "
+            "is not checked",
+            source=connection.source,
+        )
+    return connection
 
 
 def connect(kubeconfig: str = "") -> ClusterConnection | None:
@@ -61,7 +86,7 @@ def connect(kubeconfig: str = "") -> ClusterConnection | None:
         except ConfigException:
             pass
         else:
-            return ClusterConnection(k8s_client.ApiClient(configuration), "in-cluster")
+            return _checked(ClusterConnection(k8s_client.ApiClient(configuration), "in-cluster"))
     default = Path.home() / ".kube" / "config"
     if default.is_file():
         return _from_kubeconfig(str(default))

@@ -1,8 +1,10 @@
 """Our own error hierarchy, so the client's exceptions never escape the adapter.
 
-Callers decide on retries by class: ``Conflict`` and ``Invalid`` (a failed ``test`` op) mean
-"re-read and recompute"; ``TooManyRequests`` and ``Unavailable`` mean "back off and repeat";
-everything else is a real failure.
+Callers decide on retries by class: ``Conflict`` and an ``Invalid`` that is a failed ``test``
+op (``Invalid.failed_test``) mean "re-read and recompute"; ``TooManyRequests`` and
+``Unavailable`` mean "back off and repeat"; everything else is a real failure. A
+``KubeConfigError`` (including ``TLSError``) is the operator's to fix. Each error keeps the
+cause it was made from (``__cause__``), so logs say why a call failed, not just "HTTP 0".
 """
 
 from __future__ import annotations
@@ -35,6 +37,15 @@ class KubeConfigError(KubeError):
     """The configured kubeconfig (or in-cluster config) cannot be loaded."""
 
 
+class TLSError(KubeConfigError):
+    """The TLS handshake failed over a certificate: the API server's is not trusted (wrong CA,
+    wrong server address) or ours was refused.
+
+    A configuration problem, not an outage: repeating the request unchanged will not help,
+    so it is not in ``RETRYABLE``, and it is logged as an error rather than as a retry.
+    """
+
+
 class BadRequest(KubeError):
     """400: the request itself is malformed (a bug on our side, not retried)."""
 
@@ -64,7 +75,23 @@ class Gone(KubeError):
 
 
 class Invalid(KubeError):
-    """422: validation failed, including a JSON-patch ``test`` op that did not match."""
+    """422: validation failed, or a JSON-patch operation did not apply.
+
+    The API server answers every JSON patch that fails to apply with the same generic 422
+    (``NewGenericServerResponse``: "the server rejected our request due to an error in our
+    request"); what failed is only in ``details.causes[].message``, the json-patch library's
+    error text. A ``test`` op that did not match reads "testing value <path> failed: test
+    failed" (capitalised by older servers).
+    """
+
+    def failed_test(self, path: str) -> bool:
+        """Whether this is a ``test`` op on ``path`` (a JSON pointer) that did not match."""
+        causes = (self.body.get("details") or {}).get("causes") or []
+        wanted = f"testing value {path} failed".lower()
+        return any(
+            isinstance(cause, dict) and str(cause.get("message", "")).lower().startswith(wanted)
+            for cause in causes
+        )
 
 
 class TooManyRequests(KubeError):

@@ -4,8 +4,9 @@ Every write to the shared Node object goes through ``NodePatcher.update``. It re
 Node, asks a pure builder for the operations, and sends them behind a ``test`` op on
 ``/metadata/resourceVersion``. If anyone changed the Node in between, the API server
 answers 422 (test failed) or 409, and we re-read and rebuild, so a taint or label someone
-else added a moment ago is never dropped. Builders touch only owned keys; ``NodePatcher``
-checks that before sending anything.
+else added a moment ago is never dropped. Any other 422 (an operation that does not apply)
+is a bug in a builder and fails at once: a re-read would not make it valid. Builders touch
+only owned keys; ``NodePatcher`` checks that before sending anything.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from typing import Any, Protocol
 import structlog
 
 from agent.kube.api import JsonObject
-from agent.kube.backoff import Backoff
+from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.client import AsyncKube
-from agent.kube.errors import RETRYABLE, Conflict, Invalid, KubeError, TooManyRequests
+from agent.kube.errors import RETRYABLE, Conflict, Invalid, KubeError
 from agent.kube.resources import NODES
 
 Op = dict[str, Any]
+GUARD_PATH = "/metadata/resourceVersion"
+"""What the ``test`` op in front of every Node patch checks."""
 Builder = Callable[[JsonObject], list[Op]]
 _log = structlog.get_logger(subsystem="kube.patches")
 
@@ -103,6 +106,12 @@ def metadata_map_ops(
     return ops
 
 
+def _why(error: KubeError) -> str:
+    causes = (error.body.get("details") or {}).get("causes") or []
+    details = "; ".join(str(c.get("message")) for c in causes if isinstance(c, dict))
+    return f"{error}: {details}" if details else str(error)
+
+
 class NodeWriter(Protocol):
     """What controllers need from ``NodePatcher`` (tests pass simpler doubles)."""
 
@@ -156,9 +165,7 @@ class NodePatcher:
         self.kube = kube
         self.node_name = node_name
         self.owns = owns
-        self.backoff = backoff
-        self.attempts = attempts
-        self.monotonic = monotonic
+        self.policy = RetryPolicy(backoff, attempts=attempts, monotonic=monotonic)
 
     async def update(
         self,
@@ -184,18 +191,24 @@ class NodePatcher:
                     return node
                 check_ownership(node, ops, self.owns)
                 version = (node.get("metadata") or {}).get("resourceVersion")
-                guarded = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}]
+                guarded = [{"op": "test", "path": GUARD_PATH, "value": version}]
                 result = await self.kube.patch(NODES, self.node_name, guarded + ops)
                 _log.debug("node patched", what=what, ops=len(ops), attempt=attempt)
                 return result
             except (Conflict, Invalid, *RETRYABLE) as error:
+                if isinstance(error, Invalid) and not error.failed_test(GUARD_PATH):
+                    # A patch the server finds invalid is invalid again after a re-read.
+                    _log.error("node patch rejected as invalid", what=what, error=_why(error))
+                    raise
                 attempt += 1
                 stale = isinstance(error, Conflict | Invalid)
-                wait = 0.0 if stale and attempt == 1 else self.backoff.delay(attempt - 1)
-                if isinstance(error, TooManyRequests) and error.retry_after:
-                    wait = max(wait, error.retry_after)
-                out_of_time = deadline is not None and self.monotonic() + wait > deadline
-                if attempt >= self.attempts or out_of_time:
+                # A stale read is retried at once the first time: a fresh read fixes it.
+                wait = (
+                    0.0
+                    if stale and attempt == 1
+                    else self.policy.wait(attempt, retry_after=retry_after_of(error))
+                )
+                if not self.policy.allows(attempt, wait, deadline=deadline):
                     _log.warning("node patch gave up", what=what, error=str(error))
                     raise
                 _log.info(

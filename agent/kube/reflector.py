@@ -11,14 +11,17 @@ Recovery:
   misbehaving server cannot drive us into a reconnect storm;
 - a broken or silent watch (client read timeout) is reopened after a backoff;
 - 410 Gone (as an HTTP status or an ``ERROR`` event) forces a relist, as a consistent read;
+- a configuration problem (``KubeConfigError``, e.g. an untrusted certificate) is retried
+  too, at the capped backoff (the CA file may be fixed under us), but logged as an error
+  once per distinct problem instead of as a warning on every retry;
 - the first list uses ``resourceVersion=0``, served from the API server's watch cache.
 
 What is stored: ``ProjectingReflector`` keeps, per object, whatever its ``project`` callable
-makes of the JSON (a compact, immutable projection), optionally indexed by one value (pods
-by ``spec.nodeName``); decoding and projection run on the watch thread, so the loop only
-swaps references. ``decode_page``/``decode_event`` may replace ``json.loads`` with a decoder
-that skips the fields the projection never reads. ``Reflector`` is the raw-dict case the
-agent's own caches use.
+makes of the JSON (a compact, immutable projection: client-go's TransformFunc), optionally
+indexed by one value (pods by ``spec.nodeName``); decoding and projection run on the watch
+thread, so the loop only swaps references. ``decode_page``/``decode_event`` may replace
+``json.loads`` with a decoder that skips the fields the projection never reads.
+``Reflector`` is the dict case: the raw JSON, or a ``transform`` of it.
 """
 
 from __future__ import annotations
@@ -35,14 +38,13 @@ from typing import Any, Generic, TypeVar
 import structlog
 
 from agent.kube.api import Decode, JsonObject, KubeApi
-from agent.kube.backoff import Backoff
-from agent.kube.errors import Gone, KubeError
+from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
+from agent.kube.errors import Gone, KubeConfigError, KubeError
 from agent.kube.resources import Resource, object_key
 
 T = TypeVar("T")
 Listener = Callable[[str, JsonObject | None], None]
 """Called on the loop with (``ADDED``/``MODIFIED``/``DELETED``/``SYNCED``, object or None)."""
-ProjectedListener = Callable[[str, Any], None]
 
 _log = structlog.get_logger(subsystem="kube.reflector")
 _SHORT_WATCH = 1.0
@@ -77,11 +79,14 @@ class ProjectingReflector(Generic[T]):
         self.field_selector = field_selector
         self.watch_timeout = watch_timeout
         self.read_timeout = read_timeout
-        self.backoff = backoff
         self.project = project
+        """Applied on the watch thread to every object before it is stored (client-go's
+        TransformFunc): a cache keeps a compact projection instead of the raw JSON."""
         self.index = index
         self.decode_page = decode_page
         self.decode_event = decode_event
+        self.policy = RetryPolicy(backoff)
+        """No attempt cap or deadline: a cache is kept up for as long as the agent runs."""
         self.store: dict[str, T] = {}
         self.indexed: dict[str, dict[str, T]] = {}
         """``index(value)`` -> {key: value}; empty without an index."""
@@ -95,6 +100,8 @@ class ProjectingReflector(Generic[T]):
         self._stopping = threading.Event()
         self._stream: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._config_problem: str | None = None
+        """The configuration problem last logged (watch thread only)."""
 
     # -- the loop side --------------------------------------------------------------
 
@@ -223,31 +230,45 @@ class ProjectingReflector(Generic[T]):
                     self._post("REPLACE", self._project_all(listing), resource_version)
                     del listing  # the raw page may be large; only projections stay
                     need_list = False
+                    self._config_problem = None
                 started = time.monotonic()
                 resource_version, delivered = self._watch_once(resource_version)
                 if delivered or time.monotonic() - started >= _SHORT_WATCH:
                     failures = 0
+                    self._config_problem = None
                 else:
                     failures += 1
-                    self._stopping.wait(self.backoff.delay(min(failures - 1, 10)))
+                    self._stopping.wait(self.policy.wait(failures))
             except Gone:
                 _log.info("watch expired, relisting", reflector=self.name)
                 need_list, list_version = True, ""
                 failures += 1
-                if failures > 1:
-                    self._stopping.wait(self.backoff.delay(failures - 2))
+                if failures > 1:  # the first relist is at once
+                    self._stopping.wait(self.policy.wait(failures - 1))
             except KubeError as error:
                 failures += 1
-                delay = self.backoff.delay(min(failures - 1, 10))
+                delay = self.policy.wait(failures, retry_after=retry_after_of(error))
                 if not self._stopping.is_set():
-                    _log.warning(
-                        "watch failed, retrying",
-                        reflector=self.name,
-                        error=str(error),
-                        status=error.status,
-                        retry_in=round(delay, 2),
-                    )
+                    self._log_failure(error, delay)
                 self._stopping.wait(delay)
+
+    def _log_failure(self, error: KubeError, delay: float) -> None:
+        if isinstance(error, KubeConfigError):
+            if str(error) != self._config_problem:
+                self._config_problem = str(error)
+                _log.error(
+                    "watch cannot connect: configuration problem; retrying quietly",
+                    reflector=self.name,
+                    error=str(error),
+                )
+            return
+        _log.warning(
+            "watch failed, retrying",
+            reflector=self.name,
+            error=str(error),
+            status=error.status,
+            retry_in=round(delay, 2),
+        )
 
     def _project_all(self, listing: JsonObject) -> list[tuple[str, T]]:
         items = listing.get("items") or []
@@ -318,10 +339,17 @@ def _raw(obj: JsonObject) -> JsonObject:
 
 
 class Reflector(ProjectingReflector[JsonObject]):
-    """The raw-dict cache: stores each object's JSON as the API server sent it."""
+    """The dict cache: each object's JSON as the API server sent it, or ``transform`` of it."""
 
-    def __init__(self, api: KubeApi, resource: Resource, **kwargs: Any) -> None:
-        super().__init__(api, resource, project=_raw, **kwargs)
+    def __init__(
+        self,
+        api: KubeApi,
+        resource: Resource,
+        *,
+        transform: Callable[[JsonObject], JsonObject] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(api, resource, project=transform or _raw, **kwargs)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         return super().subscribe(listener)

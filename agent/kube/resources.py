@@ -58,3 +58,7 @@ PRIORITY_CLASSES = Resource(
 PERSISTENT_VOLUME_CLAIMS = Resource(
     "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True
 )
+NODE_REPORTS = Resource(
+    "kubelet-companion.io", "v1alpha1", "nodereports", "NodeReport", namespaced=False
+)
+"""Our CRD (``daemonset/nodereport-crd.yaml``): one cluster-scoped object per node."""

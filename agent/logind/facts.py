@@ -1,4 +1,4 @@
-"""What ``doctor`` reports about logind: is it on the bus, and its inhibit delay."""
+"""What ``doctor`` reports about logind: is it on the bus, its inhibit delay, who holds locks."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from agent.logind.bus import connect_system_bus
 from agent.logind.errors import LogindError
-from agent.logind.manager import LogindManager
+from agent.logind.manager import Inhibitor, LogindManager
 
 
 @dataclass(frozen=True)
@@ -14,6 +14,16 @@ class LogindFacts:
     present: bool
     inhibit_delay_max_usec: int | None
     detail: str
+    inhibitors: tuple[Inhibitor, ...] = ()
+
+
+def kubelet_shutdown_delay_locks(inhibitors: tuple[Inhibitor, ...]) -> list[Inhibitor]:
+    """kubelet's own shutdown delay locks: with one, two shutdown managers are at work."""
+    return [
+        lock
+        for lock in inhibitors
+        if lock.who == "kubelet" and "shutdown" in lock.what.split(":") and lock.mode == "delay"
+    ]
 
 
 async def read_logind_facts(timeout: float = 2.0) -> LogindFacts:
@@ -22,8 +32,13 @@ async def read_logind_facts(timeout: float = 2.0) -> LogindFacts:
     except LogindError as error:
         return LogindFacts(False, None, str(error))
     try:
-        delay = await LogindManager(bus, timeout).inhibit_delay_max_usec()
-        return LogindFacts(True, delay, "org.freedesktop.login1 answered")
+        manager = LogindManager(bus, timeout)
+        delay = await manager.inhibit_delay_max_usec()
+        try:
+            inhibitors = tuple(await manager.list_inhibitors())
+        except LogindError:
+            inhibitors = ()  # logind answered; only the lock list is unknown
+        return LogindFacts(True, delay, "org.freedesktop.login1 answered", inhibitors)
     except LogindError as error:
         return LogindFacts(False, None, str(error))
     finally:

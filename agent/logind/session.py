@@ -35,6 +35,7 @@ from agent.logind.bus import call, connect_system_bus
 from agent.logind.errors import LogindError
 from agent.logind.manager import LogindManager
 from agent.logind.signals import DBUS, DBUS_PATH, LogindSignals
+from agent.retrying import Backoff, RetryPolicy
 
 _log = structlog.get_logger(subsystem="logind.session")
 
@@ -121,7 +122,10 @@ class LogindSession:
             await asyncio.sleep(self._delay(max(failures, 1)))
 
     def _delay(self, failures: int) -> float:
-        return float(min(self.reconnect_cap, self.reconnect_initial * 2 ** (failures - 1)))
+        # Built per use: tests widen ``reconnect_initial`` on a running session. No jitter:
+        # the peer is this node's own dbus-daemon, not a server shared with other agents.
+        backoff = Backoff(initial=self.reconnect_initial, cap=self.reconnect_cap, jitter=0.0)
+        return RetryPolicy(backoff).wait(failures)
 
     async def _attach(self, bus: MessageBus) -> None:
         signals = LogindSignals(

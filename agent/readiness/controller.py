@@ -21,7 +21,7 @@ from typing import Any
 import structlog
 
 from agent.kube.api import JsonObject
-from agent.kube.backoff import Backoff
+from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.errors import KubeError
 from agent.kube.events import EventSink, ObjectRef
 from agent.kube.patches import Builder, NodeWriter, Op
@@ -35,6 +35,7 @@ from agent.readiness.metrics import ReadinessMetrics
 from agent.readiness.settings import GateSettings, evaluate
 from agent.runtime.clock import Clock
 from agent.runtime.context import AgentContext
+from agent.runtime.status import ReadinessStatus, StatusBoard
 from agent.runtime.supervisor import RootTask
 from agent.runtime.watches import watch_task
 
@@ -76,21 +77,24 @@ class ReadinessController:
         metrics: ReadinessMetrics,
         clock: Clock,
         retry_backoff: Backoff = Backoff(initial=1.0, cap=30.0),
+        status: StatusBoard | None = None,
     ) -> None:
         self.node_name = node_name
+        self.status = status
         self.settings = settings
         self.inputs = inputs
         self.writer = writer
         self.events = events
         self.metrics = metrics
         self.clock = clock
-        self.retry_backoff = retry_backoff
+        self.retry_policy = RetryPolicy(retry_backoff)
         self.state = GateState()
         self.last_assessment: Assessment | None = None
         self.last_decision: Decision | None = None
         self._expectation = WriteExpectation()
         self._throttle = notices.Throttle(settings.event_interval)
         self._dirty = asyncio.Event()
+        self._input_events = 0  # what the input_events counter says, readable without a scrape
         self._failures = 0
         self._retry_at: float | None = None
         self._reported: tuple[str, str] | None = None
@@ -112,7 +116,11 @@ class ReadinessController:
             )
             while True:
                 self._dirty.clear()
+                # Listeners run on this loop, so every event counted now is in the snapshot
+                # this step judges: once it finishes, the gauge says those were handled.
+                seen = self._input_events
                 wake_at = await self.step()
+                self.metrics.evaluated_input_events.set(seen)
                 await self._wait(wake_at)
         finally:
             unsubscribe()
@@ -121,6 +129,8 @@ class ReadinessController:
                 task.cancel()
 
     def _on_event(self, kind: str, obj: JsonObject | None) -> None:  # noqa: ARG002 - Listener signature
+        self._input_events += 1
+        self.metrics.input_events.inc()
         self._dirty.set()
 
     async def _wait(self, wake_at: float) -> None:
@@ -173,8 +183,14 @@ class ReadinessController:
         wakes = [resync_at, decision.wake_at, self._retry_at]
         return min(wake for wake in wakes if wake is not None)
 
+    def _publish(self, held: bool, assessment: Assessment) -> None:
+        if self.status is not None:
+            waiting = tuple(part for part in _summary(assessment).split(",") if part)
+            self.status.publish_readiness(ReadinessStatus(held, waiting if held else ()))
+
     def _record(self, assessment: Assessment, view: GateView) -> None:
         self.metrics.gate_held.set(1 if view.tainted else 0)
+        self._publish(view.tainted, assessment)
         self.metrics.missing.labels(kind="daemonset").set(len(assessment.unscheduled))
         self.metrics.missing.labels(kind="pod").set(len(assessment.unready))
         self.metrics.missing.labels(kind="csi_driver").set(len(assessment.missing_drivers))
@@ -219,7 +235,7 @@ class ReadinessController:
         except KubeError as error:
             self._count(operation, "error", build.calls)
             self._failures += 1
-            delay = self.retry_backoff.delay(min(self._failures - 1, 8))
+            delay = self.retry_policy.wait(self._failures, retry_after=retry_after_of(error))
             self._retry_at = self.clock.monotonic() + delay
             _log.warning(
                 "gate write failed; retrying later",
@@ -236,6 +252,7 @@ class ReadinessController:
         self._count(operation, "success", build.calls)
         self._expectation.expect(result, self.clock.monotonic())
         self.metrics.gate_held.set(1 if decision.action is Action.ADD else 0)
+        self._publish(decision.action is Action.ADD, assessment)
         self._after_write(decision, node, assessment)
 
     def _count(self, operation: str, result: str, calls: int) -> None:
@@ -316,6 +333,7 @@ def root_tasks(ctx: AgentContext) -> list[RootTask]:
         events=ctx.cluster.events,
         metrics=ReadinessMetrics(ctx.registry),
         clock=ctx.clock,
+        status=ctx.status,
     )
     tasks = [watch_task(reflector, ctx.health) for reflector in inputs.reflectors]
     tasks.append(RootTask(name="readiness-gate", run=controller.run, stop=controller.drain_events))

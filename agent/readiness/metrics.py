@@ -56,6 +56,17 @@ class ReadinessMetrics:
             "Critical DaemonSets that should run here but do not tolerate the gate taint.",
             registry=registry,
         )
+        self.input_events = Counter(
+            "kubelet_companion_readiness_input_events",
+            "Watch events (node, pods, DaemonSets, CSINode) the gate was told about.",
+            registry=registry,
+        )
+        self.evaluated_input_events = Gauge(
+            "kubelet_companion_readiness_evaluated_input_events",
+            "The input event count the last finished evaluation had seen: below "
+            "kubelet_companion_readiness_input_events_total while events wait to be judged.",
+            registry=registry,
+        )
         self._wait = _WaitCollector()
         registry.register(self._wait)
         for kind in MISSING_KINDS:

@@ -6,7 +6,7 @@ The entrypoint builds it once; capabilities read what they need. Kubernetes memb
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
@@ -19,6 +19,7 @@ from agent.kube.patches import NodePatcher
 from agent.node.facts import NodeFacts
 from agent.node.paths import HostPaths
 from agent.runtime.clock import Clock
+from agent.runtime.status import StatusBoard
 from agent.telemetry.health import Health
 
 
@@ -43,3 +44,5 @@ class AgentContext:
     """The start-up snapshot of node facts (cgroup mode, noswap, kernel, memory)."""
     cluster: KubeContext | None
     """``None`` in node-only mode."""
+    status: StatusBoard = field(default_factory=StatusBoard)
+    """Capabilities publish their state here; the NodeReport subscribes (loop thread only)."""

@@ -39,12 +39,14 @@ from agent.node.kernel import read_boot_id
 from agent.node.paths import HostPaths
 from agent.runtime.clock import Clock
 from agent.runtime.context import AgentContext, KubeContext
+from agent.runtime.status import StatusBoard
 from agent.runtime.supervisor import RootTask
 from agent.shutdown.deadlines import Deadlines, deadlines_from
 from agent.shutdown.inhibitor import InhibitorGuard
 from agent.shutdown.listener import SessionListener
 from agent.shutdown.metrics import ShutdownMetrics
 from agent.shutdown.phases import budget_seconds
+from agent.shutdown.published import published
 from agent.shutdown.record import ShutdownRecord, ShutdownStatus, begin_record
 from agent.shutdown.run import ClusterAccess, ShutdownRun
 from agent.shutdown.startup import StartupAction, decide_on_reconnect, decide_startup, is_current
@@ -73,7 +75,9 @@ class ShutdownController:
         health: Health,
         clock: Clock,
         cluster: KubeContext | None,
+        status: StatusBoard | None = None,
     ) -> None:
+        self.status = status
         self.options = config.shutdown
         self.buckets = config.shutdown_buckets
         self.budget = budget_seconds(self.buckets)
@@ -92,11 +96,25 @@ class ShutdownController:
         )
         self.listener = SessionListener(self.logind.session)
         self.cluster = self._cluster_access(cluster, node_name)
-        self.record: ShutdownRecord | None = None
+        self._record: ShutdownRecord | None = None
         self.boot_id: str | None = None
         self._run: ShutdownRun | None = None
         self._run_task: asyncio.Task[ShutdownRecord] | None = None
         self._tasks: set[asyncio.Task[object]] = set()
+
+    @property
+    def record(self) -> ShutdownRecord | None:
+        return self._record
+
+    @record.setter
+    def record(self, record: ShutdownRecord | None) -> None:
+        # Every change of the record reaches the NodeReport through the status board.
+        self._record = record
+        self._publish(record)
+
+    def _publish(self, record: ShutdownRecord | None) -> None:
+        if self.status is not None:
+            self.status.publish_shutdown(published(record))
 
     @property
     def enabled(self) -> bool:
@@ -277,6 +295,7 @@ class ShutdownController:
             include_daemon_set_pods=self.options.include_daemon_set_pods,
             detach=self._spawn,
             resumed=resumed,
+            on_change=self._publish,
         )
         self._run = run
         self._run_task = run.start()  # arms the watchdog before it returns
@@ -354,6 +373,7 @@ def root_tasks(ctx: AgentContext) -> list[RootTask]:
         health=ctx.health,
         clock=ctx.clock,
         cluster=ctx.cluster,
+        status=ctx.status,
     )
     return [RootTask(name="shutdown", run=controller.run, stop=controller.stop)]
 

@@ -18,9 +18,10 @@ from agent.logind.dropin import write_dropin
 from agent.logind.errors import LogindError
 from agent.logind.manager import LogindManager
 from agent.logind.systemd import reload_logind
+from agent.retrying import Backoff, RetryPolicy
 
-REREAD_DELAYS = (0.1, 0.2, 0.4, 0.8, 1.6)
-"""Backoff 100 ms, factor 2, 5 steps: kubelet's schedule for the re-read."""
+REREAD = RetryPolicy(Backoff(initial=0.1, factor=2.0, cap=1.6, jitter=0.0), attempts=6)
+"""The first read, then 5 re-reads after 100 ms, x2: kubelet's schedule (no jitter)."""
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,10 @@ async def ensure_inhibit_delay(
             overridden=True,
             problem=f"wrote {dropin_path} but could not reload logind through systemd: {error}",
         )
-    for delay in REREAD_DELAYS:
-        await sleep(delay)
+    failures = 1  # the first read found the delay too short
+    while (wait := REREAD.next_wait(failures)) is not None:
+        await sleep(wait)
+        failures += 1
         try:
             seconds = await manager.inhibit_delay_max_usec() / 1_000_000
         except LogindError:
@@ -86,7 +89,7 @@ async def ensure_inhibit_delay(
         seconds,
         sufficient=False,
         overridden=True,
-        problem=f"timed out after {len(REREAD_DELAYS)} attempts waiting for logind "
+        problem=f"timed out after {failures - 1} attempts waiting for logind "
         f"InhibitDelayMaxSec to update to {wanted:g}s (the budget is {budget:g}s); "
         f"the current value is {seconds:g}s",
     )

@@ -94,7 +94,10 @@ class ShutdownRun:
         include_daemon_set_pods: bool,
         detach: Callable[[Coroutine[object, object, object]], asyncio.Task[object]],
         resumed: bool = False,
+        on_change: Callable[[ShutdownRecord], None] = lambda _record: None,
     ) -> None:
+        self.on_change = on_change
+        """Told about every phase change (the controller publishes it to the status board)."""
         self.record = record
         self.deadlines = deadlines
         self.cluster = cluster
@@ -330,6 +333,7 @@ class ShutdownRun:
 
     def _update_phase(self, index: int, **changes: object) -> None:
         self.record = self.record.with_phase(index, **changes)
+        self.on_change(self.record)
         phase = self.record.phases[index]
         if (duration := phase.duration) is not None:
             self.metrics.phase_duration.labels(priority=str(phase.priority)).set(duration)

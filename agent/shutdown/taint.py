@@ -31,7 +31,7 @@ import structlog
 
 from agent import DOMAIN
 from agent.kube.api import JsonObject
-from agent.kube.backoff import Backoff
+from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.errors import KubeError, NotFound
 from agent.kube.patches import NodePatcher, Op, Taint, taint_ops
 
@@ -63,7 +63,7 @@ class TaintKeeper:
         self.patcher = patcher
         self.cached_node = cached_node
         self.monotonic = monotonic
-        self.backoff = backoff
+        self.policy = RetryPolicy(backoff, monotonic=monotonic)
         self.on_trouble = on_trouble
         self.trouble_after = trouble_after
         self._task: asyncio.Task[bool] | None = None
@@ -116,8 +116,10 @@ class TaintKeeper:
                 return False
             except KubeError as error:
                 failures += 1
-                wait = self.backoff.delay(min(failures - 1, 8))
-                if deadline is not None and self.monotonic() + wait > deadline:
+                wait = self.policy.next_wait(
+                    failures, retry_after=retry_after_of(error), deadline=deadline
+                )
+                if wait is None:
                     _log.error("gave up on the taint at the deadline", what=what, error=str(error))
                     return False
                 if failures >= self.trouble_after:

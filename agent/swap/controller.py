@@ -50,12 +50,14 @@ from agent.node.paths import HostPaths
 from agent.node.systemslice import SliceChange, SystemSlice, swap_disks
 from agent.runtime.clock import Clock
 from agent.runtime.context import AgentContext, KubeContext
+from agent.runtime.status import StatusBoard
 from agent.runtime.supervisor import RootTask
 from agent.swap.audit import AuditReport, ContainerAudit, SwapWrite, build_report, enforce_plan
 from agent.swap.collector import AuditStats, SwapAuditCollector
 from agent.swap.eviction import check_eviction_threshold
 from agent.swap.labels import swap_node_builder
 from agent.swap.limits import KUBELET_CALC_ERROR
+from agent.swap.published import published
 from agent.swap.summary import (
     NOSWAP_EVENT_MESSAGE,
     NOSWAP_EVENT_REASON,
@@ -125,7 +127,9 @@ class SwapController:
         health: Health | None = None,
         page_size: int | None = None,
         debounce: float = 1.0,
+        status: StatusBoard | None = None,
     ) -> None:
+        self.status = status
         self.config = config
         self.node_name = node_name
         self.paths = paths
@@ -236,6 +240,8 @@ class SwapController:
             except OSError as error:
                 _log.warning("swap re-scan after enforcement failed", error=str(error))
         self.report = report
+        if self.status is not None:
+            self.status.publish_swap(published(report))
         self.stats = replace(
             self.stats,
             audits=self.stats.audits + 1,
@@ -484,6 +490,7 @@ def root_tasks(ctx: AgentContext) -> list[RootTask]:
         clock=ctx.clock,
         cluster=ctx.cluster,
         health=ctx.health,
+        status=ctx.status,
     )
     ctx.registry.register(SwapAuditCollector(lambda: controller.report, lambda: controller.stats))
     return [RootTask(name="swap", run=controller.run)]

@@ -2,14 +2,23 @@
 
 It runs in its own daemon thread (``ThreadingHTTPServer``) so a slow scrape never stalls
 the event loop, and binds to ``metricsBindAddress`` (loopback by default).
+
+In a DaemonSet it listens on ``0.0.0.0``, reachable from every pod, so it must not be a way
+to exhaust the agent: a thread per connection that waits forever for a request would let
+idle sockets pile up threads until the memory limit kills the agent (and drops its shutdown
+lock). So every connection has a read timeout, and at most ``max_connections`` are open at
+once: a new connection beyond that closes the oldest one, so a fresh probe always gets in
+(probes and scrapes send their request at once; an old connection is most likely idle).
 """
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
+from collections import OrderedDict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
+from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CollectorRegistry
@@ -58,19 +67,74 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-class _IPv6Server(ThreadingHTTPServer):
+DEFAULT_READ_TIMEOUT = 5.0
+"""Seconds a connection may take to send its request (and to take our reply);
+``metricsReadTimeout`` in the agent's config."""
+DEFAULT_MAX_CONNECTIONS = 64
+"""Connections (each with its handler thread) open at once, more close the oldest;
+``metricsMaxConnections`` in the agent's config."""
+
+
+class _BoundedServer(ThreadingHTTPServer):
+    """A thread per connection, with at most ``max_connections`` of them open at once."""
+
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(
+        self, address: tuple[str, int], handler: type[_Handler], max_connections: int
+    ) -> None:
+        self.max_connections = max_connections
+        # Accept (serve_forever's thread) adds, handler threads remove: one lock for both.
+        self._open: OrderedDict[socket.socket, None] = OrderedDict()
+        self._open_lock = threading.Lock()
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open[request] = None
+            oldest = [self._open.popitem(last=False)[0] for _ in range(self.open_beyond_cap)]
+        for connection in oldest:
+            # Only shut down, never close, another thread's socket: its handler thread then
+            # reads EOF, finishes, and closes it itself. If it closed it a moment ago, the
+            # socket object knows and this raises instead of touching a reused descriptor.
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        super().process_request(request, client_address)
+
+    @property
+    def open_beyond_cap(self) -> int:
+        return max(0, len(self._open) - self.max_connections)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.pop(request, None)
+        super().shutdown_request(request)
+
+
+class _IPv6Server(_BoundedServer):
     address_family = socket.AF_INET6
 
 
 class TelemetryServer:
     """Serve metrics and probes on ``address`` until ``close``."""
 
-    def __init__(self, address: str, registry: CollectorRegistry, health: Health) -> None:
-        handler = type("Handler", (_Handler,), {"registry": registry, "health": health})
+    def __init__(
+        self,
+        address: str,
+        registry: CollectorRegistry,
+        health: Health,
+        *,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    ) -> None:
+        # StreamRequestHandler puts ``timeout`` on the connection's socket; a request that
+        # does not arrive in time ends the handler (BaseHTTPRequestHandler closes it).
+        attributes = {"registry": registry, "health": health, "timeout": read_timeout}
+        handler = type("Handler", (_Handler,), attributes)
         host, port = split_host_port(address)
-        server_class = _IPv6Server if ":" in host else ThreadingHTTPServer
-        self._server = server_class((host, port), handler)
-        self._server.daemon_threads = True
+        server_class = _IPv6Server if ":" in host else _BoundedServer
+        self._server = server_class((host, port), handler, max_connections)
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="telemetry-http", daemon=True
         )

@@ -42,10 +42,14 @@ class CgroupTreeBuilder:
     mount: Path
     driver: Driver
     runtime: str = "containerd"
+    version: Literal[1, 2] = 2
+    """1: one controller's hierarchy of a v1 node (see ``CgroupV1TreeBuilder``)."""
 
     def __post_init__(self) -> None:
         self.mount.mkdir(parents=True, exist_ok=True)
         _cgroup_files(self.mount, root=True)
+        if self.version == 2:  # what tells a unified (v2) mount from a v1 hierarchy
+            (self.mount / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -82,6 +86,29 @@ class CgroupTreeBuilder:
         (path / "memory.swap.current").write_text(f"{swap_current}\n")
         return path
 
+    def pod_usage(
+        self,
+        uid: str,
+        qos: QOS,
+        *,
+        usage_usec: int,
+        memory_current: int,
+        inactive_file: int,
+        swap_current: int = 0,
+    ) -> Path:
+        """cgroup v2 usage files of a pod cgroup (what the NodeReport reads)."""
+        path = self.pod_dir(uid, qos)
+        (path / "cpu.stat").write_text(
+            f"usage_usec {usage_usec}\nuser_usec {usage_usec // 2}\nsystem_usec {usage_usec // 2}\n"
+        )
+        (path / "memory.current").write_text(f"{memory_current}\n")
+        (path / "memory.stat").write_text(
+            f"anon {memory_current - inactive_file}\nfile {inactive_file}\n"
+            f"active_file 0\ninactive_file {inactive_file}\n"
+        )
+        (path / "memory.swap.current").write_text(f"{swap_current}\n")
+        return path
+
     def system_slice(self, *, swap_max: str = "max", io_latency: str = "") -> Path:
         path = self._cgroup(self.mount / "system.slice")
         (path / "memory.swap.max").write_text(f"{swap_max}\n")
@@ -115,6 +142,39 @@ class CgroupTreeBuilder:
 
     def relative(self, path: Path) -> str:
         return str(path.relative_to(self.mount))
+
+
+@dataclass
+class CgroupV1TreeBuilder:
+    """A cgroup v1 node: the ``cpu,cpuacct`` and ``memory`` hierarchies under ``mount``, each
+    laid out by ``driver`` like the v2 tree (kubelet uses the same names on v1)."""
+
+    mount: Path
+    driver: Driver
+
+    def __post_init__(self) -> None:
+        self.cpu = CgroupTreeBuilder(self.mount / "cpu,cpuacct", self.driver, version=1)
+        self.memory = CgroupTreeBuilder(self.mount / "memory", self.driver, version=1)
+
+    def pod_usage(
+        self,
+        uid: str,
+        qos: QOS,
+        *,
+        usage_ns: int,
+        usage_in_bytes: int,
+        total_inactive_file: int,
+        memsw_usage: int | None = None,
+    ) -> None:
+        (self.cpu.pod_dir(uid, qos) / "cpuacct.usage").write_text(f"{usage_ns}\n")
+        memory = self.memory.pod_dir(uid, qos)
+        (memory / "memory.usage_in_bytes").write_text(f"{usage_in_bytes}\n")
+        (memory / "memory.stat").write_text(
+            f"cache {total_inactive_file}\nrss 0\ninactive_file 0\n"
+            f"total_inactive_file {total_inactive_file}\n"
+        )
+        if memsw_usage is not None:
+            (memory / "memory.memsw.usage_in_bytes").write_text(f"{memsw_usage}\n")
 
 
 def _cgroup_files(path: Path, *, root: bool) -> None:

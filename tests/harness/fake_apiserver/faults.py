@@ -3,8 +3,9 @@
 An agent's retry, backoff and timeout handling only shows up when the API server misbehaves,
 so tests script misbehaviour per request: the next N requests matching a method and a path
 pattern fail with a status (with a proper `Status` body and optional `Retry-After`), hang for a
-while (then are served normally, like a slow server whose client gave up), or lose their
-connection without any response.
+while (then are served normally, like a slow server whose client gave up), lose their
+connection without any response, or (watches) go silent after their first events, the way a
+half-open connection looks from the client's side.
 
 Note that urllib3 (under the official client) transparently retries idempotent requests (GET,
 PUT, DELETE) a few times after a dropped connection or read timeout, so a one-shot fault on
@@ -20,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
-Action = Literal["status", "hang", "drop"]
+Action = Literal["status", "hang", "drop", "stall"]
 
 
 @dataclass
@@ -142,6 +143,13 @@ class FaultInjector:
     ) -> FaultRule:
         """Close the connection of matching requests without sending any response."""
         return self._add(FaultRule("drop", method, _compile(path_regex), watch, times))
+
+    def stall_watches(
+        self, path_regex: str | re.Pattern[str] | None = None, times: int | None = 1
+    ) -> FaultRule:
+        """Matching watches send their headers and initial events, then nothing at all (no
+        events, no bookmarks, no end) until the client hangs up or the server stops."""
+        return self._add(FaultRule("stall", "GET", _compile(path_regex), True, times))
 
     @contextmanager
     def outage(

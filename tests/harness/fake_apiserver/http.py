@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from typing_extensions import override
 
-from . import discovery
+from . import discovery, tables
 from .faults import FaultInjector
 from .operations import Operations, ResourceRoute
 from .requestlog import RecordedRequest, RequestLog
@@ -246,8 +246,11 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         )
         # The log gets each response status *before* the response is written, so a client
         # that has its answer always finds the status in the log.
+        stall = False
         for rule in ctx.faults.take(self.command, url.path, entry.is_watch):
-            if rule.action == "hang":
+            if rule.action == "stall":
+                stall = True
+            elif rule.action == "hang":
                 with ctx.log.hanging(entry):
                     ctx.faults.released.wait(rule.seconds)
             elif rule.action == "drop":
@@ -271,7 +274,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         if isinstance(outcome, tuple):
             route, session = outcome
             ctx.log.completed(entry, 200)
-            self._stream_watch(ctx, route, session)
+            self._stream_watch(ctx, route, session, stall=stall)
             return
         ctx.log.completed(entry, outcome.code)
         self._send(outcome)
@@ -323,6 +326,14 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         outcome = None if verb is None else verb(ops, route, query, self._parse_json(raw))
         if outcome is None:
             raise method_not_allowed()
+        if (
+            self.command == "GET"
+            and route.rt.custom
+            and isinstance(outcome, _Response)
+            and isinstance(outcome.body, dict)
+            and tables.wants_table(self.headers.get("Accept", ""))
+        ):
+            return _Response(outcome.code, tables.to_table(route.rt, outcome.body))
         return outcome
 
     # --- response ---------------------------------------------------------------------------
@@ -365,7 +376,9 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
         self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
 
-    def _stream_watch(self, ctx: HttpContext, route: ResourceRoute, session: WatchSession) -> None:
+    def _stream_watch(
+        self, ctx: HttpContext, route: ResourceRoute, session: WatchSession, *, stall: bool = False
+    ) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
@@ -377,6 +390,12 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         try:
             for event in session.start():
                 self._write_chunk(event)
+            if stall:  # a `stall_watches` fault: silence until the client gives up
+                self.wfile.flush()
+                while not ctx.stopping.is_set() and not self._client_gone():
+                    ctx.faults.released.wait(_WATCH_IDLE_CHECK_SECONDS)
+                self.close_connection = True
+                return
             while not session.done and not ctx.stopping.is_set():
                 for event in session.poll(_WATCH_IDLE_CHECK_SECONDS):
                     self._write_chunk(event)

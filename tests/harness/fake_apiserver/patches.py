@@ -183,7 +183,8 @@ def _op_test(doc: Any, op: JSON) -> Any:
     except ApiError:
         actual = None
     if canonical(actual) != canonical(op["value"]):
-        raise unprocessable(f"testing value /{'/'.join(tokens)} failed: test operation failed")
+        # json-patch's wording, which the API server passes on in details.causes.
+        raise unprocessable(f"testing value {op.get('path')} failed: test failed")
     return doc
 
 

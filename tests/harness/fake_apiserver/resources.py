@@ -44,6 +44,8 @@ class ResourceType:
     categories: tuple[str, ...] = ()
     # Supported field-selector labels contributed by a CRD's selectableFields.
     extra_field_labels: frozenset[str] = field(default_factory=frozenset)
+    # A CRD's additionalPrinterColumns as (name, type, jsonPath, description), for Tables.
+    printer_columns: tuple[tuple[str, str, str, str], ...] = ()
 
     @property
     def key(self) -> str:
@@ -379,6 +381,15 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
                 custom=True,
                 categories=tuple(names.get("categories") or ()),
                 extra_field_labels=selectable,
+                printer_columns=tuple(
+                    (
+                        str(column.get("name", "")),
+                        str(column.get("type", "string")),
+                        str(column.get("jsonPath", "")),
+                        str(column.get("description", "")),
+                    )
+                    for column in version.get("additionalPrinterColumns") or []
+                ),
             )
         )
     return result

@@ -175,7 +175,8 @@ def unprocessable(detail: str) -> ApiError:
     """What a JSON patch that fails to apply (e.g. a failed `test` op) is answered with.
 
     The real server uses `NewGenericServerResponse(422, ...)`, whose message is fixed; the
-    underlying error text is kept in `details.causes` here (an addition) to ease debugging.
+    json-patch library's error text is its `details.causes[0].message`, the only way a client
+    can tell a failed `test` op ("testing value /x failed: test failed") from another failure.
     """
     return ApiError(
         422, "Invalid", default_message_for_code(422), {"causes": [{"message": detail}]}

@@ -74,6 +74,11 @@ class StoredEvent:
 class Strategy(Protocol):
     """Resource-specific hooks the store calls (see strategies.py)."""
 
+    # Whether a status-subresource write also applies metadata changes (nodes).
+    status_writes_metadata: bool
+
+    def default_sections(self, rt: ResourceType, obj: JSON) -> None: ...
+
     def prepare_for_create(
         self, store: Store, rt: ResourceType, obj: JSON, *, keep_status: bool
     ) -> None: ...
@@ -282,6 +287,7 @@ class Store:
                 raise already_exists(rt, name)
             if rt.resets_status_on_create and not keep_status:
                 obj.pop("status", None)
+            self._strategy_for(rt).default_sections(rt, obj)
             self._strategy_for(rt).prepare_for_create(self, rt, obj, keep_status=keep_status)
             for field in (*_SYSTEM_META, "resourceVersion", "selfLink", "managedFields"):
                 metadata.pop(field, None)
@@ -383,7 +389,13 @@ class Store:
     def _prepare_update(
         self, rt: ResourceType, new: JSON, current: JSON, subresource: str | None
     ) -> JSON:
-        if subresource == "status":
+        status_with_metadata = (
+            subresource == "status" and self._strategy_for(rt).status_writes_metadata
+        )
+        if status_with_metadata:
+            # nodeStatusStrategy: everything but the spec is taken (system metadata below).
+            new["spec"] = deep_copy(current.get("spec") or {})
+        elif subresource == "status":
             # Status writes take only `.status` (ResetObjectMetaForStatus + strategy).
             result = deep_copy(current)
             if new.get("status") is None:
@@ -406,7 +418,7 @@ class Store:
             else:
                 metadata.pop(field, None)
         metadata.pop("managedFields", None)
-        if rt.has_status:
+        if rt.has_status and not status_with_metadata:
             # The main endpoint ignores status changes when a status subresource exists.
             if "status" in current:
                 new["status"] = deep_copy(current["status"])

@@ -1,9 +1,10 @@
 """Per-resource behaviour: defaulting, admission, update rules, delete cascades.
 
 The generic store knows nothing about pods or CRDs; the real server's REST strategies and
-admission plugins that matter to a node agent live here instead: pod defaults and the Priority
-admission plugin, pod QoS class, the pod-spec update restrictions, pod graceful deletion,
-namespace and CRD lifecycles, and protection of the system priority classes.
+admission plugins that matter to a node agent live here instead: empty ``spec`` and
+``status`` sections, pod defaults and the Priority and DefaultTolerationSeconds admission
+plugins, pod QoS class, the pod-spec update restrictions, pod graceful deletion, the node
+status strategy, namespace and CRD lifecycles, and protection of the system priority classes.
 """
 
 from __future__ import annotations
@@ -26,10 +27,52 @@ SYSTEM_PRIORITY_CLASSES: dict[str, int] = {
 HIGHEST_USER_PRIORITY = 1000000000
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public")
 DEFAULT_TERMINATION_GRACE_SECONDS = 30
+DEFAULT_TOLERATION_SECONDS = 300
+"""The DefaultTolerationSeconds admission plugin's default for not-ready and unreachable."""
+
+# Built-in types whose Go structs hold `spec`/`status` as plain (non-pointer) structs: the
+# real server always serializes them, as `{}` when empty (plus the fields without
+# `omitempty`, as zeros), so a JSON patch may add below them and typed clients can parse them.
+_EMPTY: JSON = {}
+_ZERO_STATUS: dict[str, JSON] = {
+    "daemonsets.apps": dict.fromkeys(
+        ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady"),
+        0,
+    ),
+    "replicasets.apps": {"replicas": 0},
+    "poddisruptionbudgets.policy": dict.fromkeys(
+        ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"), 0
+    ),
+}
+_STRUCT_SECTIONS: dict[str, tuple[str, ...]] = {
+    "pods": ("spec", "status"),
+    "nodes": ("spec", "status"),
+    "namespaces": ("spec", "status"),
+    "services": ("spec", "status"),
+    "persistentvolumeclaims": ("spec", "status"),
+    "daemonsets.apps": ("spec", "status"),
+    "deployments.apps": ("spec", "status"),
+    "replicasets.apps": ("spec", "status"),
+    "poddisruptionbudgets.policy": ("spec", "status"),
+    "csinodes.storage.k8s.io": ("spec",),
+    "leases.coordination.k8s.io": ("spec",),
+}
 
 
 class Strategy:
     """The default: nothing resource-specific (hooks are no-ops, deletes are immediate)."""
+
+    status_writes_metadata = False
+    """Whether a write to the status subresource also applies metadata changes (nodes)."""
+
+    def default_sections(self, rt: ResourceType, obj: JSON) -> None:
+        """Give a new object the empty ``spec``/``status`` the real server would serialize."""
+        for section in _STRUCT_SECTIONS.get(rt.key, ()):
+            if not isinstance(obj.get(section), dict):
+                obj[section] = {}
+        if "status" in _STRUCT_SECTIONS.get(rt.key, ()):
+            for field, zero in _ZERO_STATUS.get(rt.key, _EMPTY).items():
+                obj["status"].setdefault(field, zero)
 
     def prepare_for_create(
         self, store: Store, rt: ResourceType, obj: JSON, *, keep_status: bool
@@ -112,6 +155,7 @@ class PodStrategy(Strategy):
         _default_containers(spec.setdefault("containers", []))
         _default_containers(spec.get("initContainers") or [])
         self._admit_priority(store, rt, obj)
+        _admit_default_tolerations(spec)
         given = obj.get("status")
         status: JSON = given if keep_status and isinstance(given, dict) and given else {}
         status.setdefault("phase", "Pending")
@@ -187,6 +231,43 @@ class PodStrategy(Strategy):
         if (obj.get("status") or {}).get("phase") in ("Failed", "Succeeded"):
             period = 0
         return 1 if period < 0 else period
+
+
+def _tolerates_no_execute(tolerations: list[JSON], key: str) -> bool:
+    return any(
+        toleration.get("key") in (key, "", None)
+        and toleration.get("effect") in ("NoExecute", "", None)
+        for toleration in tolerations
+    )
+
+
+def _admit_default_tolerations(spec: JSON) -> None:
+    """The DefaultTolerationSeconds admission plugin: tolerate not-ready/unreachable 300 s."""
+    tolerations = spec.setdefault("tolerations", [])
+    for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+        if not _tolerates_no_execute(tolerations, key):
+            tolerations.append(
+                {
+                    "key": key,
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": DEFAULT_TOLERATION_SECONDS,
+                }
+            )
+
+
+# --- nodes -------------------------------------------------------------------------------------
+
+
+class NodeStrategy(Strategy):
+    """`nodeStatusStrategy`: a status write keeps the old spec and applies everything else.
+
+    Unlike most types (``ResetObjectMetaForStatus``), the node status strategy only copies the
+    spec back, so a PUT or PATCH of ``nodes/<name>/status`` also changes labels and
+    annotations. A client may set the status on create (kubelet registers nodes that way).
+    """
+
+    status_writes_metadata = True
 
 
 def _mutable_masked(spec: JSON) -> JSON:
@@ -359,6 +440,7 @@ class CrdStrategy(Strategy):
 _DEFAULT = Strategy()
 _BY_KEY: dict[str, Strategy] = {
     "pods": PodStrategy(),
+    "nodes": NodeStrategy(),
     "namespaces": NamespaceStrategy(),
     "priorityclasses.scheduling.k8s.io": PriorityClassStrategy(),
     "customresourcedefinitions.apiextensions.k8s.io": CrdStrategy(),

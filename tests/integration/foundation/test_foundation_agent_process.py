@@ -1,4 +1,4 @@
-"""The agent process in node-only mode: metrics within 5 s, clean exit on SIGINT/SIGTERM."""
+"""The agent process in node-only mode: metrics once ready, clean exit on SIGINT/SIGTERM."""
 
 import os
 import signal
@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -41,7 +42,10 @@ def test_node_only_agent_serves_facts_and_exits_0(tmp_path: Path, signum: signal
     """Without a cluster the agent serves build info and node facts, then exits 0 on a signal."""
     port = _free_port()
     config = tmp_path / "agent.yaml"
-    config.write_text(f"metricsBindAddress: 127.0.0.1:{port}\nstateDir: {tmp_path}\n")
+    # Shutdown off: this test is about node facts, and /readyz waits for a logind lock else.
+    config.write_text(
+        f"metricsBindAddress: 127.0.0.1:{port}\nstateDir: {tmp_path}\nshutdownGracePeriod: 0s\n"
+    )
     process = subprocess.Popen(
         [sys.executable, "-m", "agent.cli", "agent", "--config", str(config)],
         env={**os.environ, "KUBECONFIG": "", "HOME": str(tmp_path), "KUBERNETES_SERVICE_HOST": ""},
@@ -50,7 +54,11 @@ def test_node_only_agent_serves_facts_and_exits_0(tmp_path: Path, signum: signal
         text=True,
     )
     try:
-        body = _scrape(f"http://127.0.0.1:{port}/metrics", time.monotonic() + 20)
+        # Node facts are collected after the listener starts: /readyz says when they are in
+        # (a 503 is an HTTPError, an OSError, so _scrape keeps polling until it is 200).
+        ready = _scrape(f"http://127.0.0.1:{port}/readyz", time.monotonic() + 30)
+        assert ready.startswith("ok")
+        body = _scrape(f"http://127.0.0.1:{port}/metrics", time.monotonic() + 10)
         for series in (
             "kubelet_companion_build_info",
             "machine_swap_bytes",
@@ -59,8 +67,6 @@ def test_node_only_agent_serves_facts_and_exits_0(tmp_path: Path, signum: signal
             "kubelet_companion_tmpfs_noswap_supported",
         ):
             assert series in body
-        ready = _scrape(f"http://127.0.0.1:{port}/readyz", time.monotonic() + 10)
-        assert ready.startswith("ok")
         process.send_signal(signum)
         output, _ = process.communicate(timeout=20)
     finally:
@@ -109,3 +115,47 @@ def test_an_unreadable_kubeconfig_is_a_config_error(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
     assert "cannot use the configured kubeconfig" in result.stdout
+
+
+def test_with_the_default_shutdown_and_no_logind_the_agent_stays_up(tmp_path: Path) -> None:
+    """Shutdown is on by default; without a system bus the agent says so and stays healthy."""
+    port = _free_port()
+    config = tmp_path / "agent.yaml"
+    config.write_text(f"metricsBindAddress: 127.0.0.1:{port}\nstateDir: {tmp_path}\n")
+    log = tmp_path / "agent.log"
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "agent.cli", "agent", "--config", str(config)],
+            env={
+                **os.environ,
+                "KUBECONFIG": "",
+                "HOME": str(tmp_path),
+                "KUBERNETES_SERVICE_HOST": "",
+                "DBUS_SYSTEM_BUS_ADDRESS": f"unix:path={tmp_path}/no-bus",
+            },
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while "logind unavailable" not in log.read_text():
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        assert _scrape(f"http://127.0.0.1:{port}/healthz", time.monotonic() + 10) == "ok\n"
+        verbose = urllib.request.Request(f"http://127.0.0.1:{port}/readyz?verbose")
+        try:
+            urllib.request.urlopen(verbose, timeout=5)  # noqa: S310 - loopback
+        except urllib.error.HTTPError as error:
+            readiness = error.read().decode()
+        else:  # pragma: no cover - a failure message
+            pytest.fail("/readyz must fail while the shutdown lock cannot be taken")
+        assert "[-]logind-lock" in readiness
+        assert process.poll() is None
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, log.read_text()

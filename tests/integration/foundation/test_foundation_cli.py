@@ -78,3 +78,23 @@ def test_doctor_prints_a_table_and_json_of_this_machine() -> None:
     assert report["sections"]["swap"]["on"] == bool(swaps)
     assert len(report["sections"]["swap"]["devices"]) == len(swaps)
     assert report["sections"]["cluster"]["mode"] == "node-only"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param(b"nodeName: caf\xe9\n", id="not-utf-8"),
+        pytest.param(b"shutdownGracePeriod: !!float\n", id="empty-float"),
+        pytest.param(b"!!timestamp\n", id="bare-timestamp"),
+    ],
+)
+def test_a_file_the_parser_chokes_on_exits_2_without_a_traceback(
+    content: bytes, tmp_path: Path
+) -> None:
+    """Bytes that are not UTF-8, or YAML that crashes PyYAML, are a config error: exit 2."""
+    config = tmp_path / "agent.yaml"
+    config.write_bytes(content)
+    result = run("agent", "--config", str(config))
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"invalid config {config}: 1 error(s)")
+    assert "Traceback" not in result.stderr

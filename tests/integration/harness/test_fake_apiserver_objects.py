@@ -349,7 +349,7 @@ def test_main_endpoint_ignores_status_and_status_endpoint_ignores_spec(
 
 
 def test_create_through_http_drops_a_daemonset_status(fake_api_client: client.ApiClient) -> None:
-    """POST drops a daemonset's status; only spec changes bump metadata.generation."""
+    """POST resets a daemonset's status to zeros; only spec changes bump metadata.generation."""
     apps = client.AppsV1Api(fake_api_client)
     body = {
         "metadata": {"name": "ds"},
@@ -368,7 +368,7 @@ def test_create_through_http_drops_a_daemonset_status(fake_api_client: client.Ap
         },
     }
     created = apps.create_namespaced_daemon_set("kube-system", body)
-    assert created.status is None
+    assert (created.status.current_number_scheduled, created.status.number_ready) == (0, 0)
     assert created.metadata.generation == 1
     relabelled = apps.patch_namespaced_daemon_set(
         "ds", "kube-system", {"metadata": {"labels": {"x": "y"}}}

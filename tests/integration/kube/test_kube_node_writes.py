@@ -1,10 +1,22 @@
 """Guarded node patches and events over HTTP: nothing of others is lost, repeats aggregate."""
 
-import pytest
+import asyncio
 
+import pytest
+from structlog.testing import capture_logs
+
+from agent.kube.backoff import Backoff
 from agent.kube.client import AsyncKube
+from agent.kube.errors import Invalid, Unavailable
 from agent.kube.events import EventRecorder, ObjectRef
-from agent.kube.patches import NodePatcher, OwnershipError, Taint, taint_ops
+from agent.kube.patches import (
+    GUARD_PATH,
+    NodePatcher,
+    OwnershipError,
+    Taint,
+    metadata_map_ops,
+    taint_ops,
+)
 from tests.harness.fake_apiserver import FakeApiServer, manifests
 
 OURS = "kubelet-companion.io/test"
@@ -46,6 +58,85 @@ async def test_conflicts_and_server_errors_are_retried(
     patcher = NodePatcher(async_kube, "n1", owns)
     await patcher.update(lambda node: taint_ops(node, ensure=Taint(OURS)), what="t")
     assert [t["key"] for t in fake_apiserver.get("nodes", "n1")["spec"]["taints"]] == [OURS]
+
+
+async def test_an_invalid_patch_fails_at_once(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """A 422 that is not the resourceVersion test (an op that does not apply) is not retried."""
+    fake_apiserver.create(manifests.node("n1"))
+    missing = [{"op": "remove", "path": "/metadata/labels/kubelet-companion.io~1absent"}]
+    patcher = NodePatcher(async_kube, "n1", owns)
+    with capture_logs() as logs, pytest.raises(Invalid) as caught:
+        await patcher.update(lambda _node: missing, what="t")
+    assert not caught.value.failed_test(GUARD_PATH)
+    (logged,) = [entry for entry in logs if entry["log_level"] == "error"]
+    assert "doc is missing path" in logged["error"]  # the cause, from details.causes
+    patches = fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")
+    assert [r.status for r in patches] == [422]
+
+
+async def test_only_the_guard_failure_is_retried(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """A failed test op is retried from a fresh read until the write lands."""
+    fake_apiserver.create(manifests.node("n1"))
+    stale = fake_apiserver.get("nodes", "n1")
+    for value in ("a", "b"):  # two writes by others after our cached read
+        fake_apiserver.patch("nodes", "n1", {"metadata": {"labels": {"other": value}}})
+    patcher = NodePatcher(async_kube, "n1", owns)
+    label = {"kubelet-companion.io/x": "1"}
+    await patcher.update(
+        lambda node: metadata_map_ops(node, "labels", set_values=label), what="t", node=stale
+    )
+    labels = fake_apiserver.get("nodes", "n1")["metadata"]["labels"]
+    assert labels == {"other": "b", "kubelet-companion.io/x": "1"}
+    patches = fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")
+    assert [r.status for r in patches] == [422, 200]
+
+
+async def test_a_long_retry_after_is_honoured_up_to_the_cap(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """A 429 asking for an hour waits the policy's cap instead, then the write lands."""
+    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.faults.add("PATCH", r"/nodes/n1$", status=429, times=1, retry_after=3600)
+    patcher = NodePatcher(async_kube, "n1", owns, backoff=Backoff(initial=0.01, cap=0.2))
+    async with asyncio.timeout(10):
+        await patcher.update(lambda node: taint_ops(node, ensure=Taint(OURS)), what="t")
+    first, second = fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")
+    assert [first.status, second.status] == [429, 200]
+    assert second.monotonic - first.monotonic >= 0.2  # Retry-After honoured, capped at 0.2 s
+
+
+async def test_the_attempt_cap_ends_a_persistent_failure(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """With the server down for good, exactly `attempts` PATCHes go out, then the error."""
+    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.faults.add("PATCH", r"/nodes/n1$", status=503, times=None)
+    fast = Backoff(initial=0.001, factor=1.0, cap=0.001, jitter=0.0)
+    patcher = NodePatcher(async_kube, "n1", owns, backoff=fast, attempts=3)
+    with pytest.raises(Unavailable):
+        await patcher.update(lambda node: taint_ops(node, ensure=Taint(OURS)), what="t")
+    assert len(fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")) == 3
+
+
+async def test_the_deadline_ends_retries_before_the_attempt_cap(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """A wait that would cross the deadline (on the patcher's clock) is not taken."""
+    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.faults.add("PATCH", r"/nodes/n1$", status=503, times=None)
+    now = 1e9  # the patcher's own clock, far from time.monotonic()
+    patcher = NodePatcher(
+        async_kube, "n1", owns, backoff=Backoff(initial=1.0, jitter=0.0), monotonic=lambda: now
+    )
+    with pytest.raises(Unavailable):
+        await patcher.update(
+            lambda node: taint_ops(node, ensure=Taint(OURS)), what="t", deadline=now + 0.5
+        )
+    assert len(fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")) == 1
 
 
 async def test_no_change_sends_nothing(

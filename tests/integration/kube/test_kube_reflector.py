@@ -94,6 +94,31 @@ async def test_reflector_recovers_from_an_outage(
         await asyncio.wait_for(task, 10)
 
 
+async def test_a_silent_watch_is_reopened_after_the_read_timeout(
+    kube_api: KubeApi, fake_apiserver: FakeApiServer
+) -> None:
+    """A watch that goes silent (half-open) fails on the read timeout; the reflector reconnects."""
+    fake_apiserver.faults.stall_watches(r"/pods$", times=1)
+    # Requests may take far longer than the wait below: only the watch's own read timeout
+    # can end the stalled watch in time.
+    patient = KubeApi(kube_api.api_client, request_timeout=60.0)
+    reflector = Reflector(patient, PODS, name="pods", read_timeout=0.5)
+    task = asyncio.create_task(reflector.run())
+    try:
+        async with asyncio.timeout(10):
+            await reflector.synced.wait()
+        await asyncio.to_thread(
+            fake_apiserver.wait_for_request, lambda r: r.is_watch and r.path.endswith("/pods"), 10
+        )
+        fake_apiserver.create(manifests.pod("after-the-stall", node="n1"))
+        await _until(lambda: "default/after-the-stall" in reflector.store)
+        watches = [r for r in fake_apiserver.requests(path_contains="/pods") if r.is_watch]
+        assert len(watches) >= 2  # the stalled one, then the one that delivered the pod
+    finally:
+        reflector.stop()
+        await asyncio.wait_for(task, 10)
+
+
 async def test_stop_is_prompt_on_a_quiet_watch(
     kube_api: KubeApi, fake_apiserver: FakeApiServer
 ) -> None:

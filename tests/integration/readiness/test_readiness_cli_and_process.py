@@ -105,7 +105,10 @@ def test_the_agent_process_lifts_the_gate(fake_apiserver: FakeApiServer, tmp_pat
     """`kubelet-companion agent` against the API server removes the taint and reports it."""
     fake_apiserver.create(node(taints=[taint("keep/me"), taint()]))
     port = _free_port()
-    config = _config(tmp_path, fake_apiserver, f"metricsBindAddress: 127.0.0.1:{port}\n")
+    # Shutdown off: without a system bus its logind lock would keep /readyz at 503.
+    config = _config(
+        tmp_path, fake_apiserver, f"metricsBindAddress: 127.0.0.1:{port}\nshutdownGracePeriod: 0s\n"
+    )
     process = subprocess.Popen(
         [sys.executable, "-m", "agent.cli", "agent", "--config", str(config)],
         env={**os.environ, "HOME": str(tmp_path), "KUBERNETES_SERVICE_HOST": ""},

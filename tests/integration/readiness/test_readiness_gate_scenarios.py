@@ -53,6 +53,19 @@ def _taint_writes(server: FakeApiServer) -> list[RecordedRequest]:
     ]
 
 
+def _input_events(agent: GateAgent) -> float:
+    return agent.metric("kubelet_companion_readiness_input_events_total") or 0.0
+
+
+async def _judged_every_event(agent: GateAgent) -> None:
+    """Wait until an evaluation that saw every input event so far has finished (writes too)."""
+    seen = _input_events(agent)
+    await agent.until(
+        lambda: (agent.metric("kubelet_companion_readiness_evaluated_input_events") or 0) >= seen,
+        f"the gate to judge its first {seen:g} input events",
+    )
+
+
 def _adds_gate(request: RecordedRequest) -> bool:
     return any(
         op.get("path") == "/spec/taints" and GATE in [t["key"] for t in op.get("value") or []]
@@ -150,7 +163,7 @@ async def test_an_unready_critical_pod_holds_until_ready_then_lifts_exactly_once
         return bool(((cached.get("metadata") or {}).get("labels") or {}).get("x") == "y")
 
     await agent.until(saw_label, "the agent saw the later node update")
-    await asyncio.sleep(0.3)
+    await _judged_every_event(agent)
     assert len(_node_patches(fake_apiserver)) == 1
     assert len(_events(fake_apiserver, "NodeCriticalComponentsReady")) == 1
     assert (
@@ -176,15 +189,11 @@ async def test_a_missing_csi_driver_holds_until_the_csinode_lists_it(
     )
     assert "ebs.csi.aws.com" in _events(fake_apiserver, "UnreadyRequiredCSIDrivers")[0]["message"]
 
+    before = _input_events(agent)
     fake_apiserver.create(csinode(drivers=["other.csi.k8s.io"]))
-    await agent.until(
-        lambda: (
-            agent.metric("kubelet_companion_readiness_missing", kind="csi_driver") == 1
-            and agent.cluster.node_state.synced
-        ),
-        "the agent judged the CSINode",
-    )
-    await asyncio.sleep(0.2)
+    await agent.until(lambda: _input_events(agent) > before, "the CSINode reached the gate")
+    await _judged_every_event(agent)
+    assert agent.metric("kubelet_companion_readiness_missing", kind="csi_driver") == 1
     assert _gated(fake_apiserver)
 
     def register(current: JSON) -> JSON:
@@ -314,7 +323,7 @@ async def test_a_completed_node_is_left_alone_by_a_restarted_agent(
         lambda: agent.metric("kubelet_companion_readiness_missing", kind="pod") == 1,
         "the first evaluation",
     )
-    await asyncio.sleep(0.3)
+    await _judged_every_event(agent)
     assert _node_patches(fake_apiserver) == []
 
 

@@ -94,8 +94,8 @@ def test_plan_reports_an_unreachable_api_server(
 
 
 def test_plan_with_shutdown_off_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """With no grace period configured the command explains that shutdown handling is off."""
-    config = write_config(tmp_path, "")
+    """With shutdownGracePeriod 0s the command explains that shutdown handling is off."""
+    config = write_config(tmp_path, "shutdownGracePeriod: 0s\n")
     assert main(["shutdown", "plan", "--config", str(config)]) == 0
     assert "graceful node shutdown is off" in capsys.readouterr().err
 

@@ -21,13 +21,47 @@ def _errors(text: str) -> list[str]:
     return [str(error) for error in caught.value.errors]
 
 
-def test_defaults_are_valid_and_off() -> None:
-    """An empty file gives a valid config with shutdown handling and swap enforcement off."""
+def test_defaults_are_valid_with_shutdown_on_and_swap_enforcement_off() -> None:
+    """An empty file gives kubelet's example shutdown (30s, 10s critical), no swap enforcing."""
     config = parse_document(AgentConfig, "", "empty.yaml")
     assert config == AgentConfig()
-    assert config.shutdown_buckets == ()
+    assert config.shutdown_buckets == (
+        PriorityBucket(priority=0, shutdown_grace_period_seconds=20),
+        PriorityBucket(priority=2_000_000_000, shutdown_grace_period_seconds=10),
+    )
     assert config.metrics_bind_address == "127.0.0.1:9477"
     assert config.memory_swap.enforce is False
+
+
+@pytest.mark.parametrize(
+    ("text", "buckets"),
+    [
+        pytest.param("shutdownGracePeriod: 0s", (), id="explicit-0-turns-it-off"),
+        pytest.param(
+            "shutdownGracePeriod: 5s",
+            ((0, 5), (2_000_000_000, 0)),
+            id="a-period-alone-has-no-critical-share",
+        ),
+        pytest.param(
+            "shutdownGracePeriodCriticalPods: 0s",
+            (),
+            id="setting-either-field-drops-the-default",
+        ),
+        pytest.param(
+            "shutdownGracePeriodByPodPriority: [{priority: 0, shutdownGracePeriodSeconds: 7}]",
+            ((0, 7),),
+            id="buckets-replace-the-default-pair",
+        ),
+    ],
+)
+def test_the_default_applies_only_when_no_shutdown_field_is_set(
+    text: str, buckets: tuple[tuple[int, int], ...]
+) -> None:
+    """Any of the three shutdown fields replaces the 30s/10s default; 0s turns shutdown off."""
+    config = parse_document(AgentConfig, text, "x")
+    assert tuple(
+        (b.priority, b.shutdown_grace_period_seconds) for b in config.shutdown_buckets
+    ) == (buckets)
 
 
 def test_three_bad_fields_and_an_unknown_key_are_all_reported() -> None:

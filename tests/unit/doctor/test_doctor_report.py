@@ -2,10 +2,13 @@
 
 from dataclasses import replace
 
+import pytest
+
 from agent.config import AgentConfig, parse_document
 from agent.doctor.render import render_json, render_table
 from agent.doctor.report import ClusterStatus, build_report
 from agent.logind.facts import LogindFacts
+from agent.logind.manager import Inhibitor
 from agent.node.cgroups import CgroupFacts, CgroupMode
 from agent.node.facts import NodeFacts
 from agent.node.kernel import KernelFacts
@@ -35,7 +38,9 @@ def facts(
     )
 
 
-LOGIND = LogindFacts(True, 5_000_000, "ok")
+LOGIND = LogindFacts(True, 45_000_000, "ok")
+"""logind with room for the default 30 s budget."""
+SHORT_DELAY_LOGIND = LogindFacts(True, 5_000_000, "ok")
 NODE_ONLY = ClusterStatus("node-only", "none")
 
 
@@ -49,7 +54,7 @@ def test_swap_without_noswap_warns_about_memory_backed_volumes() -> None:
 
 
 def test_a_healthy_node_has_no_warnings() -> None:
-    """No swap, cgroup v2, no shutdown budget: nothing to warn about."""
+    """No swap, cgroup v2, the default shutdown budget within logind's delay: no warnings."""
     assert build_report(AgentConfig(), "n1", facts(), LOGIND, NODE_ONLY).warnings == []
 
 
@@ -71,7 +76,7 @@ def test_limited_swap_without_swap_warns() -> None:
 def test_short_inhibit_delay_is_reported_with_the_fix() -> None:
     """A 5 s logind delay under a 30 s budget names the drop-in that will raise it."""
     config = parse_document(AgentConfig, "shutdownGracePeriod: 30s", "x")
-    report = build_report(config, "n1", facts(), LOGIND, NODE_ONLY)
+    report = build_report(config, "n1", facts(), SHORT_DELAY_LOGIND, NODE_ONLY)
     (warning,) = report.warnings
     assert "InhibitDelayMaxSec is 5s, below the shutdown budget of 30s" in warning
     assert "99-kubelet-companion.conf" in warning
@@ -82,6 +87,56 @@ def test_missing_logind_with_a_budget_warns() -> None:
     config = parse_document(AgentConfig, "shutdownGracePeriod: 30s", "x")
     report = build_report(config, "n1", facts(), LogindFacts(False, None, "no bus"), NODE_ONLY)
     assert any("logind is not reachable" in w for w in report.warnings)
+
+
+@pytest.mark.parametrize(
+    ("config_text", "logind", "expected"),
+    [
+        pytest.param(
+            "shutdownGracePeriod: 0s",
+            LOGIND,
+            ["graceful shutdown is off (shutdownGracePeriod 0s): pods are not drained before "
+             "the node shuts down"],
+            id="shutdown-off",
+        ),
+        pytest.param(
+            "shutdownGracePeriod: 0s",
+            LogindFacts(False, None, "no bus"),
+            ["graceful shutdown is off (shutdownGracePeriod 0s): pods are not drained before "
+             "the node shuts down",
+             "logind is not reachable (no bus): graceful shutdown could not work on this node"],
+            id="shutdown-off-and-no-logind",
+        ),
+        pytest.param(
+            "",
+            LogindFacts(False, None, "no bus"),
+            ["logind is not reachable (no bus): graceful shutdown (30s) cannot hold the "
+             "shutdown back, pods will not be drained at shutdown"],
+            id="default-budget-without-logind",
+        ),
+        pytest.param(
+            "",
+            replace(
+                LOGIND,
+                inhibitors=(
+                    Inhibitor("shutdown", "kubelet", "Kubelet needs time", "delay", 0, 812),
+                    Inhibitor("sleep", "kubelet", "x", "delay", 0, 812),
+                    Inhibitor("shutdown", "kubelet-companion", "ours", "delay", 0, 900),
+                ),
+            ),
+            ["kubelet (pid 812) also holds a shutdown delay inhibitor lock: two shutdown "
+             "managers are at work; set kubelet's shutdownGracePeriod to 0 to leave shutdown "
+             "to kubelet-companion"],
+            id="kubelet-holds-a-shutdown-lock",
+        ),
+    ],
+)  # fmt: skip
+def test_shutdown_that_would_not_drain_pods_is_a_warning(
+    config_text: str, logind: LogindFacts, expected: list[str]
+) -> None:
+    """Shutdown off, logind unreachable, or kubelet holding a shutdown lock is each a warning."""
+    config = parse_document(AgentConfig, config_text, "x")
+    assert build_report(config, "n1", facts(), logind, NODE_ONLY).warnings == expected
 
 
 def test_unreachable_cluster_warns() -> None:

@@ -65,3 +65,38 @@ def test_pdb_refusal_is_recognised() -> None:
 def test_retryable_errors_are_throttling_and_unavailability() -> None:
     """Only 429 and unavailability are retried unchanged."""
     assert set(RETRYABLE) == {TooManyRequests, Unavailable}
+
+
+def _status_422(cause: str) -> dict[str, object]:
+    # What kube-apiserver's NewGenericServerResponse(422, ...) sends for a JSON patch.
+    return {
+        "kind": "Status",
+        "status": "Failure",
+        "message": "the server rejected our request due to an error in our request",
+        "reason": "Invalid",
+        "details": {"causes": [{"message": cause}]},
+        "code": 422,
+    }
+
+
+@pytest.mark.parametrize(
+    ("cause", "failed_test"),
+    [
+        pytest.param(
+            "testing value /metadata/resourceVersion failed: test failed", True, id="test-failed"
+        ),
+        pytest.param("Testing value /metadata/resourceVersion failed", True, id="older-servers"),
+        pytest.param("testing value /spec/taints failed: test failed", False, id="other-path"),
+        pytest.param(
+            'remove operation does not apply: doc is missing path: "/metadata/labels/x"',
+            False,
+            id="op-does-not-apply",
+        ),
+        pytest.param("", False, id="no-cause"),
+    ],
+)
+def test_a_failed_guard_is_told_apart_from_other_422s(cause: str, failed_test: bool) -> None:
+    """Only a failed test op on the given path counts as a stale guard; other 422s do not."""
+    error = error_for_status(422, _status_422(cause))
+    assert isinstance(error, Invalid)
+    assert error.failed_test("/metadata/resourceVersion") is failed_test

@@ -114,3 +114,82 @@ def test_ownership_check_allows_our_own_changes() -> None:
         metadata_map_ops(current, "labels", set_values={"kubelet-companion.io/swap": "true"}),
         owns,
     )
+
+
+def test_a_taint_with_a_value_keeps_it() -> None:
+    """A valued taint is written with its value; one without has no value key at all."""
+    assert Taint(OURS, "NoExecute", "v").as_json() == {
+        "key": OURS,
+        "effect": "NoExecute",
+        "value": "v",
+    }
+    assert Taint(OURS).as_json() == {"key": OURS, "effect": "NoSchedule"}
+
+
+def test_has_taint_finds_a_matching_effect() -> None:
+    """Asked for the effect a taint has, has_taint says yes."""
+    assert has_taint(node([{"key": OURS, "effect": "NoExecute"}]), OURS, "NoExecute")
+
+
+def test_unchanged_labels_yield_no_operation() -> None:
+    """Setting a label to the value it already has sends nothing (no needless write)."""
+    current = node(labels={"kubelet-companion.io/swap": "true"})
+    assert (
+        metadata_map_ops(current, "labels", set_values={"kubelet-companion.io/swap": "true"}) == []
+    )
+
+
+@pytest.mark.parametrize(
+    "ops",
+    [
+        pytest.param(
+            [
+                {
+                    "op": "add",
+                    "path": "/metadata/annotations",
+                    "value": {"kubelet-companion.io/a": "1"},
+                }
+            ],
+            id="annotations-map",
+        ),
+        pytest.param(
+            [{"op": "add", "path": "/metadata/annotations/kubelet-companion.io~1a", "value": "1"}],
+            id="annotation-key",
+        ),
+        pytest.param(
+            [{"op": "remove", "path": "/metadata/labels/kubelet-companion.io~1old"}],
+            id="label-removal",
+        ),
+    ],
+)
+def test_ownership_check_allows_our_annotations_and_label_removals(
+    ops: list[dict[str, object]],
+) -> None:
+    """Our own annotations, as a map or key by key, and removing our labels pass the check."""
+    check_ownership(node(), ops, owns)
+
+
+def test_ownership_check_refuses_a_foreign_annotation() -> None:
+    """An annotation outside our domain is refused like a foreign label."""
+    ops = [{"op": "add", "path": "/metadata/annotations/team", "value": "x"}]
+    with pytest.raises(OwnershipError):
+        check_ownership(node(), ops, owns)
+
+
+def test_ownership_check_allows_removing_our_taint_beside_foreign_ones() -> None:
+    """Dropping our own taint keeps the foreign ones, so the check lets it through."""
+    current = node(
+        [{"key": "dedicated", "effect": "NoSchedule"}, {"key": OURS, "effect": "NoSchedule"}]
+    )
+    check_ownership(current, taint_ops(current, remove=OURS), owns)
+
+
+def test_ownership_check_looks_past_a_valid_taint_change() -> None:
+    """A foreign label after a valid taint op is still refused: every op is checked."""
+    current = node()
+    ops = [
+        *taint_ops(current, ensure=Taint(OURS)),
+        {"op": "add", "path": "/metadata/labels/team", "value": "x"},
+    ]
+    with pytest.raises(OwnershipError):
+        check_ownership(current, ops, owns)

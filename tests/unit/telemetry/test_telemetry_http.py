@@ -1,14 +1,19 @@
 """The telemetry listener: /metrics from our registry, /healthz and /readyz from Health."""
 
+import contextlib
+import socket
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
 import pytest
 
+from agent.config import AgentConfig
 from agent.telemetry.health import Health
-from agent.telemetry.http import TelemetryServer
+from agent.telemetry.http import DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT, TelemetryServer
 from agent.telemetry.metrics import new_registry
+from tests.harness.waiting import wait_until
 
 
 @pytest.fixture
@@ -62,3 +67,71 @@ def test_registries_are_per_process_not_global() -> None:
     """Two registries can coexist: nothing registers into the library default."""
     first, second = new_registry("agent"), new_registry("descheduler")
     assert first is not second
+
+
+def _handler_threads() -> int:
+    """Threads serving one connection each (ThreadingMixIn names them after their target)."""
+    return sum("process_request_thread" in t.name for t in threading.enumerate())
+
+
+def _closed_by_server(connection: socket.socket) -> bool:
+    try:
+        return connection.recv(1, socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+@contextlib.contextmanager
+def _listener(read_timeout: float, max_connections: int) -> Iterator[tuple[str, tuple[str, int]]]:
+    server = TelemetryServer(
+        "127.0.0.1:0",
+        new_registry("agent"),
+        Health(),
+        read_timeout=read_timeout,
+        max_connections=max_connections,
+    )
+    server.start()
+    host, port = server.address
+    try:
+        yield f"http://{host}:{port}", (host, port)
+    finally:
+        server.close()
+
+
+async def test_idle_connections_are_closed_and_their_threads_end_after_the_read_timeout() -> None:
+    """A connection that sends nothing is closed after the read timeout and its thread ends."""
+    before = _handler_threads()
+    with _listener(read_timeout=0.5, max_connections=100) as (url, address):
+        idle = [socket.create_connection(address) for _ in range(30)]
+        try:
+            await wait_until(lambda: _handler_threads() >= before + 30, "a thread per socket")
+            assert _get(url + "/healthz") == (200, "ok\n")
+            await wait_until(lambda: all(_closed_by_server(c) for c in idle), "idle sockets closed")
+            await wait_until(lambda: _handler_threads() == before, "handler threads gone")
+        finally:
+            for connection in idle:
+                connection.close()
+
+
+async def test_connections_beyond_the_cap_close_the_oldest_and_probes_still_answer() -> None:
+    """Beyond max_connections the oldest connection is closed, so threads stay bounded."""
+    before = _handler_threads()
+    with _listener(read_timeout=60.0, max_connections=8) as (url, address):
+        idle = [socket.create_connection(address) for _ in range(40)]
+        try:
+            await wait_until(lambda: all(_closed_by_server(c) for c in idle[:32]), "oldest closed")
+            assert not any(_closed_by_server(c) for c in idle[32:])
+            assert _get(url + "/healthz") == (200, "ok\n")
+            await wait_until(lambda: _handler_threads() <= before + 8, "threads within the cap")
+        finally:
+            for connection in idle:
+                connection.close()
+
+
+def test_the_config_defaults_are_the_listeners_defaults() -> None:
+    """metricsReadTimeout and metricsMaxConnections default to what the listener uses alone."""
+    config = AgentConfig()
+    assert config.metrics_read_timeout == DEFAULT_READ_TIMEOUT
+    assert config.metrics_max_connections == DEFAULT_MAX_CONNECTIONS

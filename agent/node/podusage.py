@@ -1,0 +1,193 @@
+"""Per-pod CPU, memory and swap counters from the kubepods tree, at the pod cgroup level.
+
+The pod cgroup (not its containers) is read, so one pod costs three or four small reads
+whatever its container count, and sandboxes are included as the kubelet's own summary does.
+Pod directories are found with ``KubepodsLayout``, the same naming rules the swap audit
+uses, for both drivers; a directory that is not a pod cgroup is never read.
+
+- cgroup v2: ``cpu.stat`` ``usage_usec``; working set = ``memory.current`` - ``inactive_file``
+  (``memory.stat``), as cAdvisor and the kubelet compute it; swap ``memory.swap.current``.
+- cgroup v1: ``cpuacct.usage`` (ns) from the ``cpu,cpuacct`` (or ``cpuacct``) hierarchy;
+  working set = ``memory.usage_in_bytes`` - ``total_inactive_file``; swap =
+  ``memory.memsw.usage_in_bytes`` - ``memory.usage_in_bytes`` where memsw accounting is on.
+
+CPU is a counter: a rate needs two samples (see ``agent.report.usage``). Reads go through
+``cgroupfiles`` (no symlinks followed), and a pod that vanishes mid-scan is simply skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.node.cgroupfiles import DIRECTORY_FLAGS, CgroupPathError, open_directory, read_file
+from agent.node.kubepods import CgroupDriver, KubepodsLayout, PodQOSDir
+
+_V1_CPU_HIERARCHIES = ("cpu,cpuacct", "cpuacct,cpu", "cpuacct")
+
+
+@dataclass(frozen=True)
+class PodCounters:
+    uid: str
+    """As the tree names it (systemd's ``_`` turned back into ``-``)."""
+    cpu_usec: int | None
+    """Cumulative CPU time in microseconds."""
+    memory_working_set: int | None
+    swap_bytes: int | None
+
+
+@dataclass(frozen=True)
+class PodScan:
+    cgroup_version: int | None
+    """2, 1, or ``None`` when no kubepods tree was found."""
+    driver: CgroupDriver | None
+    pods: dict[str, PodCounters]
+    """By pod UID."""
+
+
+def _int(text: str | None) -> int | None:
+    value = (text or "").strip()
+    return int(value) if value.isdigit() else None
+
+
+def stat_field(text: str | None, key: str) -> int | None:
+    """One ``key value`` line of a ``cpu.stat`` / ``memory.stat`` file."""
+    for line in (text or "").splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            return _int(value)
+    return None
+
+
+def _working_set(usage: int | None, inactive_file: int | None) -> int | None:
+    if usage is None:
+        return None
+    return max(0, usage - (inactive_file or 0))
+
+
+def _pod_directories(layout: KubepodsLayout, root_fd: int) -> Iterator[tuple[str, int]]:
+    """``(uid, fd)`` for every pod cgroup under an open kubepods directory."""
+    qos_dirs = {layout.qos_dir(qos): qos for qos in (PodQOSDir.BURSTABLE, PodQOSDir.BEST_EFFORT)}
+    for name in _subdirectories(root_fd):
+        if name in qos_dirs:
+            with _enter(root_fd, name) as qos_fd:
+                if qos_fd is None:
+                    continue
+                for pod_name in _subdirectories(qos_fd):
+                    uid = layout.pod_uid(pod_name, qos_dirs[name])
+                    if uid is not None:
+                        with _enter(qos_fd, pod_name) as pod_fd:
+                            if pod_fd is not None:
+                                yield uid, pod_fd
+        elif (uid := layout.pod_uid(name, PodQOSDir.GUARANTEED)) is not None:
+            with _enter(root_fd, name) as pod_fd:
+                if pod_fd is not None:
+                    yield uid, pod_fd
+
+
+def _subdirectories(fd: int) -> list[str]:
+    with os.scandir(fd) as entries:
+        return [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
+
+
+@contextlib.contextmanager
+def _enter(parent: int, name: str) -> Iterator[int | None]:
+    try:
+        fd = os.open(name, DIRECTORY_FLAGS, dir_fd=parent)
+    except OSError:  # the pod went away since the listing
+        yield None
+        return
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+class PodUsageReader:
+    """Reads every pod cgroup's counters below ``mount`` (``/sys/fs/cgroup`` of the host)."""
+
+    def __init__(self, mount: Path, *, driver: str = "auto", cgroup_root: str = "/") -> None:
+        self.mount = mount
+        drivers = list(CgroupDriver) if driver == "auto" else [CgroupDriver(driver)]
+        self.layouts = [KubepodsLayout(each, cgroup_root) for each in drivers]
+
+    @property
+    def unified(self) -> bool:
+        return (self.mount / "cgroup.controllers").is_file()
+
+    def read(self) -> PodScan:
+        if self.unified:
+            return self._read_v2()
+        return self._read_v1()
+
+    def _walk(self, mount: Path) -> tuple[CgroupDriver, Iterator[tuple[str, int]]] | None:
+        """The first layout whose kubepods root exists under ``mount``, and its pod dirs."""
+        for layout in self.layouts:
+            try:
+                with open_directory(mount, layout.root):
+                    pass
+            except (CgroupPathError, FileNotFoundError, NotADirectoryError):
+                continue
+            return layout.driver, self._pods_of(mount, layout)
+        return None
+
+    @staticmethod
+    def _pods_of(mount: Path, layout: KubepodsLayout) -> Iterator[tuple[str, int]]:
+        with open_directory(mount, layout.root) as root_fd:
+            yield from _pod_directories(layout, root_fd)
+
+    def _read_v2(self) -> PodScan:
+        found = self._walk(self.mount)
+        if found is None:
+            return PodScan(None, None, {})
+        driver, pods = found
+        counters = {}
+        for uid, fd in pods:
+            counters[uid] = PodCounters(
+                uid=uid,
+                cpu_usec=stat_field(read_file(fd, "cpu.stat"), "usage_usec"),
+                memory_working_set=_working_set(
+                    _int(read_file(fd, "memory.current")),
+                    stat_field(read_file(fd, "memory.stat"), "inactive_file"),
+                ),
+                swap_bytes=_int(read_file(fd, "memory.swap.current")),
+            )
+        return PodScan(2, driver, counters)
+
+    def _read_v1(self) -> PodScan:
+        cpu: dict[str, int | None] = {}
+        driver: CgroupDriver | None = None
+        for hierarchy in _V1_CPU_HIERARCHIES:
+            if (self.mount / hierarchy).is_dir() and (found := self._walk(self.mount / hierarchy)):
+                driver, pods = found
+                for uid, fd in pods:
+                    nanos = _int(read_file(fd, "cpuacct.usage"))
+                    cpu[uid] = None if nanos is None else nanos // 1000
+                break
+        memory: dict[str, tuple[int | None, int | None]] = {}
+        found = self._walk(self.mount / "memory") if (self.mount / "memory").is_dir() else None
+        if found is not None:
+            driver, pods = found
+            for uid, fd in pods:
+                usage = _int(read_file(fd, "memory.usage_in_bytes"))
+                memsw = _int(read_file(fd, "memory.memsw.usage_in_bytes"))
+                working_set = _working_set(
+                    usage, stat_field(read_file(fd, "memory.stat"), "total_inactive_file")
+                )
+                swap = None if memsw is None or usage is None else max(0, memsw - usage)
+                memory[uid] = (working_set, swap)
+        if driver is None:
+            return PodScan(None, None, {})
+        counters = {
+            uid: PodCounters(
+                uid=uid,
+                cpu_usec=cpu.get(uid),
+                memory_working_set=memory.get(uid, (None, None))[0],
+                swap_bytes=memory.get(uid, (None, None))[1],
+            )
+            for uid in cpu.keys() | memory.keys()
+        }
+        return PodScan(1, driver, counters)

@@ -1,0 +1,1 @@
+"""NodeReport: this node's real usage, swap, readiness and shutdown state, for the descheduler."""

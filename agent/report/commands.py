@@ -1,0 +1,167 @@
+"""``kubelet-companion report``: what this node's NodeReport would carry now, without writing it.
+
+Two samples ``--interval`` apart (CPU is a rate), shown raw rather than smoothed. With a
+cluster it adds the Node's allocatable and names the pods; node-only it shows the usage and
+the pods by cgroup UID. The gate, shutdown and swap-drift sections come from the running
+agent's controllers, so this command leaves them out. Exit codes: 0 OK, 1 when the node
+cannot be read or the cluster could not be read (the node part is still printed), 2 for bad
+usage or config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from agent.columns import aligned
+from agent.config import AgentConfig, load_agent_config
+from agent.config.quantities import format_bytes
+from agent.config.schema import Duration
+from agent.kube.api import JsonObject
+from agent.kube.errors import KubeError, NotFound
+from agent.kube.resources import NODES
+from agent.node.kernel import read_boot_id
+from agent.node.paths import HostPaths
+from agent.report.document import Capacity, Identity, build_status
+from agent.report.sampling import NodeSampler
+from agent.report.usage import UsageTracker
+from agent.runtime.status import BoardSnapshot
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+
+
+def _cluster(
+    config: AgentConfig, node_name: str
+) -> tuple[JsonObject | None, list[JsonObject] | None, str]:
+    """The Node and its pods, ``(None, None, why)`` node-only or when unreadable."""
+    from agent.kube.session import api_session, list_node_pods  # noqa: PLC0415 - light start-up
+
+    try:
+        with api_session(config) as api:
+            if api is None:
+                return None, None, ""
+            node: JsonObject | None
+            try:
+                node = api.get(NODES, node_name)
+            except NotFound:
+                node = None
+            return node, list_node_pods(api, node_name), ""
+    except KubeError as error:
+        return None, None, f"cannot read the cluster: {error}"
+
+
+def build(config: AgentConfig, node_name: str, interval: float) -> tuple[JsonObject, str]:
+    paths = HostPaths.from_config(config.host_paths)
+    sampler = NodeSampler(paths, config.memory_swap, time.monotonic)
+    tracker = UsageTracker(weight=1.0)
+    tracker.add(sampler.read())
+    time.sleep(interval)
+    tracker.add(sampler.read())
+    node, pods, problem = _cluster(config, node_name)
+    last = tracker.last
+    assert last is not None  # noqa: S101 - two samples were just added
+    status = build_status(
+        identity=Identity(_version(), read_boot_id(paths) or "", config.report.heartbeat),
+        capacity=Capacity(last.node.cpus, last.node.memory_total, last.node.swap_total),
+        tracker=tracker,
+        board=BoardSnapshot(),
+        observed_time=time.time(),
+        node=node,
+        pods=pods,
+    )
+    del status["shutdown"]  # the shutdown controller's, not ours to guess
+    return status, problem
+
+
+def _version() -> str:
+    from agent import __version__  # noqa: PLC0415
+
+    return __version__
+
+
+def render_text(node_name: str, status: JsonObject) -> str:
+    usage, capacity = status["usage"], status["capacity"]
+    lines = [
+        f"NodeReport {node_name} (not written; sampled {status['observedTime']})",
+        f"  cpu     {usage['cpu']:.3f} of {capacity['cpu']} cores ({usage['cpuPercent']}%)",
+        f"  memory  {format_bytes(usage['memory'])} of {format_bytes(capacity['memory'])} "
+        f"working set ({usage['memoryPercent']}%)",
+        f"  swap    {format_bytes(usage['swap'])} of {format_bytes(capacity['swap'])}",
+    ]
+    if "allocatable" in status:
+        allocatable = status["allocatable"]
+        lines.append(
+            f"  allocatable  {allocatable['cpu']} cores, {format_bytes(allocatable['memory'])}"
+        )
+    for resource, kinds in (usage.get("pressure") or {}).items():
+        lines.append(
+            f"  pressure {resource}: "
+            + ", ".join(f"{kind} {value}%" for kind, value in sorted(kinds.items()))
+        )
+    rows: list[list[str]] = [["NAMESPACE", "NAME", "UID", "CPU", "MEMORY", "SWAP"]]
+    rows += [
+        [
+            pod.get("namespace", "-"),
+            pod.get("name", "-"),
+            pod["uid"],
+            f"{pod['cpu']:.3f}",
+            format_bytes(pod["memory"]),
+            format_bytes(pod["swap"]),
+        ]
+        for pod in status["pods"]
+    ]
+    lines += ["", *aligned(rows)]
+    return "\n".join(lines) + "\n"
+
+
+def _run(args: argparse.Namespace) -> int:
+    config = load_agent_config(getattr(args, "config", None))
+    node_name = config.resolved_node_name
+    try:
+        status, problem = build(config, node_name, args.interval)
+    except OSError as error:
+        print(f"report: cannot read the node: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+    output: Any = {"node": node_name, "status": status}
+    sys.stdout.write(
+        json.dumps(output, indent=2) + "\n" if args.json else render_text(node_name, status)
+    )
+    if problem:
+        print(f"report: {problem}", file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
+def _interval(text: str) -> float:
+    from agent.config.durations import parse_duration  # noqa: PLC0415
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if not 0.05 <= seconds <= 60:
+        raise argparse.ArgumentTypeError("must be between 50ms and 60s")
+    return Duration(seconds)
+
+
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Add ``report``."""
+    parser = subparsers.add_parser(
+        "report",
+        parents=[common],
+        help="print what this node's NodeReport would carry now (nothing is written)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument(
+        "--interval",
+        type=_interval,
+        default=1.0,
+        help="time between the two samples CPU rates need (Go duration, default 1s)",
+    )
+    parser.set_defaults(handler=_run)

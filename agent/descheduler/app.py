@@ -160,6 +160,15 @@ class Descheduler:
             for blocked in plan.evictions:
                 if blocked.blocked_by_pdb:
                     self._count(blocked, RESULT_BLOCKED_BY_PDB)
+            for refused in plan.limit_refusals:
+                # Upstream counts a limit's refusal with the limit's text as the result.
+                self.metrics.evicted(
+                    refused["result"],
+                    strategy=refused["strategy"],
+                    profile=refused["profile"],
+                    namespace=refused["namespace"],
+                    node=refused["node"],
+                )
             self.last_results = await self.evictor.execute(plan)
             await self._remember(snapshot, owner_evictions, self.last_results)
             self.metrics.cycles.labels("skipped" if plan.skipped else "planned").inc()

@@ -10,7 +10,7 @@ from agent.descheduler.policy import load_policy
 from agent.kube.api import KubeApi
 from agent.telemetry.metrics import new_registry
 from tests.harness.fake_apiserver import FakeApiServer
-from tests.integration.descheduler.conftest import duplicates_cluster
+from tests.integration.descheduler.conftest import README_REMOVE_DUPLICATES, duplicates_cluster
 
 
 def _evictions(server: FakeApiServer) -> list[str]:
@@ -65,3 +65,30 @@ async def test_metrics_count_evicted_and_blocked(
         ("success", "RemoveDuplicates", "n1"): 2,
         ("blocked by PodDisruptionBudget", "RemoveDuplicates", "n2"): 2,
     }
+
+
+async def test_limit_refusals_are_counted_with_the_limit_text(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, tmp_path: Path
+) -> None:
+    """With one eviction allowed per node, the second surplus pod is not sent and is counted
+    under the limit's own text, as upstream does."""
+    duplicates_cluster(fake_apiserver, protected=False)
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text("maxNoOfPodsToEvictPerNode: 1\n" + README_REMOVE_DUPLICATES)
+    registry = new_registry("descheduler")
+    await run_descheduler(
+        load_policy(policy_file),
+        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
+        kube_api,
+        install_signal_handlers=False,
+        registry=registry,
+    )
+    results: dict[str, float] = {}
+    for family in text_string_to_metric_families(generate_latest(registry).decode()):
+        for sample in family.samples:
+            if sample.name == "descheduler_pods_evicted_total" and sample.labels["node"] == "n1":
+                results[sample.labels["result"]] = sample.value
+    assert results.pop("success") == 1
+    assert list(results.values()) == [1]
+    assert "node" in next(iter(results)).lower()
+    assert len(_evictions(fake_apiserver)) == 2  # one web pod on n1, one db pod on n2

@@ -87,7 +87,7 @@ class RunOptions:
     burst: int = DEFAULT_BURST
     concurrency: int = DEFAULT_CONCURRENCY
     metrics_bind_address: str = "127.0.0.1:9478"
-    sync_timeout: float = 120.0
+    sync_timeout: float = 600.0
     """A cache that has not listed by then fails the run (exit 1)."""
     decoding: Decoding = "msgspec"
     election: ElectionTiming = field(default_factory=ElectionTiming)

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from agent import __version__
-from agent.config import AgentConfig, ConfigError, DeschedulerConfig, load_agent_config, load_file
+from agent.config import AgentConfig, ConfigError, load_agent_config
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -48,9 +48,9 @@ def _cmd_agent(args: argparse.Namespace) -> int:
 
 
 def _cmd_descheduler(args: argparse.Namespace) -> int:
-    load_file(DeschedulerConfig, getattr(args, "config", None))
-    print("kubelet-companion descheduler: not yet implemented", file=sys.stderr)
-    return EXIT_FAILURE
+    from agent.descheduler.command import run  # noqa: PLC0415 - keep start-up of other commands light
+
+    return run(args)
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -66,6 +66,36 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 def _cmd_version(args: argparse.Namespace) -> int:  # noqa: ARG001 - every handler takes args
     print(f"kubelet-companion {__version__}")
     return EXIT_OK
+
+
+def _descheduler_flags(parser: argparse.ArgumentParser) -> None:
+    """Upstream's flag names where they mean the same; each overrides ``--config``."""
+    add = parser.add_argument
+    add("--policy-config-file", metavar="FILE", help="DeschedulerPolicy (descheduler/v1alpha2)")
+    add(
+        "--descheduling-interval",
+        metavar="DURATION",
+        help="Go duration between cycles; 0 (the default) runs one cycle and exits",
+    )
+    add("--dry-run", action="store_true", default=None, help="plan and print, evict nothing")
+    add("--output", choices=("table", "json"), default="table", help="dry-run output format")
+    add("--kubeconfig", metavar="FILE", help="kubeconfig (default: in-cluster, ~/.kube/config)")
+    add("--leader-elect", action="store_true", default=None, help="only the Lease holder evicts")
+    add(
+        "--leader-elect-resource-namespace",
+        metavar="NAMESPACE",
+        default="kube-system",
+        help="namespace of the leader Lease (upstream's default: kube-system)",
+    )
+    add(
+        "--leader-elect-resource-name",
+        metavar="NAME",
+        default="descheduler",
+        help="name of the leader Lease (upstream's default: descheduler)",
+    )
+    add("--client-connection-qps", type=float, metavar="QPS", help="API requests per second")
+    add("--client-connection-burst", type=int, metavar="N", help="API request burst")
+    add("--metrics-bind-address", metavar="HOST:PORT", help="/metrics, /healthz, /readyz")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,9 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("agent", parents=[common], help="run the node agent").set_defaults(
         handler=_cmd_agent
     )
-    sub.add_parser(
+    descheduler = sub.add_parser(
         "descheduler", parents=[common], help="run the central descheduler"
-    ).set_defaults(handler=_cmd_descheduler)
+    )
+    _descheduler_flags(descheduler)
+    descheduler.set_defaults(handler=_cmd_descheduler)
     doctor = sub.add_parser("doctor", parents=[common], help="check this node and the config")
     doctor.add_argument("--json", action="store_true", help="print JSON instead of a table")
     doctor.set_defaults(handler=_cmd_doctor)

@@ -20,8 +20,19 @@ class DeschedulerConfig:
     policy_file: str = setting("")
     descheduling_interval: Duration = setting(Duration(0.0))
     dry_run: bool = setting(False)
+    leader_elect: bool = setting(False)
+    client_connection_qps: float = setting(5.0)
+    """client-go's default, which upstream gets when the flag is unset; 0 = no limit."""
+    client_connection_burst: int = setting(10, minimum=1)
+    eviction_concurrency: int = setting(8, minimum=1, maximum=256)
+    """Evictions in flight at once (upstream: 1)."""
 
     def validate(self) -> list[FieldError]:
+        errors = []
         if self.policy_file and not self.policy_file.startswith("/"):
-            return [FieldError("policyFile", "must be an absolute path")]
-        return []
+            errors.append(FieldError("policyFile", "must be an absolute path"))
+        if self.leader_elect and self.descheduling_interval <= 0:
+            errors.append(
+                FieldError("leaderElect", "needs a positive deschedulingInterval (as upstream)")
+            )
+        return errors

@@ -12,7 +12,7 @@ import contextlib
 import json
 import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import structlog
@@ -22,6 +22,11 @@ from kubernetes.client.exceptions import ApiException
 
 from agent.kube.errors import KubeError, Timeout, TLSError, Unavailable, error_for_status
 from agent.kube.resources import PODS, Resource
+
+Decode = Callable[[bytes], Any]
+"""Turns one response body (a list page, or one watch event line) into JSON-shaped data.
+The default is ``json.loads``; a cache may pass a decoder that keeps only the fields it
+reads (see ``agent.kube.reflector``)."""
 
 PATCH_TYPES = {
     "json": "application/json-patch+json",
@@ -192,6 +197,7 @@ class KubeApi:
         body: Any = None,
         content_type: str | None = None,
         timeout: float | None = None,
+        decode: Decode = json.loads,
     ) -> JsonObject:
         raw = self.open(
             method, path, query=query, body=body, content_type=content_type, timeout=timeout
@@ -205,7 +211,7 @@ class KubeApi:
         finally:
             raw.release_conn()
         try:
-            parsed = json.loads(data) if data else {}
+            parsed = decode(data) if data else {}
         except ValueError as error:
             # A truncated or garbled body is a transport problem: worth a retry, not a crash.
             raise Unavailable(f"{method} {path}: response is not JSON: {error}") from error
@@ -225,8 +231,12 @@ class KubeApi:
         field_selector: str | None = None,
         resource_version: str | None = None,
         page_size: int = 500,
+        decode: Decode = json.loads,
     ) -> JsonObject:
-        """List every page; returns ``{"items": [...], "metadata": {"resourceVersion": ...}}``."""
+        """List every page; returns ``{"items": [...], "metadata": {"resourceVersion": ...}}``.
+
+        ``decode`` reads each page's bytes; it must return the page's JSON shape (a dict with
+        ``items`` and ``metadata``), though it may leave out fields nobody reads."""
         query: dict[str, Any] = {
             "labelSelector": label_selector,
             "fieldSelector": field_selector,
@@ -236,10 +246,16 @@ class KubeApi:
             query["limit"] = page_size
         items: list[JsonObject] = []
         while True:
-            page = self.request("GET", resource.path(namespace=namespace), query=query)
-            items.extend(page.get("items") or [])
+            page = self.request(
+                "GET", resource.path(namespace=namespace), query=query, decode=decode
+            )
             metadata = page.get("metadata") or {}
             token = metadata.get("continue")
+            if not token and not items:
+                # One page (always so at resourceVersion=0): hand it over as decoded, so
+                # a decoder's lazy ``items`` stays lazy.
+                return {"items": page.get("items") or [], "metadata": metadata}
+            items.extend(page.get("items") or [])
             if not token:
                 return {"items": items, "metadata": metadata}
             query = {**query, "continue": token, "resourceVersion": None}
@@ -326,6 +342,7 @@ class KubeApi:
         field_selector: str | None = None,
         timeout_seconds: int = 300,
         read_timeout: float = 90.0,
+        decode: Decode = json.loads,
     ) -> WatchStream:
         """Open a watch; the server closes it after ``timeout_seconds``, and a silent
         connection fails after ``read_timeout`` so a half-open socket cannot hang us."""
@@ -342,7 +359,7 @@ class KubeApi:
             },
             timeout=(self.request_timeout, read_timeout),
         )
-        return WatchStream(raw)
+        return WatchStream(raw, decode)
 
 
 class WatchStream:
@@ -355,8 +372,9 @@ class WatchStream:
     the response down under the reader's feet).
     """
 
-    def __init__(self, raw: urllib3.BaseHTTPResponse) -> None:
+    def __init__(self, raw: urllib3.BaseHTTPResponse, decode: Decode = json.loads) -> None:
         self._raw = raw
+        self._decode = decode
         self._lock = threading.Lock()
         self._reader: int | None = None
         self.closed = False
@@ -371,9 +389,9 @@ class WatchStream:
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
                     if line.strip():
-                        yield json.loads(line)
+                        yield self._decode(line)
             if buffer.strip():
-                yield json.loads(buffer)
+                yield self._decode(buffer)
         except (urllib3.exceptions.TimeoutError, TimeoutError) as error:
             if not self.closed:
                 raise Timeout(f"watch read timed out: {error}") from error

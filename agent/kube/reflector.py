@@ -15,25 +15,34 @@ Recovery:
   too, at the capped backoff (the CA file may be fixed under us), but logged as an error
   once per distinct problem instead of as a warning on every retry;
 - the first list uses ``resourceVersion=0``, served from the API server's watch cache.
+
+What is stored: ``ProjectingReflector`` keeps, per object, whatever its ``project`` callable
+makes of the JSON (a compact, immutable projection: client-go's TransformFunc), optionally
+indexed by one value (pods by ``spec.nodeName``); decoding and projection run on the watch
+thread, so the loop only swaps references. ``decode_page``/``decode_event`` may replace
+``json.loads`` with a decoder that skips the fields the projection never reads.
+``Reflector`` is the dict case: the raw JSON, or a ``transform`` of it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import structlog
 
-from agent.kube.api import JsonObject, KubeApi
+from agent.kube.api import Decode, JsonObject, KubeApi
 from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.errors import Gone, KubeConfigError, KubeError
 from agent.kube.resources import Resource, object_key
 
+T = TypeVar("T")
 Listener = Callable[[str, JsonObject | None], None]
 """Called on the loop with (``ADDED``/``MODIFIED``/``DELETED``/``SYNCED``, object or None)."""
 
@@ -42,20 +51,25 @@ _SHORT_WATCH = 1.0
 """A watch that ends sooner than this with nothing delivered is treated as a failure."""
 
 
-class Reflector:
+class ProjectingReflector(Generic[T]):
+    """List+watch one resource, storing ``project(object)`` by ``namespace/name``."""
+
     def __init__(
         self,
         api: KubeApi,
         resource: Resource,
         *,
         name: str,
+        project: Callable[[JsonObject], T],
+        index: Callable[[T], str] | None = None,
+        decode_page: Decode = json.loads,
+        decode_event: Decode = json.loads,
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
         watch_timeout: float = 300.0,
         read_timeout: float = 90.0,
         backoff: Backoff = Backoff(initial=0.5, cap=30.0),
-        transform: Callable[[JsonObject], JsonObject] | None = None,
     ) -> None:
         self.api = api
         self.resource = resource
@@ -65,17 +79,24 @@ class Reflector:
         self.field_selector = field_selector
         self.watch_timeout = watch_timeout
         self.read_timeout = read_timeout
-        self.transform = transform
+        self.project = project
         """Applied on the watch thread to every object before it is stored (client-go's
-        TransformFunc): a cache can keep a compact projection instead of the raw JSON."""
+        TransformFunc): a cache keeps a compact projection instead of the raw JSON."""
+        self.index = index
+        self.decode_page = decode_page
+        self.decode_event = decode_event
         self.policy = RetryPolicy(backoff)
         """No attempt cap or deadline: a cache is kept up for as long as the agent runs."""
-        self.store: dict[str, JsonObject] = {}
+        self.store: dict[str, T] = {}
+        self.indexed: dict[str, dict[str, T]] = {}
+        """``index(value)`` -> {key: value}; empty without an index."""
+        self.skipped = 0
+        """Objects whose projection failed (logged and left out)."""
         self.resource_version = ""
         self.version = 0
         self.last_event_monotonic = 0.0
         self.synced = asyncio.Event()
-        self._listeners: list[Listener] = []
+        self._listeners: list[Callable[[str, Any], None]] = []
         self._stopping = threading.Event()
         self._stream: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -84,13 +105,16 @@ class Reflector:
 
     # -- the loop side --------------------------------------------------------------
 
-    def items(self) -> list[JsonObject]:
+    def items(self) -> list[T]:
         return list(self.store.values())
 
-    def get(self, key: str) -> JsonObject | None:
+    def get(self, key: str) -> T | None:
         return self.store.get(key)
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
+    def by_index(self, value: str) -> list[T]:
+        return list(self.indexed.get(value, {}).values())
+
+    def subscribe(self, listener: Callable[[str, Any], None]) -> Callable[[], None]:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
 
@@ -123,7 +147,8 @@ class Reflector:
     def _apply(self, kind: str, payload: Any, resource_version: str) -> None:
         self.last_event_monotonic = time.monotonic()
         if kind == "REPLACE":
-            self.store = {object_key(obj): obj for obj in payload}
+            self.store = dict(payload)
+            self.indexed = self._build_index(self.store) if self.index is not None else {}
             self.resource_version = resource_version
             self.version += 1
             self.synced.set()
@@ -132,15 +157,30 @@ class Reflector:
         self.resource_version = resource_version or self.resource_version
         if kind == "BOOKMARK":
             return
-        key = object_key(payload)
-        if kind == "DELETED":
-            self.store.pop(key, None)
-        else:
-            self.store[key] = payload
+        key, value = payload
+        old = self.store.pop(key, None) if kind == "DELETED" else self.store.get(key)
+        if kind != "DELETED":
+            self.store[key] = value
+        if self.index is not None:
+            if old is not None:
+                bucket = self.indexed.get(self.index(old))
+                if bucket is not None:
+                    bucket.pop(key, None)
+                    if not bucket:
+                        del self.indexed[self.index(old)]
+            if kind != "DELETED":
+                self.indexed.setdefault(self.index(value), {})[key] = value
         self.version += 1
-        self._notify(kind, payload)
+        self._notify(kind, value)
 
-    def _notify(self, kind: str, obj: JsonObject | None) -> None:
+    def _build_index(self, store: dict[str, T]) -> dict[str, dict[str, T]]:
+        assert self.index is not None  # noqa: S101 - the caller checked; narrows for mypy
+        indexed: dict[str, dict[str, T]] = {}
+        for key, value in store.items():
+            indexed.setdefault(self.index(value), {})[key] = value
+        return indexed
+
+    def _notify(self, kind: str, obj: Any) -> None:
         for listener in list(self._listeners):
             try:
                 listener(kind, obj)
@@ -153,9 +193,6 @@ class Reflector:
         loop = self._loop
         if loop is None or loop.is_closed():
             return
-        if self.transform is not None and kind != "BOOKMARK":
-            transform = self.transform
-            payload = [transform(o) for o in payload] if kind == "REPLACE" else transform(payload)
         try:
             loop.call_soon_threadsafe(self._apply, kind, payload, resource_version)
         except RuntimeError:  # the loop closed between the check and the call
@@ -185,11 +222,13 @@ class Reflector:
                         label_selector=self.label_selector,
                         field_selector=self.field_selector,
                         resource_version=list_version,
+                        decode=self.decode_page,
                     )
                     resource_version = str(
                         (listing.get("metadata") or {}).get("resourceVersion", "")
                     )
-                    self._post("REPLACE", listing.get("items") or [], resource_version)
+                    self._post("REPLACE", self._project_all(listing), resource_version)
+                    del listing  # the raw page may be large; only projections stay
                     need_list = False
                     self._config_problem = None
                 started = time.monotonic()
@@ -231,6 +270,24 @@ class Reflector:
             retry_in=round(delay, 2),
         )
 
+    def _project_all(self, listing: JsonObject) -> list[tuple[str, T]]:
+        items = listing.get("items") or []
+        projected: list[tuple[str, T]] = []
+        for obj in items:
+            entry = self._projected(obj)
+            if entry is not None:
+                projected.append(entry)
+        return projected
+
+    def _projected(self, obj: JsonObject) -> tuple[str, T] | None:
+        key = object_key(obj)
+        try:
+            return key, self.project(obj)
+        except Exception as error:  # noqa: BLE001 - one malformed object must not stop the cache
+            self.skipped += 1
+            _log.warning("object not projected", reflector=self.name, key=key, error=str(error))
+            return None
+
     def _watch_once(self, resource_version: str) -> tuple[str, int]:
         """Follow one watch to its end; return the last resourceVersion and the events seen."""
         # Spread reconnects like client-go does, so many agents do not reconnect in step.
@@ -243,6 +300,7 @@ class Reflector:
             field_selector=self.field_selector,
             timeout_seconds=max(1, timeout),
             read_timeout=self.read_timeout,
+            decode=self.decode_event,
         )
         self._stream = stream
         delivered = 0
@@ -261,7 +319,12 @@ class Reflector:
                 resource_version = str(
                     (obj.get("metadata") or {}).get("resourceVersion") or resource_version
                 )
-                self._post(kind, obj, resource_version)
+                if kind == "BOOKMARK":
+                    self._post(kind, None, resource_version)
+                else:
+                    entry = self._projected(obj)
+                    if entry is not None:
+                        self._post(kind, entry, resource_version)
                 delivered += 1
                 if self._stopping.is_set():
                     break
@@ -269,3 +332,24 @@ class Reflector:
             self._stream = None
             stream.close()
         return resource_version, delivered
+
+
+def _raw(obj: JsonObject) -> JsonObject:
+    return obj
+
+
+class Reflector(ProjectingReflector[JsonObject]):
+    """The dict cache: each object's JSON as the API server sent it, or ``transform`` of it."""
+
+    def __init__(
+        self,
+        api: KubeApi,
+        resource: Resource,
+        *,
+        transform: Callable[[JsonObject], JsonObject] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(api, resource, project=transform or _raw, **kwargs)
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        return super().subscribe(listener)

@@ -55,6 +55,9 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=Tru
 PRIORITY_CLASSES = Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
 )
+PERSISTENT_VOLUME_CLAIMS = Resource(
+    "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True
+)
 NODE_REPORTS = Resource(
     "kubelet-companion.io", "v1alpha1", "nodereports", "NodeReport", namespaced=False
 )

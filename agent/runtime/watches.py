@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
-from agent.kube.reflector import Reflector
+from agent.kube.reflector import ProjectingReflector
 from agent.runtime.supervisor import STAGE_WATCH, RootTask
 from agent.telemetry.health import Health
 
 
-def watch_task(reflector: Reflector, health: Health) -> RootTask:
+def watch_task(reflector: ProjectingReflector[Any], health: Health) -> RootTask:
     """A root task running one reflector; ``/readyz`` waits for its first sync."""
     check = f"watch:{reflector.name}"
     health.expect(check)

@@ -60,11 +60,11 @@ def test_version_prints_the_version() -> None:
     assert result.stdout.startswith("kubelet-companion ")
 
 
-def test_descheduler_is_a_stub_for_now() -> None:
-    """The descheduler says it is not implemented yet and fails as a runtime error."""
+def test_descheduler_without_a_policy_is_a_usage_error() -> None:
+    """The descheduler needs ``--policy-config-file``; without it, exit 2 naming the flag."""
     result = run("descheduler")
-    assert result.returncode == 1
-    assert "not yet" in result.stderr
+    assert result.returncode == 2
+    assert "--policy-config-file" in result.stderr
 
 
 def test_doctor_prints_a_table_and_json_of_this_machine() -> None:

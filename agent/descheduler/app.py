@@ -1,0 +1,352 @@
+"""The ``descheduler`` process: caches, cycles, evictions, leader election, telemetry.
+
+Wiring only; every decision is the pure cycle's (``cycle.run_cycle``). The flow per cycle:
+take a snapshot of the caches, plan on a worker thread (the snapshot is immutable, so the
+caches keep following their watches meanwhile), then either print the plan (``--dry-run``)
+or send its allowed evictions through the live evictor.
+
+Modes, as upstream's flags mean them:
+- ``--descheduling-interval 0`` (the default): one cycle, then exit (Job, CronJob);
+- a positive interval: a cycle every interval (Deployment);
+- ``--leader-elect``: campaign for the Lease ``kube-system/descheduler``; every replica
+  keeps its caches warm, only the leader plans and evicts, and it stops admitting
+  evictions as soon as it is no longer sure to lead. The churn guard's memory lives on that
+  Lease (``agent.kube.evictionmemory``), so it survives restarts and leader changes; without
+  leader election it is kept in memory for the life of the process.
+
+Exit codes: 0 done, 1 runtime failure (no cluster, caches never synced), 2 bad flags or
+policy (raised as ``ConfigError`` before anything connects).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, TextIO
+
+import structlog
+from prometheus_client import CollectorRegistry
+
+from agent.descheduler import projection
+from agent.descheduler.cycle import CycleOptions, run_cycle
+from agent.descheduler.evictions.live import (
+    DEFAULT_CONCURRENCY,
+    EvictionResult,
+    LiveEvictor,
+    ResultListener,
+)
+from agent.descheduler.metrics import RESULT_BLOCKED_BY_PDB, DeschedulerMetrics
+from agent.descheduler.model import ClusterSnapshot, NodeUsage
+from agent.descheduler.plan import Plan, PlannedEviction
+from agent.descheduler.policy import DeschedulerPolicy
+from agent.descheduler.render import render_json, render_table
+from agent.descheduler.state import ClusterState, Decoding, Projections, UsageSource
+from agent.kube.api import KubeApi
+from agent.kube.client import AsyncKube
+from agent.kube.errors import KubeError, LeadershipLost
+from agent.kube.events import EventRecorder
+from agent.kube.evictionmemory import RecentEvictionsMemory
+from agent.kube.leaderelection import ElectionTiming, KubeLeaseApi, LeaderElector
+from agent.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
+from agent.runtime.clock import Clock, SystemClock
+from agent.runtime.supervisor import STAGE_CONTROLLER, RootTask, Supervisor
+from agent.runtime.watches import watch_task
+from agent.telemetry.health import Health
+from agent.telemetry.http import TelemetryServer
+from agent.telemetry.metrics import new_registry
+
+COMPONENT = "descheduler"
+LEASE_NAMESPACE = "kube-system"
+LEASE_NAME = "descheduler"
+CHURN_MEMORY_SECONDS = 24 * 3600.0
+"""How long the Lease remembers an owner's last eviction (longer than any sane cooldown)."""
+
+_log = structlog.get_logger(subsystem="descheduler")
+
+PROJECTIONS = Projections(
+    pod=projection.project_pod,
+    node=projection.project_node,
+    disruption_budget=projection.project_disruption_budget,
+    claim=projection.project_claim,
+)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Flags and our config file, resolved (flags win)."""
+
+    interval: float = 0.0
+    dry_run: bool = False
+    output: Literal["table", "json"] = "table"
+    leader_elect: bool = False
+    qps: float = DEFAULT_QPS
+    burst: int = DEFAULT_BURST
+    concurrency: int = DEFAULT_CONCURRENCY
+    metrics_bind_address: str = "127.0.0.1:9478"
+    sync_timeout: float = 600.0
+    """A cache that has not listed by then fails the run (exit 1)."""
+    decoding: Decoding = "msgspec"
+    election: ElectionTiming = field(default_factory=ElectionTiming)
+    lease_namespace: str = LEASE_NAMESPACE
+    lease_name: str = LEASE_NAME
+    identity: str | None = None
+    """This replica's name on the Lease; by default the host name plus a random suffix."""
+
+
+def _no_usage() -> Mapping[str, NodeUsage]:
+    return {}
+
+
+class Descheduler:
+    """One process's cycles: plan from the caches, then print or evict."""
+
+    def __init__(
+        self,
+        policy: DeschedulerPolicy,
+        options: RunOptions,
+        state: ClusterState,
+        *,
+        evictor: LiveEvictor,
+        metrics: DeschedulerMetrics,
+        clock: Clock,
+        out: TextIO,
+        elector: LeaderElector | None = None,
+        memory: RecentEvictionsMemory | None = None,
+    ) -> None:
+        self.policy = policy
+        self.options = options
+        self.state = state
+        self.evictor = evictor
+        self.metrics = metrics
+        self.clock = clock
+        self.out = out
+        self.elector = elector
+        self.memory = memory
+        self.owner_evictions: dict[str, float] = {}
+        """The churn guard's memory when it is not kept on a Lease."""
+        self.last_plan: Plan | None = None
+        self.last_results: list[EvictionResult] = []
+
+    @property
+    def leading(self) -> bool:
+        return self.elector is None or self.elector.is_leader
+
+    async def cycle(self) -> Plan | None:
+        """Run one cycle; ``None`` when this replica is a follower and did nothing."""
+        if not self.options.dry_run and not self.leading:
+            self.metrics.cycles.labels("follower").inc()
+            return None
+        started = self.clock.monotonic()
+        owner_evictions = await self._recall()
+        snapshot = self.state.snapshot(self.clock.now())
+        options = CycleOptions(owner_evictions=owner_evictions, monotonic=self.clock.monotonic)
+        plan = await asyncio.to_thread(run_cycle, self.policy, snapshot, options)
+        self._count_fallbacks(plan)
+        for run in plan.durations:
+            self.metrics.strategy_duration.labels(run["plugin"], run["profile"]).observe(
+                float(run["seconds"])
+            )
+        if self.options.dry_run:
+            self.out.write(
+                render_json(plan) if self.options.output == "json" else render_table(plan)
+            )
+            self.out.flush()
+            self.metrics.cycles.labels("dry-run").inc()
+        else:
+            for blocked in plan.evictions:
+                if blocked.blocked_by_pdb:
+                    self._count(blocked, RESULT_BLOCKED_BY_PDB)
+            for refused in plan.limit_refusals:
+                # Upstream counts a limit's refusal with the limit's text as the result.
+                self.metrics.evicted(
+                    refused["result"],
+                    strategy=refused["strategy"],
+                    profile=refused["profile"],
+                    namespace=refused["namespace"],
+                    node=refused["node"],
+                )
+            self.last_results = await self.evictor.execute(plan)
+            await self._remember(snapshot, owner_evictions, self.last_results)
+            self.metrics.cycles.labels("skipped" if plan.skipped else "planned").inc()
+        self.metrics.loop_duration.observe(self.clock.monotonic() - started)
+        self.last_plan = plan
+        return plan
+
+    def _count_fallbacks(self, plan: Plan) -> None:
+        fallbacks = [facts for facts in plan.nodes if facts.get("fallback")]
+        for facts in fallbacks:
+            self.metrics.usage_fallback.labels(str(facts["fallback"])).inc()
+        if fallbacks:
+            _log.info(
+                "usage fell back to requests",
+                nodes=len(fallbacks),
+                sample=[str(facts.get("node")) for facts in fallbacks[:5]],
+            )
+
+    def _count(self, eviction: PlannedEviction, result: str) -> None:
+        self.metrics.evicted(
+            result,
+            strategy=eviction.plugin,
+            profile=eviction.profile,
+            namespace=eviction.namespace,
+            node=eviction.node,
+        )
+
+    async def _recall(self) -> dict[str, float]:
+        if self.memory is None or not self.leading:
+            return dict(self.owner_evictions)
+        try:
+            return await self.memory.load()
+        except KubeError as error:
+            _log.warning("churn guard memory not read; using this process's", error=str(error))
+            return dict(self.owner_evictions)
+
+    async def _remember(
+        self,
+        snapshot: ClusterSnapshot,
+        before: Mapping[str, float],
+        results: list[EvictionResult],
+    ) -> None:
+        """Owners that lost a pod to us now, added to the memory the next cycle reads."""
+        remembered = dict(before)
+        for result in results:
+            if not result.evicted:
+                continue
+            eviction = result.eviction
+            for pod in snapshot.pods_on(eviction.node):
+                if pod.uid == eviction.uid and pod.controller is not None:
+                    remembered[pod.controller.uid] = snapshot.now
+        self.owner_evictions = remembered
+        self.metrics.churn_guard_owners.set(len(remembered))
+        if self.memory is not None and remembered != dict(before):
+            try:
+                await self.memory.save(remembered)
+            except (KubeError, LeadershipLost) as error:
+                _log.warning("churn guard memory not saved", error=str(error))
+
+
+def _on_result(metrics: DeschedulerMetrics) -> ResultListener:
+    def count(result: EvictionResult) -> None:
+        eviction = result.eviction
+        metrics.evicted(
+            result.result,
+            strategy=eviction.plugin,
+            profile=eviction.profile,
+            namespace=eviction.namespace,
+            node=eviction.node,
+        )
+
+    return count
+
+
+async def run_descheduler(  # noqa: PLR0915 - the one place that wires the process
+    policy: DeschedulerPolicy,
+    options: RunOptions,
+    api: KubeApi,
+    *,
+    out: TextIO | None = None,
+    clock: Clock | None = None,
+    usage: UsageSource = _no_usage,
+    stop: asyncio.Event | None = None,
+    install_signal_handlers: bool = True,
+    registry: CollectorRegistry | None = None,
+) -> int:
+    """Run until the one-shot cycle is done, or until ``stop`` / SIGTERM; return the exit code."""
+    clock = clock or SystemClock()
+    stop = stop or asyncio.Event()
+    health = Health()
+    registry = registry or new_registry(COMPONENT)
+    metrics = DeschedulerMetrics(registry)
+    server = TelemetryServer(options.metrics_bind_address, registry, health)
+    server.start()
+    host, port = server.address
+    _log.info("serving metrics", address=f"{host}:{port}")
+    kube = AsyncKube(api, workers=max(16, options.concurrency * 2))
+    limiter = TokenBucket(options.qps, options.burst, monotonic=clock.monotonic, sleep=clock.sleep)
+    elector: LeaderElector | None = None
+    memory: RecentEvictionsMemory | None = None
+    if options.leader_elect:
+        elector = LeaderElector(
+            KubeLeaseApi(kube, options.lease_namespace, options.lease_name),
+            clock=clock,
+            identity=options.identity,
+            timing=options.election,
+        )
+        memory = RecentEvictionsMemory(elector, clock=clock, max_age=CHURN_MEMORY_SECONDS)
+    evictor = LiveEvictor(
+        kube,
+        EventRecorder(kube, component=COMPONENT, host=elector.identity if elector else COMPONENT),
+        limiter=limiter,
+        concurrency=options.concurrency,
+        grace_period_seconds=policy.grace_period_seconds,
+        on_result=_on_result(metrics),
+        may_continue=(lambda: elector.is_leader) if elector is not None else None,
+    )
+    state = ClusterState(api, PROJECTIONS, usage=usage, decoding=options.decoding)
+    descheduler = Descheduler(
+        policy,
+        options,
+        state,
+        evictor=evictor,
+        metrics=metrics,
+        clock=clock,
+        out=out or sys.stdout,
+        elector=elector,
+        memory=memory,
+    )
+    exit_code = 0
+
+    async def cycles() -> None:
+        nonlocal exit_code
+        try:
+            async with asyncio.timeout(options.sync_timeout):
+                await state.wait_synced()
+        except TimeoutError:
+            _log.error("caches did not sync", timeout=options.sync_timeout)
+            exit_code = 1
+            stop.set()
+            await asyncio.Event().wait()
+        _log.info("caches synced", pods=len(state.pods.store), nodes=len(state.nodes.store))
+        while True:
+            try:
+                await descheduler.cycle()
+            except Exception:  # noqa: BLE001 - any failure of a cycle is logged, never fatal to a loop
+                # A failed cycle is logged; a loop tries again at the next interval, a
+                # one-shot run ends with exit 1 (never retried in a tight loop).
+                _log.exception("descheduling cycle failed")
+                if options.interval <= 0:
+                    exit_code = 1
+            if options.interval <= 0:
+                stop.set()
+                await asyncio.Event().wait()  # the supervisor stops us from here
+            await clock.sleep(options.interval)
+
+    supervisor = Supervisor(health)
+    for reflector in state.reflectors:
+        supervisor.add(watch_task(reflector, health))
+    if elector is not None:
+        running_elector = elector
+
+        async def release() -> None:
+            running_elector.stop()
+
+        supervisor.add(RootTask(name="leader-election", run=elector.run, stop=release))
+    supervisor.add(RootTask(name="cycles", run=cycles, stage=STAGE_CONTROLLER))
+    loop = asyncio.get_running_loop()
+    if install_signal_handlers:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+    try:
+        await supervisor.run(stop)
+    finally:
+        if install_signal_handlers:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                with contextlib.suppress(ValueError, RuntimeError):
+                    loop.remove_signal_handler(signum)
+        kube.close()
+        server.close()
+    return exit_code

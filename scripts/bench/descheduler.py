@@ -1,0 +1,344 @@
+"""Benchmark: the descheduler's memory, planning time, eviction throughput and cold start.
+
+Targets (issue 10), on synthetic clusters shaped like the parity fixture (16 CPU / 64 GiB /
+110-pod nodes, 30 pods per node, skewed; objects as an API server sends them, see
+``descheduler_cluster.py``), with the parity policy (LowNodeUtilization 20/50, then
+RemoveDuplicates):
+
+- peak RSS at 1k / 2k / 5k nodes: <= 260 MiB at 1k, <= 970 MiB at 5k;
+- one cycle's planning with warm caches: <= 1 s at 1k, <= 5 s at 5k, growth exponent <= 1.1;
+- eviction throughput, a pool of 8 against one at a time, same fake API server: >= 4x;
+- cold start: decoding and indexing a 150,000-pod list from bytes: <= 3 s;
+- cold start to the first cycle done at 1k nodes, against the fake API server.
+
+Each size runs in a fresh child process (so peak RSS is that size's alone), fed the list
+bodies from files, through the caches' own decode -> project -> share -> index steps.
+Same-run baselines: the child's RSS before the first byte is read; ``json.loads`` decoding
+against msgspec decoding of the same bytes.
+
+Run: .venv/bin/python scripts/bench/descheduler.py [--sizes 1000,2000,5000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import descheduler_cluster
+
+POLICY = """\
+apiVersion: "descheduler/v1alpha2"
+kind: "DeschedulerPolicy"
+maxNoOfPodsToEvictTotal: 20000
+profiles:
+- name: default
+  pluginConfig:
+  - name: "DefaultEvictor"
+  - name: "LowNodeUtilization"
+    args:
+      thresholds: {"cpu": 20, "memory": 20, "pods": 20}
+      targetThresholds: {"cpu": 50, "memory": 50, "pods": 50}
+  - name: "RemoveDuplicates"
+  plugins:
+    balance:
+      enabled: ["LowNodeUtilization", "RemoveDuplicates"]
+"""
+KINDS = ("Node", "Pod", "Namespace", "PodDisruptionBudget", "PriorityClass")
+
+
+def _status_mib(field: str) -> float:
+    with Path("/proc/self/status").open(encoding="ascii") as status:
+        for line in status:
+            if line.startswith(field):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _rss_mib() -> float:
+    return _status_mib("VmRSS:")
+
+
+def _peak_mib() -> float:
+    """This process's peak RSS (``VmHWM``). Not ``ru_maxrss``: Linux carries that across
+    ``exec`` from the forking parent, which holds the generated cluster."""
+    return _status_mib("VmHWM:")
+
+
+# -- child: one cluster size --------------------------------------------------------------
+
+
+def child_size(directory: Path, decoding: str, runs: int) -> dict[str, Any]:
+    """Fill the caches from the list bodies in ``directory``, then plan ``runs`` cycles."""
+    from agent.descheduler.app import PROJECTIONS  # noqa: PLC0415
+    from agent.descheduler.cycle import CycleOptions, run_cycle  # noqa: PLC0415
+    from agent.descheduler.policy import parse_policy_text  # noqa: PLC0415
+    from agent.descheduler.state import ClusterState  # noqa: PLC0415
+
+    policy = parse_policy_text(POLICY, "bench")
+    state = ClusterState(None, PROJECTIONS, decoding=decoding)  # type: ignore[arg-type]  # never connects
+    caches = {
+        "Node": state.nodes,
+        "Pod": state.pods,
+        "Namespace": state.namespaces,
+        "PodDisruptionBudget": state.disruption_budgets,
+        "PriorityClass": state.priority_classes,
+    }
+    before = _rss_mib()
+    pod_cold_start = 0.0
+    for kind in KINDS:
+        data = (directory / f"{kind}.json").read_bytes()
+        cache = caches[kind]
+        started = time.perf_counter()
+        # The reflector's own steps, as its watch thread runs them on a list response.
+        listing = cache.decode_page(data)
+        del data
+        entries = cache._project_all(listing)
+        del listing
+        cache._apply("REPLACE", entries, "1")
+        del entries
+        if kind == "Pod":
+            pod_cold_start = time.perf_counter() - started
+    cached, peak_cached = _rss_mib(), _peak_mib()
+    cycles = []
+    evictions = 0
+    snapshot = state.snapshot(time.time())  # counted in the peak even without a cycle
+    for _ in range(runs):
+        snapshot = state.snapshot(time.time())
+        started = time.perf_counter()
+        plan = run_cycle(policy, snapshot, CycleOptions())
+        cycles.append(time.perf_counter() - started)
+        evictions = len(plan.evictions)
+    return {
+        "pods": len(state.pods.store),
+        "rss_before": before,
+        "rss_cached": cached,
+        "peak_cached": peak_cached,
+        "peak": _peak_mib(),
+        "pod_cold_start": pod_cold_start,
+        "cycle": statistics.median(cycles) if cycles else float("nan"),
+        "evictions": evictions,
+    }
+
+
+def child_decode(path: Path, decoding: str) -> dict[str, Any]:
+    """Decode + project one pod list, nothing else: the decoder choice, in isolation."""
+    from agent.descheduler.app import PROJECTIONS  # noqa: PLC0415
+    from agent.descheduler.wire import codec_for  # noqa: PLC0415
+
+    data = path.read_bytes()
+    before = _rss_mib()
+    started = time.perf_counter()
+    listing = json.loads(data) if decoding == "json" else codec_for("Pod").decode_page(data)
+    decoded = time.perf_counter() - started
+    pods = [PROJECTIONS.pod(item) for item in listing["items"]]
+    total = time.perf_counter() - started
+    return {
+        "pods": len(pods),
+        "decode": decoded,
+        "total": total,
+        "peak_over_bytes": _peak_mib() - before,
+    }
+
+
+# -- parent -------------------------------------------------------------------------------
+
+
+def write_cluster(nodes: int, directory: Path) -> int:
+    cluster = descheduler_cluster.cluster(nodes)
+    for kind in KINDS:
+        (directory / f"{kind}.json").write_bytes(
+            descheduler_cluster.list_bytes(kind, cluster[kind])
+        )
+    return len(cluster["Pod"])
+
+
+def run_child(*args: str) -> dict[str, Any]:
+    output = subprocess.run(
+        [sys.executable, __file__, "--child", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return json.loads(output.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+async def eviction_throughput(pods: int, concurrency: int, latency: float) -> float:
+    """Evictions per second through the live evictor against the fake API server.
+
+    The fake answers from memory; a real API server waits for etcd to commit the pod's
+    update before it answers an Eviction (upstream's 160 evictions/s one at a time, on
+    this machine, is about 6 ms each). ``latency`` holds every Eviction that long.
+    """
+    from agent.descheduler.evictions.live import LiveEvictor  # noqa: PLC0415
+    from agent.descheduler.plan import PlannedEviction  # noqa: PLC0415
+    from agent.kube.api import KubeApi  # noqa: PLC0415
+    from agent.kube.client import AsyncKube  # noqa: PLC0415
+    from agent.kube.connection import connect  # noqa: PLC0415
+    from agent.kube.events import EventRecorder  # noqa: PLC0415
+    from agent.kube.ratelimit import TokenBucket  # noqa: PLC0415
+    from tests.harness.fake_apiserver import FakeApiServer, manifests  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory() as workdir, FakeApiServer() as server:
+        connection = connect(str(server.write_kubeconfig(Path(workdir) / "kubeconfig")))
+        assert connection is not None  # noqa: S101 - the fake always answers
+        api = KubeApi(connection.api_client)
+        kube = AsyncKube(api, workers=32)
+        plan = []
+        for index in range(pods):
+            name = f"p-{index}"
+            server.create(manifests.pod(name, node="n1"))
+            plan.append(PlannedEviction("default", name, "", "n1", "Bench", "p", "bench"))
+        if latency > 0:
+            server.faults.hang("POST", r"/eviction$", seconds=latency, times=None)
+        evictor = LiveEvictor(
+            kube,
+            EventRecorder(kube, component="descheduler", host="bench"),
+            limiter=TokenBucket(0, 1),
+            concurrency=concurrency,
+        )
+        started = time.perf_counter()
+        results = await evictor.evict_all(plan)
+        elapsed = time.perf_counter() - started
+        kube.close()
+        api.close()
+        assert all(r.evicted for r in results)  # noqa: S101 - a failed run is not a figure
+        return pods / elapsed
+
+
+async def cold_start_first_cycle(nodes: int) -> tuple[float, int]:
+    """Process start of the descheduler (dry run, one shot) -> its first cycle done."""
+    from agent.descheduler.app import RunOptions, run_descheduler  # noqa: PLC0415
+    from agent.descheduler.policy import parse_policy_text  # noqa: PLC0415
+    from agent.kube.api import KubeApi  # noqa: PLC0415
+    from agent.kube.connection import connect  # noqa: PLC0415
+    from tests.harness.fake_apiserver import FakeApiServer  # noqa: PLC0415
+
+    cluster = descheduler_cluster.cluster(nodes)
+    with tempfile.TemporaryDirectory() as workdir, FakeApiServer() as server:
+        for kind in ("Namespace", "PriorityClass", "Node", "Pod", "PodDisruptionBudget"):
+            for obj in cluster[kind]:
+                manifest = {"apiVersion": _API_VERSIONS[kind], "kind": kind, **obj}
+                manifest["metadata"] = {
+                    k: v
+                    for k, v in obj["metadata"].items()
+                    if k not in {"uid", "resourceVersion", "managedFields"}
+                }
+                server.create(manifest)
+        del cluster
+        connection = connect(str(server.write_kubeconfig(Path(workdir) / "kubeconfig")))
+        assert connection is not None  # noqa: S101 - the fake always answers
+        api = KubeApi(connection.api_client, request_timeout=120)
+        with Path(os.devnull).open("w", encoding="utf-8") as sink:  # noqa: ASYNC230 - /dev/null never blocks
+            started = time.perf_counter()
+            await run_descheduler(
+                parse_policy_text(POLICY, "bench"),
+                RunOptions(dry_run=True, output="json", metrics_bind_address="127.0.0.1:0"),
+                api,
+                out=sink,
+                install_signal_handlers=False,
+            )
+            elapsed = time.perf_counter() - started
+        api.close()
+        return elapsed, nodes * descheduler_cluster.PODS_PER_NODE
+
+
+_API_VERSIONS = {
+    "Namespace": "v1",
+    "PriorityClass": "scheduling.k8s.io/v1",
+    "Node": "v1",
+    "Pod": "v1",
+    "PodDisruptionBudget": "policy/v1",
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,2000,5000")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--evictions", type=int, default=400)
+    parser.add_argument("--cold-start-nodes", type=int, default=1000)
+    parser.add_argument("--eviction-latency-ms", type=float, default=5.0)
+    parser.add_argument(
+        "--cycle-max-nodes", type=int, default=5000, help="plan cycles only up to this size"
+    )
+    parser.add_argument("--child", nargs="*")
+    args = parser.parse_args()
+    if args.child:
+        mode, *rest = args.child
+        if mode == "size":
+            result = child_size(Path(rest[0]), rest[1], int(rest[2]))
+        else:
+            result = child_decode(Path(rest[0]), rest[1])
+        print(json.dumps(result))
+        return 0
+
+    from agent.telemetry.logs import configure_logging  # noqa: PLC0415
+
+    configure_logging(level="error", fmt="console", stream=sys.stderr)
+    sizes = [int(size) for size in args.sizes.split(",")]
+    print(f"descheduler benchmark ({platform.python_implementation()} {platform.python_version()})")
+    figures: dict[int, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as workdir:
+        for size in sizes:
+            directory = Path(workdir) / str(size)
+            directory.mkdir()
+            write_cluster(size, directory)
+            runs = args.runs if size <= args.cycle_max_nodes else 0
+            figures[size] = run_child("size", str(directory), "msgspec", str(runs))
+            f = figures[size]
+            print(
+                f"  {size:5d} nodes, {f['pods']:6d} pods: peak RSS {f['peak']:7.1f} MiB "
+                f"(caches filled {f['rss_cached']:.1f}, their peak {f['peak_cached']:.1f}; "
+                f"interpreter + imports {f['rss_before']:.1f} MiB); pod list decoded+indexed "
+                f"{f['pod_cold_start']:6.2f} s; cycle (median of {args.runs}) "
+                f"{f['cycle']:6.2f} s, {f['evictions']} evictions planned"
+            )
+            if size == min(sizes):
+                pod_file = str(directory / "Pod.json")
+                for decoding in ("json", "msgspec"):
+                    d = run_child("decode", pod_file, decoding)
+                    print(
+                        f"  decoder {decoding:7s} ({d['pods']} pods): decode {d['decode']:5.2f} s, "
+                        f"decode+project {d['total']:5.2f} s, peak above the bytes "
+                        f"{d['peak_over_bytes']:6.1f} MiB"
+                    )
+            for path in directory.iterdir():
+                path.unlink()
+    timed = [size for size in sizes if not math.isnan(figures[size]["cycle"])]
+    if len(timed) > 1:
+        low, high = min(timed), max(timed)
+        exponent = math.log(figures[high]["cycle"] / figures[low]["cycle"]) / math.log(high / low)
+        print(f"  cycle growth exponent {low} -> {high} nodes: {exponent:.2f}")
+    if args.evictions:
+        latency = args.eviction_latency_ms / 1000
+        pooled = asyncio.run(eviction_throughput(args.evictions, 8, latency))
+        single = asyncio.run(eviction_throughput(args.evictions, 1, latency))
+        print(
+            f"  evictions/s ({args.eviction_latency_ms:g} ms server latency), pool of 8: "
+            f"{pooled:6.1f}; one at a time: {single:6.1f} ({pooled / single:.1f}x)"
+        )
+    if args.cold_start_nodes:
+        elapsed, pods = asyncio.run(cold_start_first_cycle(args.cold_start_nodes))
+        print(
+            f"  cold start -> first cycle done, {args.cold_start_nodes} nodes / {pods} pods "
+            f"on the fake API server: {elapsed:.2f} s"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

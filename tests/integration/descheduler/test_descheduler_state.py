@@ -1,0 +1,153 @@
+"""ClusterState's caches against the fake API server: one list per kind, projections only,
+pods indexed by node, watches followed, a relist after 410."""
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from agent.descheduler.app import PROJECTIONS
+from agent.descheduler.model import DisruptionBudget, NodeInfo, NodeUsage, PodInfo
+from agent.descheduler.state import ClusterState, Decoding
+from agent.kube.api import KubeApi
+from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness.waiting import wait_until
+from tests.integration.descheduler.conftest import owned_pod
+
+
+async def _until(check: Callable[[], bool]) -> None:
+    await wait_until(check, "the descheduler's caches", 10)
+
+
+@pytest.fixture(name="running_state", params=["msgspec", "json"])
+async def _running_state(
+    request: pytest.FixtureRequest, fake_apiserver: FakeApiServer, kube_api: KubeApi
+) -> AsyncIterator[ClusterState]:
+    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.create(manifests.node("n2"))
+    fake_apiserver.create(owned_pod("a", "n1", "web"))
+    fake_apiserver.create(owned_pod("b", "n2", "web"))
+    fake_apiserver.create(manifests.pdb("web", match_labels={"app": "web"}, min_available=1))
+    decoding: Decoding = request.param
+    state = ClusterState(kube_api, PROJECTIONS, decoding=decoding, read_timeout=5)
+    tasks = [asyncio.create_task(reflector.run()) for reflector in state.reflectors]
+    try:
+        async with asyncio.timeout(10):
+            await state.wait_synced()
+        yield state
+    finally:
+        for reflector in state.reflectors:
+            reflector.stop()
+        await asyncio.wait_for(asyncio.gather(*tasks), 10)
+
+
+async def test_caches_list_each_kind_once_from_the_watch_cache(
+    running_state: ClusterState, fake_apiserver: FakeApiServer
+) -> None:
+    """Each kind is listed exactly once, at resourceVersion=0, and never per node."""
+    assert running_state.synced
+    lists = [r for r in fake_apiserver.requests(method="GET") if not r.is_watch]
+    paths = sorted(r.path for r in lists)
+    assert paths == [
+        "/api/v1/namespaces",
+        "/api/v1/nodes",
+        "/api/v1/persistentvolumeclaims",
+        "/api/v1/pods",
+        "/apis/policy/v1/poddisruptionbudgets",
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+    ]
+    assert {r.query.get("resourceVersion") for r in lists} == {"0"}
+    assert not any("fieldSelector" in r.query for r in lists)
+
+
+async def test_caches_keep_projections_indexed_by_node(running_state: ClusterState) -> None:
+    """The caches hold compact projections (never the API's JSON), pods by spec.nodeName."""
+    pods = running_state.pods.by_index("n1")
+    assert [pod.name for pod in pods] == ["a"]
+    assert all(isinstance(pod, PodInfo) for pod in running_state.pods.store.values())
+    assert all(isinstance(node, NodeInfo) for node in running_state.nodes.store.values())
+    budgets = list(running_state.disruption_budgets.store.values())
+    assert all(isinstance(budget, DisruptionBudget) for budget in budgets)
+    assert running_state.priority_classes.store["system-node-critical"] == 2000001000
+    snapshot = running_state.snapshot(now=1000.0)
+    assert {node: [p.name for p in pods] for node, pods in snapshot.pods_by_node.items()} == {
+        "n1": ["a"],
+        "n2": ["b"],
+    }
+    assert snapshot.now == 1000.0
+    assert [b.name for b in snapshot.disruption_budgets["default"]] == ["web"]
+
+
+async def test_index_follows_watch_events(
+    running_state: ClusterState, fake_apiserver: FakeApiServer
+) -> None:
+    """A new pod joins its node's bucket and a deleted one leaves it, by watch."""
+    fake_apiserver.create(owned_pod("c", "n2", "web"))
+    fake_apiserver.delete("pods", "a", "default", grace_period_seconds=0)
+    await _until(
+        lambda: (
+            sorted(p.name for p in running_state.pods.by_index("n2")) == ["b", "c"]
+            and not running_state.pods.by_index("n1")
+        )
+    )
+    assert "n1" not in running_state.snapshot(now=0).pods_by_node
+
+
+async def test_snapshot_does_not_move_with_the_caches(
+    running_state: ClusterState, fake_apiserver: FakeApiServer
+) -> None:
+    """A snapshot taken before a change keeps the state it was taken from."""
+    before = running_state.snapshot(now=0)
+    fake_apiserver.create(owned_pod("late", "n1", "web"))
+    await _until(lambda: len(running_state.pods.by_index("n1")) == 2)
+    assert [p.name for p in before.pods_on("n1")] == ["a"]
+
+
+async def test_caches_relist_after_410(fake_apiserver: FakeApiServer, kube_api: KubeApi) -> None:
+    """A pod watch from a compacted resourceVersion gets 410; the cache relists (a consistent
+    read), catches up, and still holds projections only."""
+    fake_apiserver.create(owned_pod("a", "n1", "web"))
+    fake_apiserver.faults.add("GET", r"/api/v1/pods$", status=503, times=1, watch=True)
+    state = ClusterState(kube_api, PROJECTIONS, read_timeout=5)
+    task = asyncio.create_task(state.pods.run())
+    try:
+        async with asyncio.timeout(10):
+            await state.pods.synced.wait()
+        # While the pod watch backs off after its 503, history moves on and is compacted.
+        await asyncio.to_thread(
+            fake_apiserver.wait_for_request, lambda r: r.is_watch and r.status == 503, 10
+        )
+        fake_apiserver.create(owned_pod("while-away", "n2", "web"))
+        fake_apiserver.compact()
+        await _until(lambda: "default/while-away" in state.pods.store)
+        lists = [
+            r
+            for r in fake_apiserver.requests(method="GET", path_contains="/pods")
+            if not r.is_watch
+        ]
+        assert [r.query.get("resourceVersion") for r in lists] == ["0", None]
+        assert [p.name for p in state.pods.by_index("n2")] == ["while-away"]
+        assert all(isinstance(pod, PodInfo) for pod in state.pods.store.values())
+    finally:
+        state.pods.stop()
+        await asyncio.wait_for(task, 10)
+
+
+def test_snapshot_takes_node_usage_from_the_injected_source(kube_api: KubeApi) -> None:
+    """The NodeReports usage comes from the source the app injects, read at snapshot time."""
+    reports = {
+        "n1": NodeUsage(
+            node="n1",
+            usage={"cpu": 1500, "memory": 2**30},
+            pod_usage={},
+            stale=False,
+            shutting_down=False,
+            gated=False,
+            agent_stopped=False,
+        )
+    }
+    source: dict[str, NodeUsage] = {}
+    state = ClusterState(kube_api, PROJECTIONS, usage=lambda: source)
+    assert state.snapshot(now=1).node_usage == {}
+    source.update(reports)
+    assert state.snapshot(now=2).node_usage == reports

@@ -1,0 +1,99 @@
+"""The descheduler's own address: /healthz, /readyz and upstream-named metrics."""
+
+import asyncio
+import socket
+import urllib.request
+from pathlib import Path
+
+from agent.descheduler.app import RunOptions, run_descheduler
+from agent.descheduler.policy import load_policy
+from agent.kube.api import KubeApi
+from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.waiting import wait_until
+from tests.integration.descheduler.conftest import duplicates_cluster
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - loopback URL
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+    except OSError:
+        return 0, ""
+
+
+async def test_probes_and_metrics_of_a_looping_descheduler(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, policy_file: Path
+) -> None:
+    """Once its caches synced and a cycle ran, /readyz and /healthz answer 200 and /metrics
+    carries descheduler_build_info, the loop and strategy durations and the evictions."""
+    duplicates_cluster(fake_apiserver, protected=False)
+    base = f"http://127.0.0.1:{_free_port()}"
+    stop = asyncio.Event()
+    task = asyncio.create_task(
+        run_descheduler(
+            load_policy(policy_file),
+            RunOptions(interval=3600, metrics_bind_address=base[len("http://") :], qps=0),
+            kube_api,
+            stop=stop,
+            install_signal_handlers=False,
+        )
+    )
+    try:
+
+        async def body(path: str) -> tuple[int, str]:
+            return await asyncio.to_thread(_get, base + path)
+
+        await wait_until(
+            lambda: "descheduler_loop_duration_seconds_count 1.0" in _get(base + "/metrics")[1],
+            "the first cycle in /metrics",
+            10,
+        )
+        status, text = await body("/metrics")
+        assert status == 200
+        for name in (
+            "descheduler_build_info{",
+            "descheduler_loop_duration_seconds_count 1.0",
+            'descheduler_strategy_duration_seconds_count{profile="ProfileName",'
+            'strategy="RemoveDuplicates"} 1.0',
+            "descheduler_pods_evicted_total{",
+        ):
+            assert name in text
+        assert (await body("/readyz"))[0] == 200
+        assert (await body("/healthz"))[0] == 200
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(task, 20) == 0
+
+
+async def test_readyz_fails_until_the_caches_synced(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, policy_file: Path
+) -> None:
+    """While the pod list fails, /readyz answers 503 naming the pod cache."""
+    fake_apiserver.faults.add("GET", r"/api/v1/pods$", status=503, times=None, watch=False)
+    base = f"http://127.0.0.1:{_free_port()}"
+    stop = asyncio.Event()
+    task = asyncio.create_task(
+        run_descheduler(
+            load_policy(policy_file),
+            RunOptions(interval=3600, metrics_bind_address=base[len("http://") :]),
+            kube_api,
+            stop=stop,
+            install_signal_handlers=False,
+        )
+    )
+    try:
+        await wait_until(lambda: _get(base + "/readyz")[0] == 503, "readyz to answer", 10)
+        status, text = _get(base + "/readyz")
+        assert "[-]watch:descheduler-pods" in text
+        assert status == 503
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 20)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from agent.descheduler.budgets import budgets_for
+from agent.descheduler.budgets import BudgetIndex
 from agent.descheduler.errors import EvictionLimitReached
 from agent.descheduler.evictions.limits import EvictionLimits
 from agent.descheduler.framework.types import EvictorPlugin
@@ -35,8 +35,10 @@ from agent.descheduler.plan import Plan, PlannedEviction
 
 def owner_uid(pod: PodInfo) -> str:
     """The controller's UID, else the first owner's; ``""`` for a bare pod."""
-    owner = pod.controller or (pod.owners[0] if pod.owners else None)
-    return owner.uid if owner is not None else ""
+    for owner in pod.owners:  # ``pod.controller``, without a generator per eviction
+        if owner.controller:
+            return owner.uid
+    return pod.owners[0].uid if pod.owners else ""
 
 
 class Planner:
@@ -55,6 +57,7 @@ class Planner:
         self.evicted: set[str] = set()
         """UIDs of the pods this cycle evicted (allowed, not blocked)."""
         self._remaining: dict[str, int] = {}
+        self._budgets = BudgetIndex(snapshot)
 
     def evict(self, pod: PodInfo, *, plugin: str, profile: str, reason: str = "") -> bool:
         """Plan one eviction; ``False`` when a PDB refuses it. Raises the limit errors."""
@@ -100,7 +103,7 @@ class Planner:
     def _blocking_budget(self, pod: PodInfo) -> str:  # noqa: PLR0911 - one exit per API server rule
         if pod.phase != "Running":
             return ""
-        budgets = budgets_for(self.snapshot, pod)
+        budgets = self._budgets.budgets_for(pod)
         if not budgets:
             return ""
         key = f"{budgets[0].namespace}/{budgets[0].name}"
@@ -136,14 +139,29 @@ class ProfileEvictor:
         self.profile = profile
         self.filters = filters
         self.pre_eviction_filters = pre_eviction_filters
+        # Verdicts by pod UID. Every input of the filters is fixed for the cycle (one
+        # snapshot), and the plugins ask about the same pods again and again (LowNodeUtilization
+        # per source node, RemoveDuplicates per node and again before each eviction). The one
+        # input that moves, "evicted earlier in this cycle", is checked before the memo. A
+        # ProfileEvictor is built per cycle, so the memo never outlives its snapshot.
+        self._filtered: dict[str, bool] = {}
+        self._pre_filtered: dict[str, bool] = {}
 
     def filter(self, pod: PodInfo) -> bool:
         if pod.uid in self.planner.evicted:
             return False  # terminating by now, as the informer would show it
-        return all(plugin.filter(pod) for plugin in self.filters)
+        verdict = self._filtered.get(pod.uid)
+        if verdict is None:
+            verdict = self._filtered[pod.uid] = all(plugin.filter(pod) for plugin in self.filters)
+        return verdict
 
     def pre_eviction_filter(self, pod: PodInfo) -> bool:
-        return all(plugin.pre_eviction_filter(pod) for plugin in self.pre_eviction_filters)
+        verdict = self._pre_filtered.get(pod.uid)
+        if verdict is None:
+            verdict = self._pre_filtered[pod.uid] = all(
+                plugin.pre_eviction_filter(pod) for plugin in self.pre_eviction_filters
+            )
+        return verdict
 
     def evict(self, pod: PodInfo, plugin: str, reason: str = "") -> bool:
         return self.planner.evict(pod, plugin=plugin, profile=self.profile, reason=reason)

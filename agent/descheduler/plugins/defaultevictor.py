@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from agent.config.errors import FieldError
 from agent.config.schema import Duration, setting
-from agent.descheduler.budgets import budgets_for
+from agent.descheduler.budgets import BudgetIndex
 from agent.descheduler.errors import DeschedulerError
 from agent.descheduler.framework.args import LabelSelector
 from agent.descheduler.framework.types import Handle
@@ -217,6 +217,7 @@ class DefaultEvictor:
         self._owner_pods: Counter[str] | None = None
         self._verdicts: dict[str, bool] = {}
         self._requested: dict[str, dict[str, int]] = {}
+        self._budgets = BudgetIndex(handle.snapshot)
 
     def _threshold(self, threshold: PriorityThreshold | None) -> int | None:
         """The priority bar, or ``None`` when only the system-critical check applies."""
@@ -274,7 +275,7 @@ class DefaultEvictor:
             reasons.append("daemonset pods are protected")
         if PVC in protections and (reason := self._pvc_reason(pod)):
             reasons.append(reason)
-        if WITHOUT_PDB in protections and not budgets_for(self.handle.snapshot, pod):
+        if WITHOUT_PDB in protections and not self._budgets.budgets_for(pod):
             reasons.append("pod does not have a PodDisruptionBudget")
         if RESOURCE_CLAIMS in protections and pod.extra.get("resourceClaims"):
             reasons.append("pod has ResourceClaims")

@@ -44,6 +44,10 @@ class RemoveDuplicatesArgs:
     cooldown_seconds: float = setting(0.0, minimum=0)
 
 
+def _by_name(pod: PodInfo) -> tuple[str, str]:
+    return pod.namespace, pod.name
+
+
 def _required_terms(pod: PodInfo) -> Any:
     return ((pod.affinity or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
@@ -91,30 +95,39 @@ class RemoveDuplicates:
         duplicates: dict[OwnerKey, dict[str, list[PodInfo]]] = defaultdict(dict)
         occurrences: dict[OwnerKey, int] = defaultdict(int)
         excluded = set(self.args.exclude_owner_kinds)
+        pods_on = self.handle.snapshot.pods_on
         for node in nodes:
             seen: set[tuple[object, ...]] = set()
             pods = sorted(
-                (p for p in self.handle.snapshot.pods_on(node.name) if p.phase not in FINISHED),
-                key=lambda p: (p.namespace, p.name),
+                (p for p in pods_on(node.name) if p.phase not in FINISHED),
+                key=_by_name,
             )
             for pod in pods:
+                owners = pod.owners
                 if (
-                    not pod.owners
-                    or any(o.kind in excluded for o in pod.owners)
+                    not owners
+                    or (excluded and any(o.kind in excluded for o in owners))
                     or not self._admits(pod)
                 ):
                     continue
                 images = "#".join(pod.images)
-                keys = [(pod.namespace, o.kind, o.name, images) for o in pod.owners]
+                keys = [(pod.namespace, o.kind, o.name, images) for o in owners]
                 for key in keys:
                     occurrences[key] += 1
                 # Upstream compares the sorted "namespace/kind/name/image" strings of every
                 # owner and image; the same owners and the same sorted images give the same.
-                container_keys = (
-                    pod.namespace,
-                    *sorted({(o.kind, o.name) for o in pod.owners}),
-                    pod.images,
-                )
+                if len(owners) == 1:
+                    container_keys: tuple[object, ...] = (
+                        pod.namespace,
+                        (owners[0].kind, owners[0].name),
+                        pod.images,
+                    )
+                else:
+                    container_keys = (
+                        pod.namespace,
+                        *sorted({(o.kind, o.name) for o in owners}),
+                        pod.images,
+                    )
                 if container_keys in seen:
                     for key in keys:
                         duplicates[key].setdefault(node.name, []).append(pod)

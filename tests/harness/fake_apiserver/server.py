@@ -14,7 +14,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -227,6 +227,25 @@ class FakeApiServer:
         if rt.namespaced:
             meta(body)["namespace"] = namespace or namespace_of(body) or "default"
         return present(self.store.create(rt, body, keep_status=True), rt)
+
+    def seed(self, objects: Iterable[JSON]) -> int:
+        """Create many objects at once, as ``create`` does one by one; returns how many.
+
+        Every object goes through the same store create (validation, defaults, uid,
+        resourceVersion, watch event). Only the PDB status controller is deferred: it runs
+        once per touched namespace at the end instead of after every write (see
+        ``Evictions.deferred``), under one lock hold, so no reader sees the statuses before.
+        """
+        count = 0
+        with self.store.locked(), self.evictions.deferred():
+            for obj in objects:
+                rt = self._type_of(obj, None)
+                if rt.namespaced and not namespace_of(obj):
+                    obj = {**obj, "metadata": {**meta(obj), "namespace": "default"}}
+                # The store copies what it keeps; the copy it returns is dropped here.
+                self.store.create(rt, obj, keep_status=True)
+                count += 1
+        return count
 
     def get(self, resource: str, name: str, namespace: str | None = None) -> JSON:
         """A copy of one object; raises `ApiError` (404) if missing."""

@@ -238,12 +238,13 @@ class FakeApiServer:
         """
         count = 0
         with self.store.locked(), self.evictions.deferred():
-            for obj in objects:
-                rt = self._type_of(obj, None)
-                if rt.namespaced and not namespace_of(obj):
-                    obj = {**obj, "metadata": {**meta(obj), "namespace": "default"}}
+            for given in objects:
+                rt = self._type_of(given, None)
+                body = given
+                if rt.namespaced and not namespace_of(given):
+                    body = {**given, "metadata": {**meta(given), "namespace": "default"}}
                 # The store copies what it keeps; the copy it returns is dropped here.
-                self.store.create(rt, obj, keep_status=True)
+                self.store.create(rt, body, keep_status=True)
                 count += 1
         return count
 

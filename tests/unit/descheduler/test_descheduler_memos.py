@@ -26,11 +26,11 @@ class _AcceptAll:
     def __init__(self) -> None:
         self.asked = 0
 
-    def filter(self, pod: PodInfo) -> bool:
+    def filter(self, pod: PodInfo) -> bool:  # noqa: ARG002 - accepts every pod
         self.asked += 1
         return True
 
-    def pre_eviction_filter(self, pod: PodInfo) -> bool:
+    def pre_eviction_filter(self, pod: PodInfo) -> bool:  # noqa: ARG002 - accepts every pod
         return True
 
 

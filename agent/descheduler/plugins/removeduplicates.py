@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,21 +138,25 @@ class RemoveDuplicates:
 
     def feasible_nodes(
         self, by_node: Mapping[str, list[PodInfo]], nodes: Sequence[NodeInfo]
-    ) -> set[str]:
+    ) -> AbstractSet[str]:
         """``getTargetNodes``: nodes some distinct placement fits, if it fits two or more."""
         distinct: dict[tuple[str, str, str], PodInfo] = {}
         for node_name in sorted(by_node):
             for pod in by_node[node_name]:
                 distinct.setdefault(_placement(pod), pod)
-        targets: set[str] = set()
+        counted: list[frozenset[str]] = []
         for placement, pod in distinct.items():
             matching = self._feasible_by_placement.get(placement)
             if matching is None:
                 matching = frozenset(node.name for node in nodes if _feasible(pod, node))
                 self._feasible_by_placement[placement] = matching
             if len(matching) > 1:
-                targets |= matching
-        return targets
+                counted.append(matching)
+        if len(counted) == 1:
+            # The common case (one placement per owner). Not copied: a copy per owner key
+            # costs owners x nodes, quadratic in the cluster's size.
+            return counted[0]
+        return frozenset().union(*counted)
 
     def balance(self, nodes: Sequence[NodeInfo]) -> None:
         duplicates, occurrences = self.duplicates(nodes)

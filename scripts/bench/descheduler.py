@@ -361,7 +361,26 @@ _API_VERSIONS = {
 }
 
 
-def main() -> int:  # noqa: PLR0912 - one branch per measure, in the order printed
+def print_eviction_throughput(evictions: int, latency_ms: float, runs_wanted: int) -> None:
+    """Pool of 8 against one at a time, the fake API server in its own process and in ours."""
+    latency = latency_ms / 1000
+    for where, measure in (
+        ("fake API server in its own process", eviction_throughput_separate),
+        ("fake API server in this process", eviction_throughput_in_process),
+    ):
+        runs = [measure(evictions, latency) for _ in range(max(1, runs_wanted))]
+        pooled, pooled_cpu = (statistics.median(r[0][i] for r in runs) for i in (0, 1))
+        single, single_cpu = (statistics.median(r[1][i] for r in runs) for i in (0, 1))
+        ratios = ", ".join(f"{r[0][0] / r[1][0]:.1f}x" for r in runs)
+        print(
+            f"  evictions/s ({latency_ms:g} ms server latency, {where}; "
+            f"medians of {len(runs)}), pool of 8: {pooled:6.1f}; one at a time: "
+            f"{single:6.1f} ({pooled / single:.1f}x; runs {ratios}); "
+            f"client CPU per eviction {pooled_cpu:.1f} / {single_cpu:.1f} ms"
+        )
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,2000,5000")
     parser.add_argument("--runs", type=int, default=3)
@@ -430,17 +449,7 @@ def main() -> int:  # noqa: PLR0912 - one branch per measure, in the order print
                 f"{exponent:.2f}"
             )
     if args.evictions:
-        latency = args.eviction_latency_ms / 1000
-        for where, measure in (
-            ("fake API server in its own process", eviction_throughput_separate),
-            ("fake API server in this process", eviction_throughput_in_process),
-        ):
-            (pooled, pooled_cpu), (single, single_cpu) = measure(args.evictions, latency)
-            print(
-                f"  evictions/s ({args.eviction_latency_ms:g} ms server latency, {where}), "
-                f"pool of 8: {pooled:6.1f}; one at a time: {single:6.1f} ({pooled / single:.1f}x); "
-                f"client CPU per eviction {pooled_cpu:.1f} / {single_cpu:.1f} ms"
-            )
+        print_eviction_throughput(args.evictions, args.eviction_latency_ms, args.runs)
     if args.cold_start_nodes:
         elapsed, pods, seeded = asyncio.run(cold_start_first_cycle(args.cold_start_nodes))
         print(

@@ -164,3 +164,12 @@ def test_pod_with_two_owners_is_evicted_once() -> None:
         pods.append(raw)
     plan = run_cycle(policy((DUP, None)), snapshot(node("n1"), node("n2"), *pods))
     assert [e.name for e in plan.evictions] == ["p2"]
+
+
+def test_feasible_nodes_are_the_union_over_the_placements() -> None:
+    """Duplicates of one owner with two placements count the nodes either placement fits."""
+    zones = [node(name, labels={"zone": zone}) for name, zone in (("n1", "a"), ("n2", "a"))]
+    zones += [node(name, labels={"zone": zone}) for name, zone in (("n3", "b"), ("n4", "b"))]
+    pods = [pod(f"p{i}", "n1", node_selector={"zone": "ab"[i // 2]}) for i in range(4)]
+    # 4 pods over 4 feasible nodes: one may stay on n1 (with only zone a's 2 nodes, two would).
+    assert _evicted(None, *zones, *pods) == ["p1", "p2", "p3"]

@@ -102,6 +102,10 @@ class ProjectingReflector(Generic[T]):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._config_problem: str | None = None
         """The configuration problem last logged (watch thread only)."""
+        self.last_error: KubeError | None = None
+        """The error of the last failed list or watch; ``None`` once a list succeeded.
+        Written by the watch thread, read by the loop as a hint only (one reference
+        assignment, so a reader sees the old value or the new one, never a torn one)."""
 
     # -- the loop side --------------------------------------------------------------
 
@@ -231,6 +235,7 @@ class ProjectingReflector(Generic[T]):
                     del listing  # the raw page may be large; only projections stay
                     need_list = False
                     self._config_problem = None
+                    self.last_error = None
                 started = time.monotonic()
                 resource_version, delivered = self._watch_once(resource_version)
                 if delivered or time.monotonic() - started >= _SHORT_WATCH:
@@ -246,6 +251,7 @@ class ProjectingReflector(Generic[T]):
                 if failures > 1:  # the first relist is at once
                     self._stopping.wait(self.policy.wait(failures - 1))
             except KubeError as error:
+                self.last_error = error
                 failures += 1
                 delay = self.policy.wait(failures, retry_after=retry_after_of(error))
                 if not self._stopping.is_set():

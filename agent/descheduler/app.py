@@ -8,11 +8,13 @@ or send its allowed evictions through the live evictor.
 Modes, as upstream's flags mean them:
 - ``--descheduling-interval 0`` (the default): one cycle, then exit (Job, CronJob);
 - a positive interval: a cycle every interval (Deployment);
-- ``--leader-elect``: campaign for the Lease ``kube-system/descheduler``; every replica
-  keeps its caches warm, only the leader plans and evicts, and it stops admitting
-  evictions as soon as it is no longer sure to lead. The churn guard's memory lives on that
-  Lease (``agent.kube.evictionmemory``), so it survives restarts and leader changes; without
-  leader election it is kept in memory for the life of the process.
+- ``--leader-elect``: campaign for the Lease ``descheduler`` (in
+  ``--leader-elect-resource-namespace``, ``kube-system`` by default); every replica keeps
+  its caches warm, only the leader plans and evicts, and it stops admitting evictions as
+  soon as it is no longer sure to lead. The churn guard's memory lives on that Lease
+  (``agent.kube.evictionmemory``), so it survives restarts and leader changes. Without
+  leader election, a policy that sets ``cooldownSeconds`` keeps it on the same Lease's
+  annotation with guarded writes, so a Job or CronJob remembers across runs.
 
 Exit codes: 0 done, 1 runtime failure (no cluster, caches never synced), 2 bad flags or
 policy (raised as ``ConfigError`` before anything connects).
@@ -50,7 +52,11 @@ from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
 from agent.kube.errors import KubeError, LeadershipLost, NotFound
 from agent.kube.events import EventRecorder
-from agent.kube.evictionmemory import RecentEvictionsMemory
+from agent.kube.evictionmemory import (
+    EvictionsMemory,
+    LeaseAnnotationMemory,
+    RecentEvictionsMemory,
+)
 from agent.kube.leaderelection import ElectionTiming, KubeLeaseApi, LeaderElector
 from agent.kube.nodereports import NodeReportCache
 from agent.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
@@ -116,7 +122,7 @@ class Descheduler:
         clock: Clock,
         out: TextIO,
         elector: LeaderElector | None = None,
-        memory: RecentEvictionsMemory | None = None,
+        memory: EvictionsMemory | None = None,
     ) -> None:
         self.policy = policy
         self.options = options
@@ -244,6 +250,15 @@ def _on_result(metrics: DeschedulerMetrics) -> ResultListener:
     return count
 
 
+def uses_cooldown(policy: DeschedulerPolicy) -> bool:
+    """Whether any plugin of the policy sets ``cooldownSeconds`` (the churn guard is on)."""
+    return any(
+        getattr(args, "cooldown_seconds", 0) > 0
+        for profile in policy.profiles
+        for args in profile.args.values()
+    )
+
+
 async def _reports_listed(reports: NodeReportCache, clock: Clock) -> bool:
     """Wait (bounded) for the first list of NodeReports; ``False`` at once without the CRD."""
     deadline = clock.monotonic() + REPORTS_SYNC_SECONDS
@@ -283,7 +298,7 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
     kube = AsyncKube(api, workers=max(16, options.concurrency * 2))
     limiter = TokenBucket(options.qps, options.burst, monotonic=clock.monotonic, sleep=clock.sleep)
     elector: LeaderElector | None = None
-    memory: RecentEvictionsMemory | None = None
+    memory: EvictionsMemory | None = None
     if options.leader_elect:
         elector = LeaderElector(
             KubeLeaseApi(kube, options.lease_namespace, options.lease_name),
@@ -292,6 +307,12 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
             timing=options.election,
         )
         memory = RecentEvictionsMemory(elector, clock=clock, max_age=CHURN_MEMORY_SECONDS)
+    elif uses_cooldown(policy):
+        memory = LeaseAnnotationMemory(
+            KubeLeaseApi(kube, options.lease_namespace, options.lease_name),
+            clock=clock,
+            max_age=CHURN_MEMORY_SECONDS,
+        )
     evictor = LiveEvictor(
         kube,
         EventRecorder(kube, component=COMPONENT, host=elector.identity if elector else COMPONENT),

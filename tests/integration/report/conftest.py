@@ -33,6 +33,7 @@ from agent.runtime.context import AgentContext
 from agent.runtime.status import StatusBoard
 from agent.telemetry.health import Health
 from tests.harness.agent_rig import InProcessAgent
+from tests.harness.clock import HandClock
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree
 from tests.harness.nodereport import NodeProc, register_crd
@@ -40,30 +41,6 @@ from tests.harness.nodereport import NodeProc, register_crd
 JSON = dict[str, Any]
 NODE = "node-1"
 REPORT_PATH = f"/apis/kubelet-companion.io/v1alpha1/nodereports/{NODE}"
-
-
-class FakeClock:
-    """Fake time: ``sleep`` returns only once the test has moved the clock past its end."""
-
-    def __init__(self) -> None:
-        self.t = 1000.0
-        self._moved = asyncio.Event()
-
-    def now(self) -> float:
-        return 1_790_000_000.0 + self.t
-
-    def monotonic(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        deadline = self.t + seconds
-        while self.t < deadline:
-            self._moved.clear()
-            await self._moved.wait()
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-        self._moved.set()
 
 
 def agent_config(server: FakeApiServer, tmp_path: Path, **report: Any) -> AgentConfig:
@@ -80,7 +57,7 @@ def agent_config(server: FakeApiServer, tmp_path: Path, **report: Any) -> AgentC
 class ReportRig:
     server: FakeApiServer
     controller: ReportController
-    clock: FakeClock
+    clock: HandClock
     proc: NodeProc
     board: StatusBoard
     kube: AsyncKube
@@ -128,7 +105,7 @@ async def report_rig(report_server: FakeApiServer, tmp_path: Path) -> AsyncItera
         host = HostTree(tmp_path / "host")
         host.kernel()
         proc = NodeProc(host)
-        clock = FakeClock()
+        clock = HandClock(epoch=1_790_000_000.0)
         board = StatusBoard()
         controller = ReportController(
             config=config.report,

@@ -11,7 +11,8 @@ import pytest
 from agent.kube.errors import LeadershipLost, Timeout, TooManyRequests, Unavailable
 from agent.kube.leaderelection import ElectionTiming, LeaderElector
 from agent.kube.timestamps import parse_rfc3339
-from tests.harness.leases import HandClock, InMemoryLeases, SkewedClock, settle
+from tests.harness.clock import HandClock, SkewedClock
+from tests.harness.leases import InMemoryLeases, settle
 from tests.harness.waiting import wait_until
 
 TIMING = ElectionTiming(lease_duration=137, renew_deadline=107, retry_period=26, jitter=0.0)

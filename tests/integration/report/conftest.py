@@ -19,7 +19,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from agent.config import AgentConfig, parse_document
-from agent.daemon import Capability, assemble, build_cluster
+from agent.daemon import Capability, build_cluster
 from agent.kube.client import AsyncKube
 from agent.kube.reportwriter import NodeReportWriter
 from agent.kube.session import open_api
@@ -28,8 +28,6 @@ from agent.node.paths import HostPaths
 from agent.report.controller import ReportController
 from agent.report.metrics import ReportMetrics
 from agent.report.sampling import NodeSampler
-from agent.runtime.clock import SystemClock
-from agent.runtime.context import AgentContext
 from agent.runtime.status import StatusBoard
 from agent.telemetry.health import Health
 from tests.harness.agent_rig import InProcessAgent
@@ -148,24 +146,11 @@ async def start_agent(report_server: FakeApiServer, tmp_path: Path) -> AsyncIter
         config = parse_document(AgentConfig, json.dumps(document), "test config")
         cluster = await asyncio.to_thread(build_cluster, config, NODE)
         assert cluster is not None
-        registry, health = CollectorRegistry(), Health()
-        ctx = AgentContext(
-            config=config,
-            node_name=NODE,
-            paths=host.paths,
-            registry=registry,
-            health=health,
-            clock=SystemClock(),
-            facts=facts,
-            cluster=cluster,
-        )
-        supervisor = assemble(ctx, capabilities, stop_timeout=5)
         agent = InProcessAgent(
-            server=report_server, registry=registry, health=health, cluster=cluster
+            server=report_server, registry=CollectorRegistry(), health=Health(), cluster=cluster
         )
-        agent.task = asyncio.create_task(supervisor.run(agent.stop))
         agents.append(agent)
-        await agent.until(lambda: health.readiness().ok, "every watch synced")
+        await agent.start(config, capabilities, paths=host.paths, facts=facts)
         return agent
 
     yield start

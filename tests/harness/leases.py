@@ -50,6 +50,11 @@ class InMemoryLeases:
         self.resource_version += 1
         self.objects[name]["metadata"]["resourceVersion"] = str(self.resource_version)
 
+    def take_over(self, holder: str, name: str = "descheduler") -> None:
+        """Someone else (``holder``) writes the Lease as its holder."""
+        self.objects[name]["spec"]["holderIdentity"] = holder
+        self.bump(name)
+
     def unstall(self, identity: str) -> None:
         self.faults[identity].stalled = False
         self._unstalled.set()

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +12,7 @@ from agent.kube.timestamps import rfc3339
 from agent.node.reportrecord import ReportRecord, save_report_record
 from agent.runtime.status import ReadinessStatus, ShutdownStatus, SwapStatus
 from tests.harness.cgroups import MIB, CgroupTreeBuilder, pod_object
+from tests.harness.cli import run_cli
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree
 from tests.harness.nodereport import NodeProc
@@ -26,14 +24,7 @@ STRAY = "3b2c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e"
 
 
 def _run(config: Path, *args: str) -> Any:
-    return subprocess.run(
-        [sys.executable, "-m", "agent.cli", *args, "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "KUBECONFIG": "", "HOME": "/nonexistent"},
-        check=False,
-    )
+    return run_cli(*args, "--config", str(config))
 
 
 def _node(

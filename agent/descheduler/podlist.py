@@ -92,7 +92,8 @@ _EMPTY_META = ItemMeta()
 _EMPTY_SPEC = ItemSpec()
 _EMPTY_STATUS = ItemStatus()
 
-_ResourcesKey = tuple[Any, ...]
+_ContainersKey = tuple[Any, ...]
+_ContainersPart = tuple[Mapping[str, int], str, tuple[str, ...]]
 
 
 class _Memo(dict[K, V]):
@@ -127,13 +128,12 @@ class PodListProjector:
         )
         self._page: msgspec.json.Decoder[Any] = msgspec.json.Decoder(page)
         self._item = msgspec.json.Decoder(PodItem)
-        self._resources: _Memo[_ResourcesKey, tuple[Mapping[str, int], str]] = _Memo(limit)
+        self._containers: _Memo[_ContainersKey, _ContainersPart] = _Memo(limit)
         self._maps: _Memo[bytes, Mapping[str, str]] = _Memo(limit)
         self._owners: _Memo[bytes, tuple[OwnerRef, ...]] = _Memo(limit)
         self._tolerations: _Memo[bytes, tuple[Mapping[str, Any], ...]] = _Memo(limit)
         self._affinity: _Memo[bytes, Any] = _Memo(limit)
         self._times: _Memo[str, float | None] = _Memo(limit)
-        self._images: _Memo[tuple[str, ...], tuple[str, ...]] = _Memo(limit)
         self._strings: _Memo[str, str] = _Memo(limit)
 
     # -- decoding ------------------------------------------------------------------
@@ -177,8 +177,7 @@ class PodListProjector:
             static = annotations.get(SOURCE_ANNOTATION, API_SOURCE) != API_SOURCE
         else:
             kept, mirror, static = {}, False, False
-        containers = spec.containers or ()
-        requests, qos = self._requests_and_qos(spec, status)
+        requests, qos, images = self._containers_part(spec, status)
         return PodInfo(
             namespace=namespace,
             name=name,
@@ -202,25 +201,26 @@ class PodListProjector:
             tolerations=self._tolerations_of(spec.tolerations),
             local_storage=_local_storage(spec.volumes),
             pvc_claims=_claims(spec.volumes),
-            images=self._images_of(containers),
+            images=images,
             ready=_ready(status.conditions),
             extra={"resourceClaims": True} if spec.resource_claims else EMPTY_MAP,
         )
 
-    def _requests_and_qos(
-        self, spec: ItemSpec, status: ItemStatus
-    ) -> tuple[Mapping[str, int], str]:
+    def _containers_part(self, spec: ItemSpec, status: ItemStatus) -> _ContainersPart:
+        """Requests, QoS and sorted images: all that is read of the containers."""
         key = (
-            tuple(bytes(c.resources) for c in spec.containers or ()),
-            tuple((bytes(c.resources), c.restart_policy) for c in spec.init_containers or ()),
+            tuple([(bytes(c.resources), c.image) for c in spec.containers or ()]),
+            tuple([(bytes(c.resources), c.restart_policy) for c in spec.init_containers or ()]),
             bytes(spec.overhead),
             bytes(spec.resources),
             status.qos_class,
         )
-        found = self._resources.get(key)
+        found = self._containers.get(key)
         if found is not None:
             return found
-        return self._resources.remember(key, _exact_requests_and_qos(spec, status))
+        requests, qos = _exact_requests_and_qos(spec, status)
+        images = tuple(sorted(str(c.image or "") for c in spec.containers or ()))
+        return self._containers.remember(key, (requests, qos, images))
 
     def _string(self, value: str) -> str:
         found = self._strings.get(value)
@@ -250,11 +250,6 @@ class PodListProjector:
 
     def _affinity_of(self, raw: msgspec.Raw) -> Any:
         return self._cached(self._affinity, raw, lambda data: _decode_any(data) or None)
-
-    def _images_of(self, containers: Any) -> tuple[str, ...]:
-        images = tuple(sorted(str(c.image or "") for c in containers))
-        found = self._images.get(images)
-        return found if found is not None else self._images.remember(images, images)
 
     @staticmethod
     def _cached(memo: _Memo[bytes, V], raw: msgspec.Raw, make: Callable[[bytes], V]) -> V:

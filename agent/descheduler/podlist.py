@@ -133,7 +133,9 @@ class PodListProjector:
         self._owners: _Memo[bytes, tuple[OwnerRef, ...]] = _Memo(limit)
         self._tolerations: _Memo[bytes, tuple[Mapping[str, Any], ...]] = _Memo(limit)
         self._affinity: _Memo[bytes, Any] = _Memo(limit)
-        self._times: _Memo[str, float | None] = _Memo(limit)
+        # Times repeat in bursts (a rollout's pods share their second), not across the
+        # cluster: a small table, or it would hold a float per pod.
+        self._times: _Memo[str, float | None] = _Memo(4096)
         self._strings: _Memo[str, str] = _Memo(limit)
 
     # -- decoding ------------------------------------------------------------------

@@ -11,8 +11,9 @@ give identical projections on the same bytes. Measured in ``scripts/bench/desche
 
 A field a projection starts reading must be added here too; the parity test fails until it
 is. Pod list pages, the bulk of a cold start, take ``podlist``'s path instead: structs
-projected directly, the parts that repeat across pods memoized (its own parity test). Sub-objects that are small or rare (affinity, tolerations, taints, PDB specs) are kept
-whole as ``Any``.
+projected directly, the parts that repeat across pods memoized (its own parity test).
+Sub-objects that are small or rare (affinity, tolerations, taints, PDB specs) are kept whole
+as ``Any``.
 """
 
 from __future__ import annotations

@@ -60,8 +60,9 @@ class ProjectingReflector(Generic[T]):
         resource: Resource,
         *,
         name: str,
-        project: Callable[[JsonObject], T],
+        project: Callable[[Any], T],
         index: Callable[[T], str] | None = None,
+        key: Callable[[Any], str] = object_key,
         decode_page: Decode = json.loads,
         decode_event: Decode = json.loads,
         namespace: str | None = None,
@@ -83,6 +84,9 @@ class ProjectingReflector(Generic[T]):
         """Applied on the watch thread to every object before it is stored (client-go's
         TransformFunc): a cache keeps a compact projection instead of the raw JSON."""
         self.index = index
+        self.key = key
+        """``namespace/name`` of a decoded object: ``object_key`` for dicts; a decoder that
+        yields its own types (structs) passes theirs."""
         self.decode_page = decode_page
         self.decode_event = decode_event
         self.policy = RetryPolicy(backoff)
@@ -285,8 +289,8 @@ class ProjectingReflector(Generic[T]):
                 projected.append(entry)
         return projected
 
-    def _projected(self, obj: JsonObject) -> tuple[str, T] | None:
-        key = object_key(obj)
+    def _projected(self, obj: Any) -> tuple[str, T] | None:
+        key = self.key(obj)
         try:
             return key, self.project(obj)
         except Exception as error:  # noqa: BLE001 - one malformed object must not stop the cache

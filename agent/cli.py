@@ -93,6 +93,12 @@ def _descheduler_flags(parser: argparse.ArgumentParser) -> None:
         default="descheduler",
         help="name of the leader Lease (upstream's default: descheduler)",
     )
+    for flag, default in (
+        ("--leader-elect-lease-duration", "137s"),
+        ("--leader-elect-renew-deadline", "107s"),
+        ("--leader-elect-retry-period", "26s"),
+    ):
+        add(flag, metavar="DURATION", default=default, help=f"Go duration (default {default})")
     add("--client-connection-qps", type=float, metavar="QPS", help="API requests per second")
     add("--client-connection-burst", type=int, metavar="N", help="API request burst")
     add("--metrics-bind-address", metavar="HOST:PORT", help="/metrics, /healthz, /readyz")

@@ -83,7 +83,7 @@ def assemble(
     Tests and benchmarks that run an in-process agent use this too (with the capabilities
     they exercise), so they run the same wiring as the real process.
     """
-    supervisor = Supervisor(ctx.health, stop_timeout=stop_timeout)
+    supervisor = Supervisor(ctx.health, stop_timeout=stop_timeout, clock=ctx.clock)
     if ctx.cluster is not None:
         for reflector in ctx.cluster.node_state.reflectors:
             supervisor.add(watch_task(reflector, ctx.health))

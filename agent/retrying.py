@@ -1,11 +1,12 @@
 """One retry policy for every loop that repeats a failed call.
 
 Every loop that retries asks it: node patches, the shutdown taint, the reflector, the
-readiness controller, the logind session, the logind drop-in re-read, the NodeReport writer
-and the leader elector. The first six used to carry their own arithmetic and they disagreed
-(one capped a server's ``Retry-After``, another did not). Now each asks a ``RetryPolicy``
-how long to wait and whether to try again, and keeps only what is its own: what counts as a
-failure, and what to do while waiting.
+readiness controller, the logind session, the logind drop-in re-read, the NodeReport writer,
+the leader elector and the supervisor's restarts of a failed root task. The first six used
+to carry their own arithmetic and they disagreed (one capped a server's ``Retry-After``,
+another did not). Now each asks a ``RetryPolicy`` how long to wait and whether to try
+again, and keeps only what is its own: what counts as a failure, and what to do while
+waiting.
 
 The rules, in one place:
 - exponential backoff, ``initial * factor**n`` up to ``cap``, stretched by a random jitter of

@@ -8,11 +8,13 @@ or send its allowed evictions through the live evictor.
 Modes, as upstream's flags mean them:
 - ``--descheduling-interval 0`` (the default): one cycle, then exit (Job, CronJob);
 - a positive interval: a cycle every interval (Deployment);
-- ``--leader-elect``: campaign for the Lease ``kube-system/descheduler``; every replica
-  keeps its caches warm, only the leader plans and evicts, and it stops admitting
-  evictions as soon as it is no longer sure to lead. The churn guard's memory lives on that
-  Lease (``agent.kube.evictionmemory``), so it survives restarts and leader changes; without
-  leader election it is kept in memory for the life of the process.
+- ``--leader-elect``: campaign for the Lease ``descheduler`` (in
+  ``--leader-elect-resource-namespace``, ``kube-system`` by default); every replica keeps
+  its caches warm, only the leader plans and evicts, and it stops admitting evictions as
+  soon as it is no longer sure to lead. The churn guard's memory lives on that Lease
+  (``agent.kube.evictionmemory``), so it survives restarts and leader changes. Without
+  leader election, a policy that sets ``cooldownSeconds`` keeps it on the same Lease's
+  annotation with guarded writes, so a Job or CronJob remembers across runs.
 
 Exit codes: 0 done, 1 runtime failure (no cluster, caches never synced), 2 bad flags or
 policy (raised as ``ConfigError`` before anything connects).
@@ -45,15 +47,21 @@ from agent.descheduler.plan import Plan, PlannedEviction
 from agent.descheduler.policy import DeschedulerPolicy
 from agent.descheduler.render import render_json, render_table
 from agent.descheduler.state import ClusterState, Decoding, Projections, UsageSource
+from agent.descheduler.usage import usage_by_node
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
-from agent.kube.errors import KubeError, LeadershipLost
+from agent.kube.errors import KubeError, LeadershipLost, NotFound
 from agent.kube.events import EventRecorder
-from agent.kube.evictionmemory import RecentEvictionsMemory
+from agent.kube.evictionmemory import (
+    EvictionsMemory,
+    LeaseAnnotationMemory,
+    RecentEvictionsMemory,
+)
 from agent.kube.leaderelection import ElectionTiming, KubeLeaseApi, LeaderElector
+from agent.kube.nodereports import NodeReportCache
 from agent.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from agent.runtime.clock import Clock, SystemClock
-from agent.runtime.supervisor import STAGE_CONTROLLER, RootTask, Supervisor
+from agent.runtime.supervisor import STAGE_CONTROLLER, STAGE_WATCH, RootTask, Supervisor
 from agent.runtime.watches import watch_task
 from agent.telemetry.health import Health
 from agent.telemetry.http import TelemetryServer
@@ -64,6 +72,9 @@ LEASE_NAMESPACE = "kube-system"
 LEASE_NAME = "descheduler"
 CHURN_MEMORY_SECONDS = 24 * 3600.0
 """How long the Lease remembers an owner's last eviction (longer than any sane cooldown)."""
+REPORTS_SYNC_SECONDS = 10.0
+"""How long the first cycle waits for the agents' NodeReports; without them (no CRD, no
+agents) every node falls back to requests, which the plan records and a metric counts."""
 
 _log = structlog.get_logger(subsystem="descheduler")
 
@@ -97,10 +108,6 @@ class RunOptions:
     """This replica's name on the Lease; by default the host name plus a random suffix."""
 
 
-def _no_usage() -> Mapping[str, NodeUsage]:
-    return {}
-
-
 class Descheduler:
     """One process's cycles: plan from the caches, then print or evict."""
 
@@ -115,7 +122,7 @@ class Descheduler:
         clock: Clock,
         out: TextIO,
         elector: LeaderElector | None = None,
-        memory: RecentEvictionsMemory | None = None,
+        memory: EvictionsMemory | None = None,
     ) -> None:
         self.policy = policy
         self.options = options
@@ -243,6 +250,25 @@ def _on_result(metrics: DeschedulerMetrics) -> ResultListener:
     return count
 
 
+def uses_cooldown(policy: DeschedulerPolicy) -> bool:
+    """Whether any plugin of the policy sets ``cooldownSeconds`` (the churn guard is on)."""
+    return any(
+        getattr(args, "cooldown_seconds", 0) > 0
+        for profile in policy.profiles
+        for args in profile.args.values()
+    )
+
+
+async def _reports_listed(reports: NodeReportCache, clock: Clock) -> bool:
+    """Wait (bounded) for the first list of NodeReports; ``False`` at once without the CRD."""
+    deadline = clock.monotonic() + REPORTS_SYNC_SECONDS
+    while not reports.reflector.synced.is_set():
+        if isinstance(reports.reflector.last_error, NotFound) or clock.monotonic() >= deadline:
+            return False
+        await clock.sleep(0.05)
+    return True
+
+
 async def run_descheduler(  # noqa: PLR0915 - the one place that wires the process
     policy: DeschedulerPolicy,
     options: RunOptions,
@@ -250,12 +276,16 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
     *,
     out: TextIO | None = None,
     clock: Clock | None = None,
-    usage: UsageSource = _no_usage,
+    usage: UsageSource | None = None,
     stop: asyncio.Event | None = None,
     install_signal_handlers: bool = True,
     registry: CollectorRegistry | None = None,
 ) -> int:
-    """Run until the one-shot cycle is done, or until ``stop`` / SIGTERM; return the exit code."""
+    """Run until the one-shot cycle is done, or until ``stop`` / SIGTERM; return the exit code.
+
+    ``usage`` replaces the agents' NodeReports (watched by default) as the source of real
+    usage and of which nodes are no room (shutting down, gated, agent stopped).
+    """
     clock = clock or SystemClock()
     stop = stop or asyncio.Event()
     health = Health()
@@ -268,7 +298,7 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
     kube = AsyncKube(api, workers=max(16, options.concurrency * 2))
     limiter = TokenBucket(options.qps, options.burst, monotonic=clock.monotonic, sleep=clock.sleep)
     elector: LeaderElector | None = None
-    memory: RecentEvictionsMemory | None = None
+    memory: EvictionsMemory | None = None
     if options.leader_elect:
         elector = LeaderElector(
             KubeLeaseApi(kube, options.lease_namespace, options.lease_name),
@@ -277,6 +307,12 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
             timing=options.election,
         )
         memory = RecentEvictionsMemory(elector, clock=clock, max_age=CHURN_MEMORY_SECONDS)
+    elif uses_cooldown(policy):
+        memory = LeaseAnnotationMemory(
+            KubeLeaseApi(kube, options.lease_namespace, options.lease_name),
+            clock=clock,
+            max_age=CHURN_MEMORY_SECONDS,
+        )
     evictor = LiveEvictor(
         kube,
         EventRecorder(kube, component=COMPONENT, host=elector.identity if elector else COMPONENT),
@@ -286,6 +322,14 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
         on_result=_on_result(metrics),
         may_continue=(lambda: elector.is_leader) if elector is not None else None,
     )
+    reports: NodeReportCache | None = None
+    if usage is None:
+        reports = NodeReportCache(api, now=clock.now)
+        watched = reports
+
+        def usage() -> Mapping[str, NodeUsage]:
+            return usage_by_node(watched.all_reports(), clock.now())
+
     state = ClusterState(api, PROJECTIONS, usage=usage, decoding=options.decoding)
     descheduler = Descheduler(
         policy,
@@ -311,6 +355,8 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
             stop.set()
             await asyncio.Event().wait()
         _log.info("caches synced", pods=len(state.pods.store), nodes=len(state.nodes.store))
+        if reports is not None and not await _reports_listed(reports, clock):
+            _log.warning("no NodeReports (is the CRD installed?); usage falls back to requests")
         while True:
             try:
                 await descheduler.cycle()
@@ -328,6 +374,17 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
     supervisor = Supervisor(health)
     for reflector in state.reflectors:
         supervisor.add(watch_task(reflector, health))
+    if reports is not None:
+        # Not a readiness gate and not critical: without the CRD the descheduler still works
+        # on requests, and the reflector keeps retrying quietly until the CRD appears.
+        supervisor.add(
+            RootTask(
+                name="watch-nodereports",
+                run=reports.reflector.run,
+                stage=STAGE_WATCH,
+                critical=False,
+            )
+        )
     if elector is not None:
         running_elector = elector
 

@@ -22,6 +22,7 @@ from agent.descheduler.policy import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.connection import connect
 from agent.kube.errors import KubeConfigError
+from agent.kube.leaderelection import ElectionTiming
 from agent.telemetry.logs import configure_logging
 
 EXIT_FAILURE = 1
@@ -62,8 +63,27 @@ def resolve_config(args: argparse.Namespace) -> DeschedulerConfig:
     return merged
 
 
+def election_timing(args: argparse.Namespace) -> ElectionTiming:
+    """Upstream's ``--leader-elect-lease-duration``/``-renew-deadline``/``-retry-period``."""
+    errors: list[FieldError] = []
+    seconds: dict[str, float] = {}
+    for flag in ("lease_duration", "renew_deadline", "retry_period"):
+        name = "--leader-elect-" + flag.replace("_", "-")
+        try:
+            seconds[flag] = parse_duration(getattr(args, f"leader_elect_{flag}"))
+        except ValueError as error:
+            errors.append(FieldError(name, str(error)))
+    if not errors:
+        try:
+            return ElectionTiming(**seconds)
+        except ValueError as error:
+            errors.append(FieldError("--leader-elect-lease-duration", str(error)))
+    raise ConfigError("descheduler flags", errors)
+
+
 def options_from(config: DeschedulerConfig, args: argparse.Namespace) -> RunOptions:
     return RunOptions(
+        election=election_timing(args),
         lease_namespace=args.leader_elect_resource_namespace,
         lease_name=args.leader_elect_resource_name,
         interval=float(config.descheduling_interval),
@@ -79,6 +99,7 @@ def options_from(config: DeschedulerConfig, args: argparse.Namespace) -> RunOpti
 
 def run(args: argparse.Namespace) -> int:
     config = resolve_config(args)
+    options = options_from(config, args)
     policy = load_policy(config.policy_file)
     # stdout carries the dry run's plan; logs go to stderr.
     configure_logging(
@@ -98,6 +119,6 @@ def run(args: argparse.Namespace) -> int:
     log.info("connected to cluster", source=connection.source)
     api = KubeApi(connection.api_client)
     try:
-        return asyncio.run(run_descheduler(policy, options_from(config, args), api))
+        return asyncio.run(run_descheduler(policy, options, api))
     finally:
         api.close()

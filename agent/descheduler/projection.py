@@ -48,7 +48,53 @@ KEPT_ANNOTATIONS = frozenset({EVICT_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION})
 JsonObject = Mapping[str, Any]
 
 
+_WHOLE_SUFFIXES = {
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
+
+
+def fast_amount(value: Any, *, millis: bool) -> int | None:
+    """The common forms (``2``, ``100m``, ``512Mi``, ``1G``) in integer arithmetic.
+
+    ``None`` for any other form (decimals, exponents, signs, spaces, ``n``/``u``, floats):
+    the caller then takes the exact ``Fraction`` path. Equal to it wherever it answers
+    (a test compares the two on a table and on the parity fixture).
+    """
+    if type(value) is int:
+        return value * 1000 if millis else value
+    if type(value) is not str or not value.isascii():
+        return None
+    if value[-1:] == "m":
+        digits, scale = value[:-1], 0
+    elif value[-1:] == "i":
+        digits, scale = value[:-2], _WHOLE_SUFFIXES.get(value[-2:], -1)
+    elif value[-1:].isdigit():
+        digits, scale = value, 1
+    else:
+        digits, scale = value[:-1], _WHOLE_SUFFIXES.get(value[-1:], -1)
+    if scale < 0 or not digits.isdigit():
+        return None
+    number = int(digits)
+    if scale == 0:  # milli-units: already millis, or rounded up to whole units
+        return number if millis else -(-number // 1000)
+    return number * scale * 1000 if millis else number * scale
+
+
 def _ceil(value: Any) -> int | None:
+    fast = fast_amount(value, millis=False)
+    if fast is not None:
+        return fast
     try:
         exact = parse_quantity(value)
     except (ValueError, TypeError):
@@ -57,6 +103,9 @@ def _ceil(value: Any) -> int | None:
 
 
 def _millis(value: Any) -> int | None:
+    fast = fast_amount(value, millis=True)
+    if fast is not None:
+        return fast
     try:
         exact = parse_quantity(value) * 1000
     except (ValueError, TypeError):
@@ -126,7 +175,8 @@ def _condition_true(status: Mapping[str, Any], kind: str) -> bool | None:
     return None
 
 
-def _timestamp(value: Any) -> float | None:
+def parse_timestamp(value: Any) -> float | None:
+    """Unix seconds of an API timestamp; ``None`` when absent or not RFC 3339."""
     if not isinstance(value, str) or not value:
         return None
     try:
@@ -135,7 +185,8 @@ def _timestamp(value: Any) -> float | None:
         return None
 
 
-def _owners(metadata: Mapping[str, Any]) -> tuple[OwnerRef, ...]:
+def owner_refs(metadata: Mapping[str, Any]) -> tuple[OwnerRef, ...]:
+    """``metadata.ownerReferences`` as the model's owners."""
     return tuple(
         OwnerRef(
             kind=str(owner.get("kind") or ""),
@@ -180,12 +231,12 @@ def project_pod(pod: JsonObject) -> PodInfo:
         uid=str(metadata.get("uid") or f"{namespace}/{name}"),
         node_name=str(spec.get("nodeName") or ""),
         phase=str(status.get("phase") or ""),
-        creation_timestamp=_timestamp(metadata.get("creationTimestamp")) or 0.0,
-        start_time=_timestamp(status.get("startTime")),
+        creation_timestamp=parse_timestamp(metadata.get("creationTimestamp")) or 0.0,
+        start_time=parse_timestamp(status.get("startTime")),
         deleting=bool(metadata.get("deletionTimestamp")),
         labels=dict(metadata.get("labels") or EMPTY_MAP),
         annotations=kept or EMPTY_MAP,
-        owners=_owners(metadata),
+        owners=owner_refs(metadata),
         priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
         priority_class_name=str(spec.get("priorityClassName") or ""),
         requests=pod_requests(spec),

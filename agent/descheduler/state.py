@@ -5,7 +5,9 @@ per node per cycle (30,000 calls per cycle at 3,000 nodes, #671). Here each kind
 once, at ``resourceVersion=0`` (served from the API server's watch cache), then watched;
 a 410 relists. Every object is decoded straight into the fields its projection reads
 (``wire``), projected on the watch thread, its equal sub-values shared (``sharing``), and
-only the projection is kept. Pods are indexed by ``spec.nodeName``.
+only the projection is kept. Pods are indexed by ``spec.nodeName``. A pod list page, the
+bulk of a cold start, takes ``podlist``'s path: the same projection, each part that repeats
+across pods computed once.
 
 A cycle never reads the caches directly: ``snapshot(now)`` copies the references into an
 immutable ``ClusterSnapshot`` (O(objects), no object copies), so the caches move on while
@@ -31,6 +33,7 @@ from agent.descheduler.model import (
     NodeUsage,
     PodInfo,
 )
+from agent.descheduler.podlist import PodItem, PodListProjector
 from agent.descheduler.sharing import Sharing
 from agent.descheduler.wire import codec_for
 from agent.kube.api import Decode, JsonObject, KubeApi
@@ -43,6 +46,7 @@ from agent.kube.resources import (
     PODS,
     PRIORITY_CLASSES,
     Resource,
+    object_key,
 )
 
 T = TypeVar("T")
@@ -88,8 +92,15 @@ class ClusterState:
         self.usage = usage
         pod_sharing, node_sharing, label_sharing = Sharing(), Sharing(), Sharing()
 
-        def project_pod(obj: JsonObject) -> PodInfo:
+        pod_list = PodListProjector()
+
+        def project_pod(obj: JsonObject | PodItem) -> PodInfo:
+            if isinstance(obj, PodItem):  # from a list page: memoized, already shared
+                return pod_list.project(obj)
             return pod_sharing.pod(projections.pod(obj))
+
+        def pod_key(obj: JsonObject | PodItem) -> str:
+            return pod_list.key(obj) if isinstance(obj, PodItem) else object_key(obj)
 
         def project_node(obj: JsonObject) -> NodeInfo:
             return node_sharing.node(projections.node(obj))
@@ -104,7 +115,7 @@ class ClusterState:
         def cache(
             resource: Resource,
             kind: str,
-            project: Callable[[JsonObject], T],
+            project: Callable[[Any], T],
             index: Callable[[T], str] | None = None,
         ) -> ProjectingReflector[T]:
             if decoding == "json":
@@ -113,12 +124,15 @@ class ClusterState:
             else:
                 codec = codec_for(kind)
                 decode_page, decode_event = codec.decode_page, codec.decode_event
+                if kind == "Pod":
+                    decode_page = pod_list.decode_page
             return ProjectingReflector(
                 api,
                 resource,
                 name=f"descheduler-{resource.plural}",
                 project=project,
                 index=index,
+                key=pod_key if kind == "Pod" else object_key,
                 decode_page=decode_page,
                 decode_event=decode_event,
                 read_timeout=read_timeout,

@@ -10,8 +10,10 @@ give identical projections on the same bytes. Measured in ``scripts/bench/desche
 (figures in BENCHMARKS.md and the README's dependency table).
 
 A field a projection starts reading must be added here too; the parity test fails until it
-is. Sub-objects that are small or rare (affinity, tolerations, taints, PDB specs) are kept
-whole as ``Any``.
+is. Pod list pages, the bulk of a cold start, take ``podlist``'s path instead: structs
+projected directly, the parts that repeat across pods memoized (its own parity test).
+Sub-objects that are small or rare (affinity, tolerations, taints, PDB specs) are kept whole
+as ``Any``.
 """
 
 from __future__ import annotations

@@ -17,10 +17,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from typing import Protocol
 
 import structlog
 
-from agent.kube.leaderelection import Clock, LeaderElector
+from agent.kube.api import JsonObject
+from agent.kube.errors import Conflict, NotFound
+from agent.kube.leaderelection import Clock, KubeLeaseApi, LeaderElector
 
 RECENT_EVICTIONS_ANNOTATION = "kubelet-companion.io/recent-evictions"
 DEFAULT_MAX_ENTRIES = 3000
@@ -74,6 +77,14 @@ def decode_recent_evictions(text: str | None) -> dict[str, float]:
     }
 
 
+class EvictionsMemory(Protocol):
+    """Where the churn guard's map lives between cycles (and processes)."""
+
+    async def load(self) -> dict[str, float]: ...
+
+    async def save(self, evicted_at: Mapping[str, float]) -> None: ...
+
+
 class RecentEvictionsMemory:
     """``load()`` and ``save()`` of the churn guard's map, through the leader's elector."""
 
@@ -114,3 +125,76 @@ class RecentEvictionsMemory:
         if len(trimmed) < len(evicted_at):
             _log.debug("recent evictions trimmed", before=len(evicted_at), after=len(trimmed))
         return trimmed
+
+
+class LeaseAnnotationMemory:
+    """The same map on the same Lease's annotation, for a descheduler without leader election.
+
+    A Job or CronJob runs one cycle per process, so a memory kept in the process would
+    forget every eviction before the next run. Without an elector there is no holder to
+    write through: each save reads the Lease (creating it, holderless, when absent), sets
+    the annotation and writes it back guarded by the resourceVersion it read; a 409 means
+    someone wrote meanwhile, and the save starts again from a fresh read.
+    """
+
+    ATTEMPTS = 5
+
+    def __init__(
+        self,
+        lease_api: KubeLeaseApi,
+        *,
+        clock: Clock,
+        max_age: float,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+    ) -> None:
+        self.lease_api = lease_api
+        self.clock = clock
+        self.max_age = max_age
+        self.max_entries = max_entries
+
+    async def load(self) -> dict[str, float]:
+        try:
+            lease = await self.lease_api.get()
+        except NotFound:
+            return {}
+        annotations = (lease.get("metadata") or {}).get("annotations") or {}
+        return self._trim(decode_recent_evictions(annotations.get(RECENT_EVICTIONS_ANNOTATION)))
+
+    async def save(self, evicted_at: Mapping[str, float]) -> None:
+        encoded = encode_recent_evictions(self._trim(evicted_at))
+        for _attempt in range(self.ATTEMPTS):
+            lease = await self._read_or_create()
+            metadata = lease.setdefault("metadata", {})
+            annotations = dict(metadata.get("annotations") or {})
+            if annotations.get(RECENT_EVICTIONS_ANNOTATION) == encoded:
+                return
+            annotations[RECENT_EVICTIONS_ANNOTATION] = encoded
+            metadata["annotations"] = annotations
+            try:
+                await self.lease_api.replace(lease)  # carries the resourceVersion just read
+            except Conflict:
+                continue
+            return
+        raise Conflict(f"the Lease {self.lease_api.name} kept changing under us")
+
+    async def _read_or_create(self) -> JsonObject:
+        try:
+            return await self.lease_api.get()
+        except NotFound:
+            pass
+        try:
+            return await self.lease_api.create(
+                {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": self.lease_api.name},
+                    "spec": {},
+                }
+            )
+        except Conflict:  # created by someone else meanwhile: read theirs
+            return await self.lease_api.get()
+
+    def _trim(self, evicted_at: Mapping[str, float]) -> dict[str, float]:
+        return trim_recent_evictions(
+            evicted_at, now=self.clock.now(), max_age=self.max_age, max_entries=self.max_entries
+        )

@@ -60,8 +60,9 @@ class ProjectingReflector(Generic[T]):
         resource: Resource,
         *,
         name: str,
-        project: Callable[[JsonObject], T],
+        project: Callable[[Any], T],
         index: Callable[[T], str] | None = None,
+        key: Callable[[Any], str] = object_key,
         decode_page: Decode = json.loads,
         decode_event: Decode = json.loads,
         namespace: str | None = None,
@@ -83,6 +84,9 @@ class ProjectingReflector(Generic[T]):
         """Applied on the watch thread to every object before it is stored (client-go's
         TransformFunc): a cache keeps a compact projection instead of the raw JSON."""
         self.index = index
+        self.key = key
+        """``namespace/name`` of a decoded object: ``object_key`` for dicts; a decoder that
+        yields its own types (structs) passes theirs."""
         self.decode_page = decode_page
         self.decode_event = decode_event
         self.policy = RetryPolicy(backoff)
@@ -102,6 +106,10 @@ class ProjectingReflector(Generic[T]):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._config_problem: str | None = None
         """The configuration problem last logged (watch thread only)."""
+        self.last_error: KubeError | None = None
+        """The error of the last failed list or watch; ``None`` once a list succeeded.
+        Written by the watch thread, read by the loop as a hint only (one reference
+        assignment, so a reader sees the old value or the new one, never a torn one)."""
 
     # -- the loop side --------------------------------------------------------------
 
@@ -231,6 +239,7 @@ class ProjectingReflector(Generic[T]):
                     del listing  # the raw page may be large; only projections stay
                     need_list = False
                     self._config_problem = None
+                    self.last_error = None
                 started = time.monotonic()
                 resource_version, delivered = self._watch_once(resource_version)
                 if delivered or time.monotonic() - started >= _SHORT_WATCH:
@@ -246,6 +255,7 @@ class ProjectingReflector(Generic[T]):
                 if failures > 1:  # the first relist is at once
                     self._stopping.wait(self.policy.wait(failures - 1))
             except KubeError as error:
+                self.last_error = error
                 failures += 1
                 delay = self.policy.wait(failures, retry_after=retry_after_of(error))
                 if not self._stopping.is_set():
@@ -279,8 +289,8 @@ class ProjectingReflector(Generic[T]):
                 projected.append(entry)
         return projected
 
-    def _projected(self, obj: JsonObject) -> tuple[str, T] | None:
-        key = object_key(obj)
+    def _projected(self, obj: Any) -> tuple[str, T] | None:
+        key = self.key(obj)
         try:
             return key, self.project(obj)
         except Exception as error:  # noqa: BLE001 - one malformed object must not stop the cache

@@ -194,6 +194,47 @@ def _enter(parent: int, name: str) -> Iterator[int | None]:
         os.close(fd)
 
 
+@dataclass(frozen=True)
+class PodCgroup:
+    """One pod cgroup found by ``walk_pods``."""
+
+    uid: str
+    """As the tree names it, with systemd's ``_`` turned back into ``-``."""
+    qos: PodQOSDir
+    path: str
+    """Relative to the cgroup mount, ``/``-separated."""
+    fd: int
+    """The pod directory, open only until the walk moves on to the next pod."""
+
+
+def walk_pods(layout: KubepodsLayout, root_fd: int) -> Iterator[PodCgroup]:
+    """Every pod cgroup under an open kubepods directory of ``layout``.
+
+    The one walk both readers use: the swap scan goes on to the containers, the usage reader
+    reads the pod's own files. Directories that are not pod cgroups of the layout are never
+    entered, and a pod that vanishes mid-walk is skipped.
+    """
+    qos_dirs = {layout.qos_dir(qos): qos for qos in (PodQOSDir.BURSTABLE, PodQOSDir.BEST_EFFORT)}
+    root_path = "/".join(layout.root)
+    for name in _subdirectories(root_fd):
+        if name in qos_dirs:
+            qos = qos_dirs[name]
+            with _enter(root_fd, name) as qos_fd:
+                if qos_fd is None:
+                    continue
+                for pod_name in _subdirectories(qos_fd):
+                    uid = layout.pod_uid(pod_name, qos)
+                    if uid is None:
+                        continue
+                    with _enter(qos_fd, pod_name) as pod_fd:
+                        if pod_fd is not None:
+                            yield PodCgroup(uid, qos, f"{root_path}/{name}/{pod_name}", pod_fd)
+        elif (uid := layout.pod_uid(name, PodQOSDir.GUARANTEED)) is not None:
+            with _enter(root_fd, name) as pod_fd:
+                if pod_fd is not None:
+                    yield PodCgroup(uid, PodQOSDir.GUARANTEED, f"{root_path}/{name}", pod_fd)
+
+
 class KubepodsTree:
     """Scan and write one node's kubepods tree below ``mount`` (the cgroup2 mount)."""
 
@@ -214,49 +255,21 @@ class KubepodsTree:
         return KubepodsScan(None, None, problem=f"no kubepods cgroup {wanted} under {self.mount}")
 
     def _scan_root(self, layout: KubepodsLayout, root_fd: int) -> Iterator[CgroupReading]:
-        qos_dirs = {
-            layout.qos_dir(qos): qos for qos in (PodQOSDir.BURSTABLE, PodQOSDir.BEST_EFFORT)
-        }
-        root_path = "/".join(layout.root)
-        for name in _subdirectories(root_fd):
-            if name in qos_dirs:
-                with _enter(root_fd, name) as qos_fd:
-                    if qos_fd is not None:
-                        yield from self._scan_pods(
-                            layout, qos_fd, qos_dirs[name], f"{root_path}/{name}"
-                        )
-            elif (uid := layout.pod_uid(name, PodQOSDir.GUARANTEED)) is not None:
-                with _enter(root_fd, name) as pod_fd:
-                    if pod_fd is not None:
-                        yield from self._scan_containers(
-                            layout, pod_fd, PodQOSDir.GUARANTEED, uid, f"{root_path}/{name}"
-                        )
+        for pod in walk_pods(layout, root_fd):
+            yield from self._scan_containers(layout, pod)
 
-    def _scan_pods(
-        self, layout: KubepodsLayout, qos_fd: int, qos: PodQOSDir, path: str
-    ) -> Iterator[CgroupReading]:
-        for name in _subdirectories(qos_fd):
-            uid = layout.pod_uid(name, qos)
-            if uid is None:
-                continue
-            with _enter(qos_fd, name) as pod_fd:
-                if pod_fd is not None:
-                    yield from self._scan_containers(layout, pod_fd, qos, uid, f"{path}/{name}")
-
-    def _scan_containers(
-        self, layout: KubepodsLayout, pod_fd: int, qos: PodQOSDir, uid: str, path: str
-    ) -> Iterator[CgroupReading]:
-        for name in _subdirectories(pod_fd):
+    def _scan_containers(self, layout: KubepodsLayout, pod: PodCgroup) -> Iterator[CgroupReading]:
+        for name in _subdirectories(pod.fd):
             parsed = layout.container(name)
             if parsed is None:
                 continue
-            with _enter(pod_fd, name) as fd:
+            with _enter(pod.fd, name) as fd:
                 if fd is None:
                     continue
                 yield CgroupReading(
-                    path=f"{path}/{name}",
-                    qos=qos,
-                    pod_uid=uid,
+                    path=f"{pod.path}/{name}",
+                    qos=pod.qos,
+                    pod_uid=pod.uid,
                     container_id=parsed[1],
                     runtime=parsed[0],
                     swap_max=parse_swap_max(read_file(fd, SWAP_MAX)),

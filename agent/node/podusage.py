@@ -2,8 +2,8 @@
 
 The pod cgroup (not its containers) is read, so one pod costs three or four small reads
 whatever its container count, and sandboxes are included as the kubelet's own summary does.
-Pod directories are found with ``KubepodsLayout``, the same naming rules the swap audit
-uses, for both drivers; a directory that is not a pod cgroup is never read.
+Pod directories are found by ``kubepods.walk_pods``, the same walk (and naming rules) the swap
+audit's scan uses, for both drivers; a directory that is not a pod cgroup is never read.
 
 - cgroup v2: ``cpu.stat`` ``usage_usec``; working set = ``memory.current`` - ``inactive_file``
   (``memory.stat``), as cAdvisor and the kubelet compute it; swap ``memory.swap.current``.
@@ -17,14 +17,12 @@ CPU is a counter: a rate needs two samples (see ``agent.report.usage``). Reads g
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.node.cgroupfiles import DIRECTORY_FLAGS, CgroupPathError, open_directory, read_file
-from agent.node.kubepods import CgroupDriver, KubepodsLayout, PodQOSDir
+from agent.node.cgroupfiles import CgroupPathError, open_directory, read_file
+from agent.node.kubepods import CgroupDriver, KubepodsLayout, PodCgroup, walk_pods
 
 _V1_CPU_HIERARCHIES = ("cpu,cpuacct", "cpuacct,cpu", "cpuacct")
 
@@ -68,44 +66,6 @@ def _working_set(usage: int | None, inactive_file: int | None) -> int | None:
     return max(0, usage - (inactive_file or 0))
 
 
-def _pod_directories(layout: KubepodsLayout, root_fd: int) -> Iterator[tuple[str, int]]:
-    """``(uid, fd)`` for every pod cgroup under an open kubepods directory."""
-    qos_dirs = {layout.qos_dir(qos): qos for qos in (PodQOSDir.BURSTABLE, PodQOSDir.BEST_EFFORT)}
-    for name in _subdirectories(root_fd):
-        if name in qos_dirs:
-            with _enter(root_fd, name) as qos_fd:
-                if qos_fd is None:
-                    continue
-                for pod_name in _subdirectories(qos_fd):
-                    uid = layout.pod_uid(pod_name, qos_dirs[name])
-                    if uid is not None:
-                        with _enter(qos_fd, pod_name) as pod_fd:
-                            if pod_fd is not None:
-                                yield uid, pod_fd
-        elif (uid := layout.pod_uid(name, PodQOSDir.GUARANTEED)) is not None:
-            with _enter(root_fd, name) as pod_fd:
-                if pod_fd is not None:
-                    yield uid, pod_fd
-
-
-def _subdirectories(fd: int) -> list[str]:
-    with os.scandir(fd) as entries:
-        return [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
-
-
-@contextlib.contextmanager
-def _enter(parent: int, name: str) -> Iterator[int | None]:
-    try:
-        fd = os.open(name, DIRECTORY_FLAGS, dir_fd=parent)
-    except OSError:  # the pod went away since the listing
-        yield None
-        return
-    try:
-        yield fd
-    finally:
-        os.close(fd)
-
-
 class PodUsageReader:
     """Reads every pod cgroup's counters below ``mount`` (``/sys/fs/cgroup`` of the host)."""
 
@@ -123,7 +83,7 @@ class PodUsageReader:
             return self._read_v2()
         return self._read_v1()
 
-    def _walk(self, mount: Path) -> tuple[CgroupDriver, Iterator[tuple[str, int]]] | None:
+    def _walk(self, mount: Path) -> tuple[CgroupDriver, Iterator[PodCgroup]] | None:
         """The first layout whose kubepods root exists under ``mount``, and its pod dirs."""
         for layout in self.layouts:
             try:
@@ -135,9 +95,9 @@ class PodUsageReader:
         return None
 
     @staticmethod
-    def _pods_of(mount: Path, layout: KubepodsLayout) -> Iterator[tuple[str, int]]:
+    def _pods_of(mount: Path, layout: KubepodsLayout) -> Iterator[PodCgroup]:
         with open_directory(mount, layout.root) as root_fd:
-            yield from _pod_directories(layout, root_fd)
+            yield from walk_pods(layout, root_fd)
 
     def _read_v2(self) -> PodScan:
         found = self._walk(self.mount)
@@ -145,9 +105,10 @@ class PodUsageReader:
             return PodScan(None, None, {})
         driver, pods = found
         counters = {}
-        for uid, fd in pods:
-            counters[uid] = PodCounters(
-                uid=uid,
+        for pod in pods:
+            fd = pod.fd
+            counters[pod.uid] = PodCounters(
+                uid=pod.uid,
                 cpu_usec=stat_field(read_file(fd, "cpu.stat"), "usage_usec"),
                 memory_working_set=_working_set(
                     _int(read_file(fd, "memory.current")),
@@ -163,22 +124,23 @@ class PodUsageReader:
         for hierarchy in _V1_CPU_HIERARCHIES:
             if (self.mount / hierarchy).is_dir() and (found := self._walk(self.mount / hierarchy)):
                 driver, pods = found
-                for uid, fd in pods:
-                    nanos = _int(read_file(fd, "cpuacct.usage"))
-                    cpu[uid] = None if nanos is None else nanos // 1000
+                for pod in pods:
+                    nanos = _int(read_file(pod.fd, "cpuacct.usage"))
+                    cpu[pod.uid] = None if nanos is None else nanos // 1000
                 break
         memory: dict[str, tuple[int | None, int | None]] = {}
         found = self._walk(self.mount / "memory") if (self.mount / "memory").is_dir() else None
         if found is not None:
             driver, pods = found
-            for uid, fd in pods:
+            for pod in pods:
+                fd = pod.fd
                 usage = _int(read_file(fd, "memory.usage_in_bytes"))
                 memsw = _int(read_file(fd, "memory.memsw.usage_in_bytes"))
                 working_set = _working_set(
                     usage, stat_field(read_file(fd, "memory.stat"), "total_inactive_file")
                 )
                 swap = None if memsw is None or usage is None else max(0, memsw - usage)
-                memory[uid] = (working_set, swap)
+                memory[pod.uid] = (working_set, swap)
         if driver is None:
             return PodScan(None, None, {})
         counters = {

@@ -2,10 +2,12 @@
 
 Two samples ``--interval`` apart (CPU is a rate), shown raw rather than smoothed. With a
 cluster it adds the Node's allocatable and names the pods; node-only it shows the usage and
-the pods by cgroup UID. The gate, shutdown and swap-drift sections come from the running
-agent's controllers, so this command leaves them out. Exit codes: 0 OK, 1 when the node
-cannot be read or the cluster could not be read (the node part is still printed), 2 for bad
-usage or config.
+the pods by cgroup UID. The gate, shutdown and swap sections come from the running agent's
+other controllers, which this one-shot process does not run (and this capability may not
+import): it shows them as the agent last saved them in its report record
+(``agent.node.reportrecord``), with their age, or says that no running agent has published
+them. Exit codes: 0 OK, 1 when the node cannot be read or the cluster could not be read
+(the node part is still printed), 2 for bad usage or config.
 """
 
 from __future__ import annotations
@@ -14,24 +16,30 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from agent.columns import aligned
 from agent.config import AgentConfig, load_agent_config
+from agent.config.durations import format_duration
 from agent.config.quantities import format_bytes
 from agent.config.schema import Duration
 from agent.kube.api import JsonObject
 from agent.kube.errors import KubeError, NotFound
 from agent.kube.resources import NODES
+from agent.kube.timestamps import rfc3339
 from agent.node.kernel import read_boot_id
 from agent.node.paths import HostPaths
-from agent.report.document import Capacity, Identity, build_status
+from agent.node.reportrecord import load_report_record
+from agent.report.document import BOARD_SECTIONS, Capacity, Identity, build_status
 from agent.report.sampling import NodeSampler
 from agent.report.usage import UsageTracker
 from agent.runtime.status import BoardSnapshot
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
+
+NOT_PUBLISHED = "no running agent has published them"
 
 
 def _cluster(
@@ -73,8 +81,27 @@ def build(config: AgentConfig, node_name: str, interval: float) -> tuple[JsonObj
         node=node,
         pods=pods,
     )
-    del status["shutdown"]  # the shutdown controller's, not ours to guess
+    for key in BOARD_SECTIONS:
+        status.pop(key, None)  # the other controllers' to say, not ours to guess
     return status, problem
+
+
+def from_agent(path: Path, now: float) -> JsonObject:
+    """The gate, shutdown and swap sections as the running agent last saved them, with their
+    time and age; ``{"sections": {}, "note": ...}`` when there are none."""
+    try:
+        record = load_report_record(path)
+    except (OSError, ValueError) as error:
+        return {"sections": {}, "note": f"{NOT_PUBLISHED} (cannot read {path}: {error})"}
+    if record is None or not record.sections or record.sections_time is None:
+        return {"sections": {}, "note": NOT_PUBLISHED}
+    sections = {key: record.sections[key] for key in BOARD_SECTIONS if key in record.sections}
+    return {
+        "sections": sections,
+        "time": rfc3339(record.sections_time),
+        "ageSeconds": max(0, round(now - record.sections_time)),
+        "stateFile": str(path),
+    }
 
 
 def _version() -> str:
@@ -83,7 +110,36 @@ def _version() -> str:
     return __version__
 
 
-def render_text(node_name: str, status: JsonObject) -> str:
+def _agent_lines(agent: JsonObject) -> list[str]:
+    sections = agent["sections"]
+    if not sections:
+        return [f"  readiness, shutdown, swap: {agent['note']}"]
+    lines = [
+        f"  from the running agent, {format_duration(agent['ageSeconds'])} ago ({agent['time']}):"
+    ]
+    if (readiness := sections.get("readiness")) is not None:
+        waiting = ", ".join(readiness.get("waitingFor") or []) or "nothing"
+        verdict = "held" if readiness.get("gateHeld") else "lifted"
+        lines.append(f"    readiness  gate {verdict}, waiting for {waiting}")
+    if (shutdown := sections.get("shutdown")) is not None:
+        details = [
+            f"{label} {shutdown[key]}"
+            for key, label in (("startTime", "since"), ("phase", "phase"), ("budgetEnd", "until"))
+            if key in shutdown
+        ]
+        lines.append("    shutdown   " + ", ".join([str(shutdown.get("state")), *details]))
+    if (swap := sections.get("swap")) is not None:
+        drifted = swap.get("driftedContainers") or []
+        cgroup = "cgroup v2" if swap.get("cgroupV2") else "cgroup v1"
+        noswap = "tmpfs noswap" if swap.get("noswapSupported") else "no tmpfs noswap"
+        lines.append(
+            f"    swap       {swap.get('behavior')}, {cgroup}, {noswap}, {len(drifted)} drifted"
+            + (f" ({', '.join(drifted)})" if drifted else "")
+        )
+    return lines
+
+
+def render_text(node_name: str, status: JsonObject, agent: JsonObject | None = None) -> str:
     usage, capacity = status["usage"], status["capacity"]
     lines = [
         f"NodeReport {node_name} (not written; sampled {status['observedTime']})",
@@ -102,6 +158,8 @@ def render_text(node_name: str, status: JsonObject) -> str:
             f"  pressure {resource}: "
             + ", ".join(f"{kind} {value}%" for kind, value in sorted(kinds.items()))
         )
+    if agent is not None:
+        lines += _agent_lines(agent)
     rows: list[list[str]] = [["NAMESPACE", "NAME", "UID", "CPU", "MEMORY", "SWAP"]]
     rows += [
         [
@@ -126,9 +184,11 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"report: cannot read the node: {error}", file=sys.stderr)
         return EXIT_FAILURE
-    output: Any = {"node": node_name, "status": status}
+    agent = from_agent(config.report_state_file, time.time())
+    status.update(agent["sections"])
+    output: Any = {"node": node_name, "status": status, "fromAgent": agent}
     sys.stdout.write(
-        json.dumps(output, indent=2) + "\n" if args.json else render_text(node_name, status)
+        json.dumps(output, indent=2) + "\n" if args.json else render_text(node_name, status, agent)
     )
     if problem:
         print(f"report: {problem}", file=sys.stderr)

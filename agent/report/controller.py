@@ -9,6 +9,9 @@ Two loops in one root task, on the event loop thread:
   and on its retry timer. It builds the document *when it writes*, so after an outage only
   the latest report is sent: there is no queue to drain, ever.
 
+After each write attempt the record file (``agent.node.reportrecord``) is saved atomically
+with the write's outcome and the status board's sections, for ``doctor`` and ``report``.
+
 Writes are serialized by a lock: one in flight at most. ``stop`` (SIGTERM) takes the lock,
 bounded by ``stopTimeout``, and writes ``agentStopped: true``; the first write of the next
 start carries ``agentStopped: false`` again.
@@ -17,6 +20,7 @@ start carries ``agentStopped: false`` again.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +35,7 @@ from agent.kube.backoff import Backoff, RetryPolicy
 from agent.kube.errors import KubeError
 from agent.kube.reportwriter import NodeReportWriter
 from agent.node.reportrecord import ReportRecord, save_report_record
-from agent.report.document import Capacity, Identity, build_status, state_key
+from agent.report.document import Capacity, Identity, board_sections, build_status, state_key
 from agent.report.metrics import ReportMetrics
 from agent.report.policy import Observed, Published, WritePolicy, WriteReason
 from agent.report.sampling import NodeSampler, UsageSource
@@ -237,6 +241,13 @@ class ReportController:
     async def _save_record(self) -> None:
         if self.record_path is None:
             return
+        # The board as it is now (it may have moved while the write was in flight), so that
+        # `kubelet-companion report` shows the latest gate, shutdown and swap state.
+        self.record = dataclasses.replace(
+            self.record,
+            sections=board_sections(self.board.snapshot()),
+            sections_time=self.clock.now(),
+        )
         try:
             await asyncio.to_thread(save_report_record, self.record_path, self.record)
         except OSError as error:

@@ -142,6 +142,7 @@ def build_status(
     usage["cpuPercent"] = _percent(smoothed.cpu_cores, capacity.cpus)
     usage["memoryPercent"] = _percent(smoothed.memory_working_set, capacity.memory)
     usage["latest"] = _usage(latest)
+    sections = board_sections(board)
     status: JsonObject = {
         "observedTime": rfc3339(observed_time),
         "agentVersion": identity.agent_version,
@@ -151,23 +152,34 @@ def build_status(
         "capacity": {"cpu": capacity.cpus, "memory": capacity.memory, "swap": capacity.swap},
         "usage": usage,
         "pods": pod_entries(tracker.pods_smoothed, pods),
-        "shutdown": _shutdown(board.shutdown),
+        "shutdown": sections.pop("shutdown"),
     }
     if (node_allocatable := allocatable(node)) is not None:
         status["allocatable"] = node_allocatable
+    status.update(sections)  # swap, readiness
+    return status
+
+
+BOARD_SECTIONS = ("readiness", "shutdown", "swap")
+"""The status keys that come from the other capabilities, through the status board."""
+
+
+def board_sections(board: BoardSnapshot) -> JsonObject:
+    """``shutdown`` (always), ``swap`` and ``readiness`` (once published), as in the status."""
+    sections: JsonObject = {"shutdown": _shutdown(board.shutdown)}
     if board.swap is not None:
-        status["swap"] = {
+        sections["swap"] = {
             "behavior": board.swap.behavior,
             "cgroupV2": board.swap.cgroup_v2,
             "noswapSupported": board.swap.noswap_supported,
             "driftedContainers": list(board.swap.drifted),
         }
     if board.readiness is not None:
-        status["readiness"] = {
+        sections["readiness"] = {
             "gateHeld": board.readiness.gate_held,
             "waitingFor": list(board.readiness.waiting_for),
         }
-    return status
+    return sections
 
 
 def state_key(board: BoardSnapshot) -> tuple[object, ...]:

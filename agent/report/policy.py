@@ -3,7 +3,9 @@
 Cheap for a 5,000-node cluster: small noise in CPU or memory never causes a write; a move
 of ``threshold`` (a fraction of capacity) in node CPU or memory does; any change of the
 gate, the shutdown or swap drift does, at once; otherwise one heartbeat per period, each
-shortened by a random part of ``jitter`` so that agents started together drift apart.
+moved by a random part of ``jitter`` (half of it either way) so that agents started together
+drift apart, while the mean stays the period: 5,000 nodes at 60 s write 83 times a second,
+not more. The reader judges staleness by three periods, far beyond the longest interval.
 """
 
 from __future__ import annotations
@@ -68,5 +70,5 @@ class WritePolicy:
         return None
 
     def next_heartbeat(self, written_at: float, random_fraction: float) -> float:
-        """``written_at`` plus the period, less up to ``jitter`` of it."""
-        return written_at + self.heartbeat * (1.0 - self.jitter * random_fraction)
+        """``written_at`` plus the period, moved by up to half of ``jitter`` either way."""
+        return written_at + self.heartbeat * (1.0 + self.jitter * (random_fraction - 0.5))

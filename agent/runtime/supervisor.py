@@ -4,6 +4,8 @@ A root task that ends unexpectedly is logged and restarted with backoff. A run t
 ``healthy_after`` seconds resets the count, so only failures in a row count; after
 ``max_restarts`` of them the task's health check fails and, if it is critical (the default),
 the process exits non-zero so that systemd or the kubelet restarts it. Nothing dies silently.
+The restart waits come from the one retry policy (``agent.retrying``: 0.5 s doubling up to
+30 s, no jitter) and pass through the injected clock, so tests drive them in fake time.
 
 Shutdown is staged by ``stage`` number, highest first: controllers (stage 2) get to finish
 their current step within a timeout before watches (stage 1) and the HTTP server (stage 0,
@@ -18,12 +20,18 @@ from dataclasses import dataclass
 
 import structlog
 
+from agent.retrying import Backoff, RetryPolicy
+from agent.runtime.clock import Clock, SystemClock
 from agent.telemetry.health import Health
 
 _log = structlog.get_logger(subsystem="supervisor")
 
 STAGE_WATCH = 1
 STAGE_CONTROLLER = 2
+
+RESTART_BACKOFF = Backoff(initial=0.5, factor=2.0, cap=30.0, jitter=0.0)
+"""Waits before restart 1, 2, 3, ...: 0.5 s, 1 s, 2 s, ... up to 30 s. No jitter: one
+process's tasks need no spreading, and a predictable wait reads better in the log."""
 
 
 @dataclass(frozen=True)
@@ -43,9 +51,12 @@ class FatalTaskError(RuntimeError):
 
 
 class Supervisor:
-    def __init__(self, health: Health, *, stop_timeout: float = 10.0) -> None:
+    def __init__(
+        self, health: Health, *, stop_timeout: float = 10.0, clock: Clock | None = None
+    ) -> None:
         self.health = health
         self.stop_timeout = stop_timeout
+        self.clock: Clock = clock or SystemClock()
         self._tasks: list[RootTask] = []
         self._running: dict[str, asyncio.Task[None]] = {}
         self._fatal: asyncio.Future[str] | None = None
@@ -54,10 +65,15 @@ class Supervisor:
         self._tasks.append(task)
 
     async def _guard(self, task: RootTask) -> None:
+        # max_restarts restarts after the first run: that many tries in all, plus one.
+        policy = RetryPolicy(
+            backoff=RESTART_BACKOFF,
+            attempts=task.max_restarts + 1,
+            monotonic=self.clock.monotonic,
+        )
         failures = 0
-        loop = asyncio.get_running_loop()
         while True:
-            started = loop.time()
+            started = self.clock.monotonic()
             try:
                 await task.run()
                 _log.warning("root task returned; restarting", task=task.name)
@@ -65,15 +81,16 @@ class Supervisor:
                 raise
             except Exception:  # noqa: BLE001 - any crash is logged and the task restarted
                 _log.exception("root task crashed", task=task.name, failures=failures + 1)
-            if loop.time() - started >= task.healthy_after:
+            if self.clock.monotonic() - started >= task.healthy_after:
                 failures = 0
             failures += 1
-            if failures > task.max_restarts:
+            wait = policy.next_wait(failures)
+            if wait is None:
                 self.health.set_failed(task.name, "too many restarts")
                 if task.critical and self._fatal is not None and not self._fatal.done():
                     self._fatal.set_result(task.name)
                 return
-            await asyncio.sleep(min(30.0, 0.5 * 2 ** (failures - 1)))
+            await self.clock.sleep(wait)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run every task until ``stop`` is set, then stop them stage by stage."""

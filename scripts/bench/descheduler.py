@@ -173,6 +173,47 @@ def _seconds(values: list[float]) -> str:
     return ", ".join(f"{value:.2f}" for value in values)
 
 
+def child_cold_start(path: Path) -> dict[str, Any]:
+    """Cold start of the pod cache from one list body, timed whole and step by step.
+
+    ``all_in`` is the reflector's own path (decode, project and share one item at a time,
+    then index). The split pass, on a fresh cache, decodes every item first, then projects,
+    then indexes, to say where the time goes. ``json_loads`` of the same bytes is the
+    same-run baseline: on a loaded machine the ratio means more than the seconds.
+    """
+    from agent.descheduler.app import PROJECTIONS  # noqa: PLC0415
+    from agent.descheduler.state import ClusterState  # noqa: PLC0415
+
+    data = path.read_bytes()
+    started = time.perf_counter()
+    json.loads(data)
+    json_loads = time.perf_counter() - started
+
+    cache = ClusterState(None, PROJECTIONS).pods  # type: ignore[arg-type]  # never connects
+    started = time.perf_counter()
+    cache._apply("REPLACE", cache._project_all(cache.decode_page(data)), "1")
+    all_in = time.perf_counter() - started
+    pods = len(cache.store)
+    del cache
+
+    cache = ClusterState(None, PROJECTIONS).pods  # type: ignore[arg-type]  # never connects
+    started = time.perf_counter()
+    items = list(cache.decode_page(data)["items"])
+    decoded = time.perf_counter()
+    entries = cache._project_all({"items": items})
+    projected = time.perf_counter()
+    cache._apply("REPLACE", entries, "1")
+    indexed = time.perf_counter()
+    return {
+        "pods": pods,
+        "json_loads": json_loads,
+        "all_in": all_in,
+        "decode": decoded - started,
+        "project": projected - decoded,
+        "index": indexed - projected,
+    }
+
+
 # -- parent -------------------------------------------------------------------------------
 
 
@@ -380,6 +421,51 @@ def print_eviction_throughput(evictions: int, latency_ms: float, runs_wanted: in
         )
 
 
+def add_cold_start_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cold-start-list-nodes",
+        type=int,
+        default=5000,
+        help="the pod-list cold start at this size (5000: 150k pods); 0 skips it",
+    )
+    parser.add_argument("--cold-start-runs", type=int, default=5)
+    parser.add_argument(
+        "--cold-start-only", action="store_true", help="run only the pod-list cold start"
+    )
+
+
+def pod_list_cold_start(args: argparse.Namespace) -> None:
+    """Medians over fresh processes of ``child_cold_start``; ``--cold-start-only`` exits after."""
+    if args.cold_start_list_nodes:
+        _pod_list_cold_start(args.cold_start_list_nodes, args.cold_start_runs)
+    if args.cold_start_only:
+        raise SystemExit(0)
+
+
+def _pod_list_cold_start(nodes: int, runs: int) -> None:
+    with tempfile.TemporaryDirectory() as workdir:
+        path = Path(workdir) / "Pod.json"
+        cluster = descheduler_cluster.cluster(nodes)
+        path.write_bytes(descheduler_cluster.list_bytes("Pod", cluster["Pod"]))
+        del cluster
+        results = [run_child("cold", str(path)) for _ in range(runs)]
+    pods = results[0]["pods"]
+    median = {
+        name: statistics.median(result[name] for result in results)
+        for name in ("json_loads", "all_in", "decode", "project", "index")
+    }
+    spread = ", ".join(f"{result['all_in']:.2f}" for result in results)
+    micros = {name: value / pods * 1e6 for name, value in median.items()}
+    print(
+        f"  cold start, {pods} pods from bytes (medians of {runs} processes): "
+        f"decode+project+index {median['all_in']:.2f} s ({micros['all_in']:.1f} us/pod; "
+        f"runs {spread}); split: decode {micros['decode']:.1f}, project "
+        f"{micros['project']:.1f}, index {micros['index']:.1f} us/pod; same-run baseline "
+        f"json.loads alone {median['json_loads']:.2f} s ({micros['json_loads']:.1f} us/pod, "
+        f"{median['json_loads'] / median['all_in']:.1f}x the whole cold start)"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,2000,5000")
@@ -390,6 +476,7 @@ def main() -> int:
     parser.add_argument(
         "--cycle-max-nodes", type=int, default=5000, help="plan cycles only up to this size"
     )
+    add_cold_start_arguments(parser)
     parser.add_argument("--child", nargs="*")
     args = parser.parse_args()
     if args.child:
@@ -400,7 +487,11 @@ def main() -> int:
         if mode == "size":
             result = child_size(Path(rest[0]), rest[1], int(rest[2]))
         else:
-            result = child_decode(Path(rest[0]), rest[1])
+            result = (  # "cold": the pod-list cold start, one run
+                child_cold_start(Path(rest[0]))
+                if mode == "cold"
+                else child_decode(Path(rest[0]), rest[1])
+            )
         print(json.dumps(result))
         return 0
 
@@ -409,6 +500,7 @@ def main() -> int:
     configure_logging(level="error", fmt="console", stream=sys.stderr)
     sizes = [int(size) for size in args.sizes.split(",")]
     print(f"descheduler benchmark ({platform.python_implementation()} {platform.python_version()})")
+    pod_list_cold_start(args)
     figures: dict[int, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as workdir:
         for size in sizes:

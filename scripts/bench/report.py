@@ -24,11 +24,12 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for tests.harness
+
+from timing import cpu_times, wall_times  # beside this script
 
 from agent.config.swap import MemorySwapConfig  # after the path set-up above
 from agent.kube.api import KubeApi
@@ -156,24 +157,6 @@ def simulated_writes_per_hour(seed: int = 7) -> dict[str, int]:
                 policy.next_heartbeat(step * 5.0, rng.random()),
             )
     return reasons
-
-
-def cpu_times(runs: int, action: Callable[[], object]) -> list[float]:
-    samples = []
-    for _ in range(runs):
-        started = time.process_time()
-        action()
-        samples.append(time.process_time() - started)
-    return samples
-
-
-def wall_times(runs: int, action: Callable[[], object]) -> list[float]:
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        action()
-        samples.append(time.perf_counter() - started)
-    return samples
 
 
 def main() -> None:

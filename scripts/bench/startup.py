@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import socket
 import statistics
 import subprocess
@@ -20,6 +19,8 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+from timing import machine  # beside this script
 
 REQUIRED = ("kubelet_companion_build_info", "machine_swap_bytes", "kubelet_companion_cgroup_mode")
 
@@ -75,10 +76,7 @@ def main() -> None:
             baseline.append(time_interpreter_start())
             agent.append(time_agent_start(Path(tmp)))
     agent_median, base_median = statistics.median(agent), statistics.median(baseline)
-    print(
-        f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}, kernel {platform.release()}"
-    )
+    print(machine())
     print(
         f"agent start to facts on /metrics: median {agent_median * 1000:.0f} ms "
         f"over {args.runs} runs (target <= 5000 ms)"

@@ -15,16 +15,15 @@ Run: .venv/bin/python scripts/bench/swap.py [--runs N] [--containers N]
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for tests.harness
+
+from timing import machine, wall_times  # beside this script
 
 from agent.config.swap import MemorySwapConfig  # after the path set-up above
 from agent.node.cgroups import CgroupFacts, CgroupMode
@@ -92,15 +91,6 @@ def read_files(files: list[Path]) -> int:
     return sum(len(path.read_text()) for path in files)
 
 
-def timed(runs: int, action: Any) -> list[float]:
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        action()
-        samples.append(time.perf_counter() - started)
-    return samples
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=51)
@@ -112,13 +102,10 @@ def main() -> None:
         mapped = sum(1 for row in report.containers if row.cgroup is not None)
         if mapped != args.containers:
             raise SystemExit(f"audit mapped {mapped} containers, expected {args.containers}")
-        audit = timed(args.runs, lambda: full_audit(paths, pods))
-        baseline = timed(args.runs, lambda: read_files(files))
+        audit = wall_times(args.runs, lambda: full_audit(paths, pods))
+        baseline = wall_times(args.runs, lambda: read_files(files))
     audit_median, base_median = statistics.median(audit), statistics.median(baseline)
-    print(
-        f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}, kernel {platform.release()}"
-    )
+    print(machine())
     print(
         f"full swap audit of {args.containers} containers ({len(pods)} pods, "
         f"{len(report.drifted)} drifted): median {audit_median * 1000:.2f} ms over {args.runs} "

@@ -1,4 +1,4 @@
-"""An in-memory Lease API and a hand-driven clock, for unit tests of the leader elector.
+"""An in-memory Lease API, for unit tests of the leader elector (time: ``tests.harness.clock``).
 
 The double sits behind the elector's ``LeaseApi`` Protocol (the seam to the API server),
 and behaves like the server where the elector depends on it: a global resourceVersion, a
@@ -18,47 +18,6 @@ from typing import Any
 from agent.kube.errors import Conflict, KubeError, NotFound
 
 JSON = dict[str, Any]
-
-
-class HandClock:
-    """Monotonic time moves only when a test calls ``advance``; sleepers wake then."""
-
-    def __init__(self, start: float = 1000.0) -> None:
-        self.t = start
-        self._moved = asyncio.Event()
-
-    def now(self) -> float:
-        return 1_750_000_000.0 + self.t
-
-    def monotonic(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        deadline = self.t + seconds
-        while self.t < deadline:
-            self._moved.clear()
-            await self._moved.wait()
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-        self._moved.set()
-
-
-class SkewedClock:
-    """Another host's clock: the same monotonic time, a wall clock off by ``skew`` seconds."""
-
-    def __init__(self, base: HandClock, skew: float) -> None:
-        self.base = base
-        self.skew = skew
-
-    def now(self) -> float:
-        return self.base.now() + self.skew
-
-    def monotonic(self) -> float:
-        return self.base.monotonic()
-
-    async def sleep(self, seconds: float) -> None:
-        await self.base.sleep(seconds)
 
 
 @dataclass
@@ -90,6 +49,11 @@ class InMemoryLeases:
         """Someone else writes the Lease (only its resourceVersion changes)."""
         self.resource_version += 1
         self.objects[name]["metadata"]["resourceVersion"] = str(self.resource_version)
+
+    def take_over(self, holder: str, name: str = "descheduler") -> None:
+        """Someone else (``holder``) writes the Lease as its holder."""
+        self.objects[name]["spec"]["holderIdentity"] = holder
+        self.bump(name)
 
     def unstall(self, identity: str) -> None:
         self.faults[identity].stalled = False

@@ -110,6 +110,18 @@ def test_dry_run_json_is_the_plan_shape(
             "leaderElect",
             id="leader-elect-one-shot",
         ),
+        pytest.param(
+            "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n",
+            ("--leader-elect-retry-period", "soon"),
+            "--leader-elect-retry-period",
+            id="bad-election-duration",
+        ),
+        pytest.param(
+            "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n",
+            ("--leader-elect-lease-duration", "10s", "--leader-elect-renew-deadline", "20s"),
+            "--leader-elect-lease-duration",
+            id="renew-deadline-past-the-lease",
+        ),
     ],
 )
 def test_bad_input_exits_2_naming_the_field(

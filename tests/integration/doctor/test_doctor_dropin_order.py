@@ -1,23 +1,14 @@
 """doctor end to end: a logind drop-in applied after ours is named in a warning line."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from agent.logind.dropin import dropin_text
+from tests.harness.cli import run_cli
 
 
 def doctor_warnings(config: Path) -> list[str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "doctor", "--json", "--config", str(config)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "KUBECONFIG": "", "HOME": "/nonexistent"},
-    )
+    result = run_cli("doctor", "--json", "--config", str(config))
     assert result.returncode == 0, result.stderr
     return [str(warning) for warning in json.loads(result.stdout)["warnings"]]
 

@@ -1,21 +1,11 @@
 """The console script end to end: exit codes, config errors, version, doctor."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-CLI = [sys.executable, "-m", "agent.cli"]
-
-
-def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "KUBECONFIG": "", "HOME": "/nonexistent", **(env or {})}
-    return subprocess.run(
-        [*CLI, *args], check=False, capture_output=True, text=True, timeout=60, env=environment
-    )
+from tests.harness.cli import run_cli
 
 
 def test_bad_config_exits_2_and_names_all_four_problems(tmp_path: Path) -> None:
@@ -27,7 +17,7 @@ def test_bad_config_exits_2_and_names_all_four_problems(tmp_path: Path) -> None:
         "readiness: {mode: sometimes}\n"
         "colour: blue\n"
     )
-    result = run("agent", "--config", str(config))
+    result = run_cli("agent", "--config", str(config))
     assert result.returncode == 2
     for path in (
         "metricsBindAddress:",
@@ -45,35 +35,35 @@ def test_every_subcommand_takes_config(command: str, tmp_path: Path) -> None:
     config = tmp_path / "bad.yaml"
     config.write_text("nope: 1\n")
     expected = 0 if command == "version" else 2
-    assert run(command, "--config", str(config)).returncode == expected
+    assert run_cli(command, "--config", str(config)).returncode == expected
 
 
 def test_bad_usage_exits_2() -> None:
     """An unknown subcommand is a usage error."""
-    assert run("frobnicate").returncode == 2
+    assert run_cli("frobnicate").returncode == 2
 
 
 def test_version_prints_the_version() -> None:
     """version prints the distribution version."""
-    result = run("version")
+    result = run_cli("version")
     assert result.returncode == 0
     assert result.stdout.startswith("kubelet-companion ")
 
 
 def test_descheduler_without_a_policy_is_a_usage_error() -> None:
     """The descheduler needs ``--policy-config-file``; without it, exit 2 naming the flag."""
-    result = run("descheduler")
+    result = run_cli("descheduler")
     assert result.returncode == 2
     assert "--policy-config-file" in result.stderr
 
 
 def test_doctor_prints_a_table_and_json_of_this_machine() -> None:
     """doctor's table and JSON describe this machine; JSON matches /proc/swaps."""
-    table = run("doctor")
+    table = run_cli("doctor")
     assert table.returncode == 0, table.stderr
     for section in ("[node]", "[swap]", "[cgroups]", "[logind]", "[config]", "[warnings]"):
         assert section in table.stdout
-    report = json.loads(run("doctor", "--json").stdout)
+    report = json.loads(run_cli("doctor", "--json").stdout)
     swaps = Path("/proc/swaps").read_text().splitlines()[1:]
     assert report["sections"]["swap"]["on"] == bool(swaps)
     assert len(report["sections"]["swap"]["devices"]) == len(swaps)
@@ -94,7 +84,7 @@ def test_a_file_the_parser_chokes_on_exits_2_without_a_traceback(
     """Bytes that are not UTF-8, or YAML that crashes PyYAML, are a config error: exit 2."""
     config = tmp_path / "agent.yaml"
     config.write_bytes(content)
-    result = run("agent", "--config", str(config))
+    result = run_cli("agent", "--config", str(config))
     assert result.returncode == 2
     assert result.stderr.startswith(f"invalid config {config}: 1 error(s)")
     assert "Traceback" not in result.stderr

@@ -2,8 +2,6 @@
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +9,7 @@ import pytest
 from agent.node.memory import read_memory
 from agent.node.paths import HostPaths
 from agent.node.tmpfs import probe_noswap_mount
+from tests.harness.cli import run_cli
 from tests.harness.swapfile import SwapFile
 
 
@@ -26,14 +25,7 @@ def test_swap_facts_match_the_real_swap_file(swap_file: SwapFile) -> None:
 
 def test_doctor_json_reports_the_real_swap_file(swap_file: SwapFile) -> None:
     """doctor --json lists the swap file exactly as /proc/swaps does."""
-    result = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "doctor", "--json"],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "KUBECONFIG": "", "HOME": "/nonexistent"},
-    )
+    result = run_cli("doctor", "--json")
     assert result.returncode == 0, result.stderr
     swap = json.loads(result.stdout)["sections"]["swap"]
     line = next(

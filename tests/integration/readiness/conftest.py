@@ -1,9 +1,9 @@
 """A real readiness gate, wired as the agent wires it, against the fake API server over HTTP.
 
 ``start_gate`` builds the cluster context with the entrypoint's own ``build_cluster`` (a real
-kubeconfig, the real client, NodeState, EventRecorder and NodePatcher), adds NodeState's
-watches and the capability's ``root_tasks`` to a real ``Supervisor``, and runs it on the
-test's event loop until the test ends.
+kubeconfig, the real client, NodeState, EventRecorder and NodePatcher), and starts NodeState's
+watches and the capability's ``root_tasks`` under a real ``Supervisor``
+(``InProcessAgent.start``) on the test's event loop until the test ends.
 """
 
 from __future__ import annotations
@@ -18,12 +18,10 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from agent.config import AgentConfig, parse_document
-from agent.daemon import assemble, build_cluster
+from agent.daemon import build_cluster
 from agent.node.facts import collect_node_facts
 from agent.node.paths import HostPaths
 from agent.readiness.controller import root_tasks
-from agent.runtime.clock import SystemClock
-from agent.runtime.context import AgentContext
 from agent.telemetry.health import Health
 from tests.harness.agent_rig import InProcessAgent
 from tests.harness.fake_apiserver import FakeApiServer
@@ -62,23 +60,14 @@ async def start_gate(
         config = parse_document(AgentConfig, json.dumps(document), "test-config")
         cluster = await asyncio.to_thread(build_cluster, config, node_name)
         assert cluster is not None
-        registry = CollectorRegistry()
-        health = Health()
-        ctx = AgentContext(
-            config=config,
-            node_name=node_name,
-            paths=facts_paths,
-            registry=registry,
-            health=health,
-            clock=SystemClock(),
-            facts=facts,
+        agent = GateAgent(
+            server=fake_apiserver,
+            registry=CollectorRegistry(),
+            health=Health(),
             cluster=cluster,
         )
-        supervisor = assemble(ctx, [root_tasks], stop_timeout=5)
-        agent = GateAgent(server=fake_apiserver, registry=registry, health=health, cluster=cluster)
-        agent.task = asyncio.create_task(supervisor.run(agent.stop))
         agents.append(agent)
-        await agent.until(lambda: health.readiness().ok, "every watch synced")
+        await agent.start(config, [root_tasks], paths=facts_paths, facts=facts)
         return agent
 
     yield start

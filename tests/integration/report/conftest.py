@@ -19,7 +19,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from agent.config import AgentConfig, parse_document
-from agent.daemon import Capability, assemble, build_cluster
+from agent.daemon import Capability, build_cluster
 from agent.kube.client import AsyncKube
 from agent.kube.reportwriter import NodeReportWriter
 from agent.kube.session import open_api
@@ -28,11 +28,10 @@ from agent.node.paths import HostPaths
 from agent.report.controller import ReportController
 from agent.report.metrics import ReportMetrics
 from agent.report.sampling import NodeSampler
-from agent.runtime.clock import SystemClock
-from agent.runtime.context import AgentContext
 from agent.runtime.status import StatusBoard
 from agent.telemetry.health import Health
 from tests.harness.agent_rig import InProcessAgent
+from tests.harness.clock import HandClock
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree
 from tests.harness.nodereport import NodeProc, register_crd
@@ -40,30 +39,6 @@ from tests.harness.nodereport import NodeProc, register_crd
 JSON = dict[str, Any]
 NODE = "node-1"
 REPORT_PATH = f"/apis/kubelet-companion.io/v1alpha1/nodereports/{NODE}"
-
-
-class FakeClock:
-    """Fake time: ``sleep`` returns only once the test has moved the clock past its end."""
-
-    def __init__(self) -> None:
-        self.t = 1000.0
-        self._moved = asyncio.Event()
-
-    def now(self) -> float:
-        return 1_790_000_000.0 + self.t
-
-    def monotonic(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        deadline = self.t + seconds
-        while self.t < deadline:
-            self._moved.clear()
-            await self._moved.wait()
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-        self._moved.set()
 
 
 def agent_config(server: FakeApiServer, tmp_path: Path, **report: Any) -> AgentConfig:
@@ -80,7 +55,7 @@ def agent_config(server: FakeApiServer, tmp_path: Path, **report: Any) -> AgentC
 class ReportRig:
     server: FakeApiServer
     controller: ReportController
-    clock: FakeClock
+    clock: HandClock
     proc: NodeProc
     board: StatusBoard
     kube: AsyncKube
@@ -128,7 +103,7 @@ async def report_rig(report_server: FakeApiServer, tmp_path: Path) -> AsyncItera
         host = HostTree(tmp_path / "host")
         host.kernel()
         proc = NodeProc(host)
-        clock = FakeClock()
+        clock = HandClock(epoch=1_790_000_000.0)
         board = StatusBoard()
         controller = ReportController(
             config=config.report,
@@ -171,24 +146,11 @@ async def start_agent(report_server: FakeApiServer, tmp_path: Path) -> AsyncIter
         config = parse_document(AgentConfig, json.dumps(document), "test config")
         cluster = await asyncio.to_thread(build_cluster, config, NODE)
         assert cluster is not None
-        registry, health = CollectorRegistry(), Health()
-        ctx = AgentContext(
-            config=config,
-            node_name=NODE,
-            paths=host.paths,
-            registry=registry,
-            health=health,
-            clock=SystemClock(),
-            facts=facts,
-            cluster=cluster,
-        )
-        supervisor = assemble(ctx, capabilities, stop_timeout=5)
         agent = InProcessAgent(
-            server=report_server, registry=registry, health=health, cluster=cluster
+            server=report_server, registry=CollectorRegistry(), health=Health(), cluster=cluster
         )
-        agent.task = asyncio.create_task(supervisor.run(agent.stop))
         agents.append(agent)
-        await agent.until(lambda: health.readiness().ok, "every watch synced")
+        await agent.start(config, capabilities, paths=host.paths, facts=facts)
         return agent
 
     yield start

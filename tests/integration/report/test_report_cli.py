@@ -3,18 +3,20 @@ against the fake API server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from agent.kube.timestamps import rfc3339
 from agent.node.reportrecord import ReportRecord, save_report_record
+from agent.runtime.status import ReadinessStatus, ShutdownStatus, SwapStatus
 from tests.harness.cgroups import MIB, CgroupTreeBuilder, pod_object
+from tests.harness.cli import run_cli
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree
 from tests.harness.nodereport import NodeProc
+from tests.integration.report.conftest import MakeRig
 
 NODE = "node-1"
 WEB = "1f0e4a3b-7c2d-4e5f-8a9b-0c1d2e3f4a5b"
@@ -22,20 +24,17 @@ STRAY = "3b2c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e"
 
 
 def _run(config: Path, *args: str) -> Any:
-    return subprocess.run(
-        [sys.executable, "-m", "agent.cli", *args, "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "KUBECONFIG": "", "HOME": "/nonexistent"},
-        check=False,
-    )
+    return run_cli(*args, "--config", str(config))
 
 
 def _node(
-    tmp_path: Path, kubeconfig: str = "", *, pod_uids: tuple[str, ...] = (WEB, STRAY)
+    tmp_path: Path,
+    kubeconfig: str = "",
+    *,
+    pod_uids: tuple[str, ...] = (WEB, STRAY),
+    host_dir: str = "host",
 ) -> Path:
-    host = HostTree(tmp_path / "host").standard()
+    host = HostTree(tmp_path / host_dir).standard()
     NodeProc(host).set(cpu_fraction=0.5, memory_fraction=0.25)
     tree = CgroupTreeBuilder(host.root / "sys/fs/cgroup", "systemd")
     for uid in pod_uids:
@@ -62,10 +61,52 @@ def test_report_node_only_prints_usage_and_pods_by_uid(tmp_path: Path) -> None:
     assert sorted(pod["uid"] for pod in status["pods"]) == sorted([WEB, STRAY])
     assert "allocatable" not in status
     assert "readiness" not in status
+    assert "shutdown" not in status
+    assert json.loads(result.stdout)["fromAgent"] == {
+        "sections": {},
+        "note": "no running agent has published them",
+    }
     text = _run(_node(tmp_path), "report", "--interval", "50ms")
     assert text.returncode == 0
     assert "memory" in text.stdout
     assert WEB in text.stdout
+    assert "readiness, shutdown, swap: no running agent has published them" in text.stdout
+
+
+async def test_report_shows_what_the_running_agent_last_published(
+    report_rig: MakeRig, tmp_path: Path
+) -> None:
+    """The gate, shutdown and swap sections the report controller saved with its last write
+    (from the status board) are shown by the command, with the time they were saved."""
+    rig = await report_rig()
+    now = rig.clock.now()
+    rig.board.publish_readiness(ReadinessStatus(gate_held=True, waiting_for=("pod:cni-0",)))
+    rig.board.publish_shutdown(
+        ShutdownStatus("inProgress", start_time=now, phase_priority=0, budget_end=now + 30)
+    )
+    rig.board.publish_swap(SwapStatus("LimitedSwap", True, True, ("default/web-0/app",)))
+    rig.proc.set(cpu_fraction=0.1, memory_fraction=0.5)
+    await rig.controller.sample_once()
+    assert await rig.step(cpu_fraction=0.1, memory_fraction=0.5) is not None
+    saved_at = rig.clock.now()
+    published = rig.report()["status"]
+    config = _node(tmp_path, host_dir="cli-host")  # the agent's stateDir, node-only
+
+    result = await asyncio.to_thread(_run, config, "report", "--json", "--interval", "50ms")
+    assert result.returncode == 0, result.stderr
+    output = json.loads(result.stdout)
+    for key in ("readiness", "shutdown", "swap"):
+        assert output["status"][key] == published[key]
+    assert output["status"]["readiness"] == {"gateHeld": True, "waitingFor": ["pod:cni-0"]}
+    assert output["status"]["shutdown"]["state"] == "inProgress"
+    assert output["fromAgent"]["time"] == rfc3339(saved_at)
+    assert output["fromAgent"]["ageSeconds"] > 0  # the rig's clock stands in the past
+    text = await asyncio.to_thread(_run, config, "report", "--interval", "50ms")
+    assert text.returncode == 0, text.stderr
+    assert "from the running agent" in text.stdout
+    assert "gate held, waiting for pod:cni-0" in text.stdout
+    assert "shutdown   inProgress" in text.stdout
+    assert "1 drifted (default/web-0/app)" in text.stdout
 
 
 def test_report_with_a_cluster_names_pods_and_leaves_strays_out(

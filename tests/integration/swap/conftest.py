@@ -21,13 +21,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from agent.config import AgentConfig, parse_document
-from agent.daemon import assemble, build_cluster
+from agent.daemon import build_cluster
 from agent.node.facts import NodeFacts, collect_node_facts
 from agent.node.filesystems import CGROUP2_SUPER_MAGIC
 from agent.node.metrics import NodeFactsCollector
 from agent.node.paths import HostPaths
 from agent.runtime.clock import SystemClock
-from agent.runtime.context import AgentContext
 from agent.runtime.supervisor import RootTask
 from agent.swap.collector import SwapAuditCollector
 from agent.swap.controller import SwapController
@@ -174,18 +173,7 @@ async def start_swap_agent(
         )
         registry.register(NodeFactsCollector(node.paths, facts))
         registry.register(SwapAuditCollector(lambda: controller.report, lambda: controller.stats))
-        ctx = AgentContext(
-            config=config,
-            node_name=NODE,
-            paths=node.paths,
-            registry=registry,
-            health=health,
-            clock=SystemClock(),
-            facts=facts,
-            cluster=cluster,
-        )
         tasks = [RootTask(name="swap", run=controller.run)] if loop else []
-        supervisor = assemble(ctx, [lambda _ctx: tasks], stop_timeout=5)
         agent = SwapAgent(
             server=fake_apiserver,
             controller=controller,
@@ -193,9 +181,8 @@ async def start_swap_agent(
             health=health,
             cluster=cluster,
         )
-        agent.task = asyncio.create_task(supervisor.run(agent.stop))
         agents.append(agent)
-        await agent.until(lambda: health.readiness().ok, "every watch synced")
+        await agent.start(config, [lambda _ctx: tasks], paths=node.paths, facts=facts)
         return agent
 
     yield start

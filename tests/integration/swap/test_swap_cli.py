@@ -4,28 +4,19 @@ API server; exit codes 0 (complete), 1 (pods unavailable, node part still printe
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from tests.harness.cgroups import ContainerFixture, container_id, pod_object
+from tests.harness.cli import run_cli
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.integration.swap.conftest import NODE, MakeSwapNode, node_object
 
 
-def run_report(config: Path, *args: str, env: dict[str, str] | None = None) -> Any:
-    return subprocess.run(
-        [sys.executable, "-m", "agent.cli", "swap", "report", "--config", str(config), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "KUBECONFIG": "", "HOME": "/nonexistent", **(env or {})},
-        check=False,
-    )
+def run_report(config: Path, *args: str) -> Any:
+    return run_cli("swap", "report", "--config", str(config), *args)
 
 
 def write_config(tmp_path: Path, host: Path, kubeconfig: str = "", **swap: Any) -> Path:

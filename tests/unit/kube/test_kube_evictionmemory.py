@@ -15,7 +15,8 @@ from agent.kube.evictionmemory import (
     trim_recent_evictions,
 )
 from agent.kube.leaderelection import ElectionTiming, LeaderElector
-from tests.harness.leases import HandClock, InMemoryLeases
+from tests.harness.clock import HandClock
+from tests.harness.leases import InMemoryLeases
 from tests.harness.waiting import wait_until
 
 NOW = 1_800_000_000.0

@@ -11,7 +11,8 @@ import pytest
 from agent.kube.errors import LeadershipLost, Timeout, TooManyRequests, Unavailable
 from agent.kube.leaderelection import ElectionTiming, LeaderElector
 from agent.kube.timestamps import parse_rfc3339
-from tests.harness.leases import HandClock, InMemoryLeases, SkewedClock, settle
+from tests.harness.clock import HandClock, SkewedClock
+from tests.harness.leases import InMemoryLeases, settle
 from tests.harness.waiting import wait_until
 
 TIMING = ElectionTiming(lease_duration=137, renew_deadline=107, retry_period=26, jitter=0.0)
@@ -252,12 +253,7 @@ async def test_a_leader_that_sees_another_holder_steps_down_at_once(
     leader = elector(leases, clock, "a")
     async with running(leases, leader):
         await wait_until(leader.leading.is_set, "a leads")
-
-        def usurp() -> None:
-            leases.objects["descheduler"]["spec"]["holderIdentity"] = "z"
-            leases.bump()
-
-        leases.faults["a"].before_replace.append(usurp)
+        leases.faults["a"].before_replace.append(lambda: leases.take_over("z"))
         await tick(clock, 26)
         await wait_until(leader.not_leading.is_set, "a steps down")
         assert leader.observed_holder == "z"
@@ -291,12 +287,7 @@ async def test_a_deposed_leader_cannot_write_an_annotation(
     leader = elector(leases, clock, "a")
     async with running(leases, leader):
         await wait_until(leader.leading.is_set, "a leads")
-
-        def usurp() -> None:
-            leases.objects["descheduler"]["spec"]["holderIdentity"] = "z"
-            leases.bump()
-
-        leases.faults["a"].before_replace.append(usurp)
+        leases.faults["a"].before_replace.append(lambda: leases.take_over("z"))
         with pytest.raises(LeadershipLost):
             await leader.write_annotation("kubelet-companion.io/x", "1")
         assert "annotations" not in leases.objects["descheduler"]["metadata"]

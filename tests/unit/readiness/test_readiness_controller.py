@@ -19,33 +19,11 @@ from agent.readiness.inputs import Snapshot
 from agent.readiness.metrics import ReadinessMetrics
 from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION
 from agent.readiness.settings import GateSettings
+from tests.harness.clock import HandClock
 from tests.harness.readiness_objects import GATE, KEYS, daemon_set, node, pod, taint
 
 JSON = dict[str, Any]
 HOLD = 30.0
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-        self._moved = asyncio.Event()
-
-    def now(self) -> float:
-        return 1_750_000_000.0 + self.t
-
-    def monotonic(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        """Sleep in fake time: only returns once a test moves the clock past the deadline."""
-        deadline = self.t + seconds
-        while self.t < deadline:
-            self._moved.clear()
-            await self._moved.wait()
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-        self._moved.set()
 
 
 class FakeInputs:
@@ -160,7 +138,7 @@ class Rig:
         daemon_sets: list[JSON] | None = None,
         mode: Mode = "bootstrap-only",
     ) -> None:
-        self.clock = FakeClock()
+        self.clock = HandClock()
         self.inputs = FakeInputs(the_node, pods or [], daemon_sets or [])
         self.writer = FakeWriter(the_node or node())
         self.events = FakeEvents()

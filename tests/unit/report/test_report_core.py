@@ -81,7 +81,9 @@ def test_write_policy(observed: Observed, at: float, expected: WriteReason | Non
     assert POLICY.decide(LAST, observed, at) is expected
 
 
-def test_heartbeat_jitter_only_shortens_the_period() -> None:
-    """Jitter spreads heartbeats over [period*(1-jitter), period], never past the period."""
-    assert POLICY.next_heartbeat(100.0, 0.0) == 160.0
-    assert POLICY.next_heartbeat(100.0, 1.0) == pytest.approx(154.0)
+def test_heartbeat_jitter_spreads_around_the_period_and_keeps_its_mean() -> None:
+    """Jitter spreads heartbeats over period*(1 ± jitter/2): agents drift apart, yet the
+    mean interval is the period, so a fleet writes no more often than one per period."""
+    assert POLICY.next_heartbeat(100.0, 0.0) == pytest.approx(157.0)
+    assert POLICY.next_heartbeat(100.0, 0.5) == pytest.approx(160.0)
+    assert POLICY.next_heartbeat(100.0, 1.0) == pytest.approx(163.0)

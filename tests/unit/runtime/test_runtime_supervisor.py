@@ -1,4 +1,8 @@
-"""Supervised root tasks: restart on crash, staged stop, fatal exit for critical tasks."""
+"""Supervised root tasks: restart on crash, staged stop, fatal exit for critical tasks.
+
+Restart waits run on a ``SteppingClock``: each sleep moves fake time at once and is
+recorded, so the tests see the backoff without waiting for it.
+"""
 
 import asyncio
 
@@ -6,6 +10,20 @@ import pytest
 
 from agent.runtime.supervisor import FatalTaskError, RootTask, Supervisor
 from agent.telemetry.health import Health
+from tests.harness.clock import HandClock
+
+
+class SteppingClock(HandClock):
+    """A hand clock whose every sleep advances it by its own length at once, and is logged."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.slept: list[float] = []
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.advance(seconds)
+        await asyncio.sleep(0)
 
 
 async def test_a_crashing_task_is_restarted() -> None:
@@ -20,11 +38,28 @@ async def test_a_crashing_task_is_restarted() -> None:
         stop.set()
         await asyncio.Event().wait()
 
-    supervisor = Supervisor(Health(), stop_timeout=1)
+    clock = SteppingClock()
+    supervisor = Supervisor(Health(), stop_timeout=1, clock=clock)
     supervisor.add(RootTask("flaky", flaky, max_restarts=5))
     async with asyncio.timeout(10):
         await supervisor.run(stop)
     assert len(runs) == 3
+    assert clock.slept == [0.5, 1.0]
+
+
+async def test_restart_waits_double_from_half_a_second_up_to_thirty() -> None:
+    """Restart n waits 0.5 s * 2**(n-1), capped at 30 s, with no jitter, on the given clock."""
+
+    async def broken() -> None:
+        raise RuntimeError("always")
+
+    clock = SteppingClock()
+    supervisor = Supervisor(Health(), stop_timeout=1, clock=clock)
+    supervisor.add(RootTask("broken", broken, critical=True, max_restarts=9))
+    with pytest.raises(FatalTaskError, match="broken"):
+        async with asyncio.timeout(10):
+            await supervisor.run(asyncio.Event())
+    assert clock.slept == [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]
 
 
 async def test_controllers_stop_before_watches() -> None:
@@ -80,12 +115,14 @@ async def test_a_critical_task_that_keeps_failing_is_fatal() -> None:
     async def broken() -> None:
         raise RuntimeError("always")
 
-    supervisor = Supervisor(health, stop_timeout=1)
+    clock = SteppingClock()
+    supervisor = Supervisor(health, stop_timeout=1, clock=clock)
     supervisor.add(RootTask("broken", broken, critical=True, max_restarts=1))
     with pytest.raises(FatalTaskError, match="broken"):
         async with asyncio.timeout(10):
             await supervisor.run(asyncio.Event())
     assert not health.liveness().ok
+    assert clock.slept == [0.5]
 
 
 def test_health_readiness_needs_every_expected_check() -> None:
@@ -106,19 +143,21 @@ async def test_failures_after_a_healthy_run_do_not_add_up() -> None:
     """A task that crashes only after running a while is restarted for ever, not given up."""
     runs = []
     stop = asyncio.Event()
+    clock = SteppingClock()
 
     async def crashes_after_a_while() -> None:
         runs.append(1)
         if len(runs) > 4:
             stop.set()
             await asyncio.Event().wait()
-        await asyncio.sleep(0.02)
+        await clock.sleep(60.0)
         raise RuntimeError("late crash")
 
     health = Health()
-    supervisor = Supervisor(health, stop_timeout=1)
-    supervisor.add(RootTask("late", crashes_after_a_while, max_restarts=1, healthy_after=0.01))
+    supervisor = Supervisor(health, stop_timeout=1, clock=clock)
+    supervisor.add(RootTask("late", crashes_after_a_while, max_restarts=1, healthy_after=60.0))
     async with asyncio.timeout(20):
         await supervisor.run(stop)
     assert len(runs) == 5
     assert health.liveness().ok
+    assert clock.slept == [60.0, 0.5] * 4  # each restart is a first one again

@@ -1,0 +1,174 @@
+"""The cold-start fast paths (integer quantities, memoized pod lists) equal the exact ones."""
+
+import copy
+import gzip
+import json
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.config.quantities import parse_quantity
+from agent.descheduler import projection
+from agent.descheduler.app import PROJECTIONS
+from agent.descheduler.podlist import PodListProjector
+from agent.descheduler.state import ClusterState
+from agent.descheduler.wire import codec_for
+from tests.unit.descheduler.test_descheduler_wire import RICH_POD
+
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "descheduler" / "cluster-1k.json.gz"
+
+
+def _exact(value: Any, *, millis: bool) -> int | None:
+    try:
+        exact = parse_quantity(value) * (1000 if millis else 1)
+    except (ValueError, TypeError):
+        return None
+    return -((-exact.numerator) // exact.denominator)
+
+
+QUANTITIES = [
+    pytest.param("0", True, id="zero"),
+    pytest.param("1", True, id="one"),
+    pytest.param("007", True, id="leading-zeros"),
+    pytest.param("100m", True, id="millis"),
+    pytest.param("1m", True, id="one-milli"),
+    pytest.param("1500m", True, id="millis-over-one"),
+    pytest.param("1Ki", True, id="Ki"),
+    pytest.param("512Mi", True, id="Mi"),
+    pytest.param("2Gi", True, id="Gi"),
+    pytest.param("3Ti", True, id="Ti"),
+    pytest.param("1Pi", True, id="Pi"),
+    pytest.param("8Ei", True, id="Ei"),
+    pytest.param("1k", True, id="k"),
+    pytest.param("5M", True, id="M"),
+    pytest.param("1G", True, id="G"),
+    pytest.param("2T", True, id="T"),
+    pytest.param("3P", True, id="P"),
+    pytest.param("4E", True, id="E"),
+    pytest.param("123456789012345678901234567890Ei", True, id="huge"),
+    pytest.param(250, True, id="json-integer"),
+    pytest.param("1.5Gi", False, id="decimal-binary"),
+    pytest.param("0.1", False, id="decimal"),
+    pytest.param(".5", False, id="leading-dot"),
+    pytest.param("1e3", False, id="exponent"),
+    pytest.param("1E3", False, id="exponent-upper"),
+    pytest.param("+1", False, id="plus-sign"),
+    pytest.param("-1", False, id="negative"),
+    pytest.param("-100m", False, id="negative-millis"),
+    pytest.param(" 1Gi", False, id="leading-space"),
+    pytest.param("100n", False, id="nano"),
+    pytest.param("100u", False, id="micro"),
+    pytest.param("1K", False, id="upper-K-invalid"),
+    pytest.param("1ki", False, id="lower-ki-invalid"),
+    pytest.param("1e3Ki", False, id="exponent-and-suffix-invalid"),
+    pytest.param("", False, id="empty"),
+    pytest.param("m", False, id="suffix-only"),
+    pytest.param("Gi", False, id="binary-suffix-only"),
+    pytest.param("١٢", False, id="non-ascii-digits"),
+    pytest.param("1_000", False, id="underscore"),
+    pytest.param(1.5, False, id="json-float"),
+    pytest.param(True, False, id="bool"),
+]
+
+
+@pytest.mark.parametrize(("value", "fast"), QUANTITIES)
+@pytest.mark.parametrize(
+    "millis", [pytest.param(True, id="millis"), pytest.param(False, id="whole")]
+)
+def test_fast_quantities_equal_the_exact_parse(value: Any, fast: bool, millis: bool) -> None:
+    """The integer parser answers the common forms exactly and leaves every other to Fraction."""
+    answer = projection.fast_amount(value, millis=millis)
+    assert (answer is not None) is fast
+    if answer is not None:
+        assert answer == _exact(value, millis=millis)
+    cpu_or_memory = "cpu" if millis else "memory"
+    listed = projection.resource_list({cpu_or_memory: value}).get(cpu_or_memory)
+    assert listed == _exact(value, millis=millis)
+
+
+def test_fast_quantities_round_milli_units_up() -> None:
+    """A milli-quantity of a whole-unit resource rounds up, as ``Quantity.Value()`` does."""
+    assert projection.resource_list({"memory": "1001m", "pods": "1000m"}) == {
+        "memory": 2,
+        "pods": 1,
+    }
+    assert Fraction(1001, 1000) == parse_quantity("1001m")
+
+
+def _with(pod: dict[str, Any], path: list[str], value: Any) -> dict[str, Any]:
+    changed = copy.deepcopy(pod)
+    target = changed
+    for step in path[:-1]:
+        target = target.setdefault(step, {})
+    target[path[-1]] = value
+    return changed
+
+
+ODD_PODS = [
+    pytest.param(RICH_POD, id="rich"),
+    pytest.param(_with(RICH_POD, ["status", "qosClass"], None), id="qos-computed"),
+    pytest.param(_with(RICH_POD, ["status", "qosClass"], "Nonsense"), id="qos-invalid"),
+    pytest.param(_with(RICH_POD, ["status", "qosClass"], "BestEffort"), id="qos-stored-wins"),
+    pytest.param(
+        _with(
+            _with(RICH_POD, ["status"], {}),
+            ["spec", "resources"],
+            {"requests": {"cpu": "1"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+        ),
+        id="pod-level-resources",
+    ),
+    pytest.param(
+        _with(
+            RICH_POD,
+            ["spec", "containers"],
+            [{"name": "a", "resources": {"limits": {"cpu": "1.5", "memory": "1e3"}}}],
+        ),
+        id="limits-only-odd-forms",
+    ),
+    pytest.param(
+        _with(RICH_POD, ["spec", "containers"], [{"name": "a", "resources": None}]),
+        id="null-resources",
+    ),
+    pytest.param(_with(RICH_POD, ["spec", "volumes"], [{"name": "h", "hostPath": {}}]), id="host"),
+    pytest.param(_with(RICH_POD, ["metadata", "creationTimestamp"], "nonsense"), id="bad-time"),
+    pytest.param(
+        _with(RICH_POD, ["metadata", "creationTimestamp"], "2026-11-22T01:02:03.123456789+02:00"),
+        id="nano-time",
+    ),
+    pytest.param({"metadata": {"name": "bare"}}, id="bare"),
+    pytest.param({}, id="empty"),
+]
+
+
+@pytest.mark.parametrize("pod", ODD_PODS)
+def test_odd_pods_project_as_the_exact_path(pod: dict[str, Any]) -> None:
+    """A pod with unusual resources, times or volumes projects as ``project_pod`` does.
+
+    The rich pod goes first, so a memo keyed on too little would hand its results to a pod
+    that differs only in a part the key left out.
+    """
+    data = json.dumps({"metadata": {}, "items": [RICH_POD, pod, pod]}).encode()
+    exact = [projection.project_pod(item) for item in codec_for("Pod").decode_page(data)["items"]]
+    projector = PodListProjector()
+    fast = [projector.project(item) for item in projector.decode_page(data)["items"]]
+    assert fast == exact  # the last copy comes from the memo
+
+
+def _pod_store(data: bytes, decoding: Any) -> dict[str, Any]:
+    state = ClusterState(None, PROJECTIONS, decoding=decoding)  # type: ignore[arg-type]  # never connects
+    listing = state.pods.decode_page(data)
+    state.pods._apply("REPLACE", state.pods._project_all(listing), "1")
+    assert state.pods.skipped == 0
+    return dict(state.pods.store)
+
+
+def test_every_fixture_pod_caches_as_by_json() -> None:
+    """The pod cache filled through the fast path equals the one filled through ``json.loads``."""
+    with gzip.open(FIXTURE) as stream:
+        items = [item for item in json.load(stream)["items"] if item["kind"] == "Pod"]
+    data = json.dumps({"metadata": {"resourceVersion": "9"}, "items": items}).encode()
+    fast = _pod_store(data, "msgspec")
+    assert len(fast) == len(items)
+    assert fast == _pod_store(data, "json")

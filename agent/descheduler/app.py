@@ -321,6 +321,7 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
         grace_period_seconds=policy.grace_period_seconds,
         on_result=_on_result(metrics),
         may_continue=(lambda: elector.is_leader) if elector is not None else None,
+        failure_events=policy.eviction_failure_event_notification,
     )
     reports: NodeReportCache | None = None
     if usage is None:

@@ -38,6 +38,7 @@ from agent.kube.ratelimit import TokenBucket
 
 DEFAULT_CONCURRENCY = 8
 DESCHEDULED = "Descheduled"
+EVICTION_FAILED = "EvictionFailed"
 
 _log = structlog.get_logger(subsystem="descheduler.evictions")
 
@@ -74,6 +75,7 @@ class LiveEvictor:
         retry_attempts: int = 3,
         on_result: ResultListener = _ignore,
         may_continue: Callable[[], bool] | None = None,
+        failure_events: bool = False,
     ) -> None:
         self.kube = kube
         self.events = events
@@ -85,6 +87,9 @@ class LiveEvictor:
         self.on_result = on_result
         self.may_continue = may_continue
         """Asked before each eviction is admitted (leadership); ``False`` stops the run."""
+        self.failure_events = failure_events
+        """The policy's ``evictionFailureEventNotification``: a Warning ``EvictionFailed``
+        Event on each pod whose eviction the API server refused or that failed."""
 
     async def execute(self, plan: Plan) -> list[EvictionResult]:
         """Evict the plan's allowed pods; return one result per eviction, in plan order."""
@@ -146,19 +151,27 @@ class LiveEvictor:
             result = EvictionResult(eviction, RESULT_SUCCESS)
         self._log(result)
         self.on_result(result)
+        pod = ObjectRef(
+            kind="Pod", name=eviction.name, namespace=eviction.namespace, uid=eviction.uid
+        )
         if result.evicted:
             await self.limiter.acquire()
             await self.events.emit(
-                ObjectRef(
-                    kind="Pod",
-                    name=eviction.name,
-                    namespace=eviction.namespace,
-                    uid=eviction.uid,
-                ),
+                pod,
                 "Normal",
                 DESCHEDULED,
                 f"pod evicted from {eviction.node} node by kubelet-companion descheduler "
                 f"({eviction.profile}/{eviction.plugin}: {eviction.reason})",
+            )
+        elif self.failure_events and result.result != RESULT_NOT_FOUND:
+            # Upstream's wording; a pod that is gone has nobody left to read the Event.
+            await self.limiter.acquire()
+            await self.events.emit(
+                pod,
+                "Warning",
+                EVICTION_FAILED,
+                f"pod eviction from {eviction.node} node by kubelet-companion descheduler "
+                f"failed: {result.error}",
             )
         return result
 

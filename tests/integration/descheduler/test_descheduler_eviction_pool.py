@@ -24,13 +24,14 @@ def _planned(name: str, node: str = "n1") -> PlannedEviction:
     )
 
 
-def _evictor(kube: AsyncKube, concurrency: int) -> LiveEvictor:
+def _evictor(kube: AsyncKube, concurrency: int, *, failure_events: bool = False) -> LiveEvictor:
     return LiveEvictor(
         kube,
         EventRecorder(kube, component="descheduler", host="test"),
         limiter=TokenBucket(0, 1),
         concurrency=concurrency,
         grace_period_seconds=5,
+        failure_events=failure_events,
     )
 
 
@@ -93,3 +94,28 @@ async def test_429_and_404_are_not_evicted_and_the_run_goes_on(
     assert [r.result for r in results] == [RESULT_NOT_FOUND, RESULT_BLOCKED_BY_PDB, RESULT_SUCCESS]
     events = fake_apiserver.list("events", "default")
     assert [e["involvedObject"]["name"] for e in events if e["reason"] == "Descheduled"] == ["free"]
+
+
+@pytest.mark.parametrize(
+    ("notify", "expected"),
+    [
+        pytest.param(True, ["web-0"], id="evictionFailureEventNotification-on"),
+        pytest.param(False, [], id="off-by-default"),
+    ],
+)
+async def test_refused_evictions_get_a_warning_event_when_the_policy_asks(
+    fake_apiserver: FakeApiServer,
+    async_kube: AsyncKube,
+    pods: list[str],
+    notify: bool,
+    expected: list[str],
+) -> None:
+    """With ``evictionFailureEventNotification`` a pod whose eviction was refused (its PDB's
+    429) gets a Warning ``EvictionFailed`` Event; a pod already gone (404) gets none."""
+    fake_apiserver.create(manifests.pdb("one", match_labels={"app": "web"}, max_unavailable=0))
+    plan = [_planned("gone"), _planned(pods[0])]
+    await _evictor(async_kube, 2, failure_events=notify).evict_all(plan)
+    events = fake_apiserver.list("events", "default")
+    failed = [e for e in events if e["reason"] == "EvictionFailed"]
+    assert [e["involvedObject"]["name"] for e in failed] == expected
+    assert all(e["type"] == "Warning" for e in failed)

@@ -91,11 +91,12 @@ def _cluster(server: FakeApiServer, *, hot_report_age: float = 5.0) -> None:
 
 
 def _evicted(server: FakeApiServer) -> list[str]:
-    return [
+    """Evicted pods by name: the pool sends them concurrently, so arrival order is not kept."""
+    return sorted(
         request.path.split("/")[-2]
         for request in server.requests(method="POST")
         if request.path.endswith("/eviction")
-    ]
+    )
 
 
 def _fallbacks(registry: Any) -> dict[str, float]:

@@ -22,14 +22,15 @@ Concurrency: one ``PodListProjector`` per pod cache, used only by its watch thre
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
+from sys import intern
 from typing import Any, TypeVar
 
 import msgspec
 
 from agent.descheduler import projection
 from agent.descheduler.model import EMPTY_MAP, OwnerRef, PodInfo
-from agent.descheduler.wire import Condition, OwnerReference, Volume
+from agent.descheduler.wire import Condition, OwnerReference
 from agent.kube.pods import API_SOURCE, MIRROR_ANNOTATION, SOURCE_ANNOTATION
 from agent.kube.qos import pod_qos
 
@@ -37,9 +38,11 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 _NULL = msgspec.Raw(b"null")
+_MISSING: Any = object()
+"""A memo miss, told apart from memoized values that are empty or ``None``."""
 
 
-class _Item(msgspec.Struct, rename="camel"):
+class _Item(msgspec.Struct, rename="camel", gc=False):
     """Base: camelCase names on the wire; unknown fields are skipped while parsing."""
 
 
@@ -60,6 +63,14 @@ class ItemContainer(_Item):
     restart_policy: str | None = None
 
 
+class ItemVolume(_Item):
+    """Only what tells node-local storage and claims apart (not the name, which is unique)."""
+
+    empty_dir: Any = None
+    host_path: Any = None
+    persistent_volume_claim: Any = None
+
+
 class ItemSpec(_Item):
     node_name: str | None = None
     priority: int | None = None
@@ -71,7 +82,7 @@ class ItemSpec(_Item):
     init_containers: list[ItemContainer] | None = None
     overhead: msgspec.Raw = _NULL
     resources: msgspec.Raw = _NULL
-    volumes: list[Volume] | None = None
+    volumes: list[ItemVolume] | None = None
     resource_claims: Any = None
 
 
@@ -136,7 +147,6 @@ class PodListProjector:
         # Times repeat in bursts (a rollout's pods share their second), not across the
         # cluster: a small table, or it would hold a float per pod.
         self._times: _Memo[str, float | None] = _Memo(4096)
-        self._strings: _Memo[str, str] = _Memo(limit)
 
     # -- decoding ------------------------------------------------------------------
 
@@ -164,11 +174,16 @@ class PodListProjector:
         return f"{metadata.namespace}/{name}" if metadata.namespace else name
 
     def project(self, item: PodItem) -> PodInfo:
-        """``projection.project_pod`` of the same pod, with repeating parts memoized."""
+        """``projection.project_pod`` of the same pod, with repeating parts memoized.
+
+        The memo lookups are written out here rather than called through small methods:
+        this runs once per pod of the cluster at cold start, where a Python call per
+        field cost more than the lookups themselves.
+        """
         metadata = item.metadata or _EMPTY_META
         spec = item.spec or _EMPTY_SPEC
         status = item.status or _EMPTY_STATUS
-        namespace = self._string(metadata.namespace or "")
+        namespace = intern(metadata.namespace or "")
         name = metadata.name or ""
         annotations = metadata.annotations
         if annotations:
@@ -180,29 +195,53 @@ class PodListProjector:
         else:
             kept, mirror, static = {}, False, False
         requests, qos, images = self._containers_part(spec, status)
+        maps = self._maps
+        labels_bytes = bytes(metadata.labels)
+        labels = maps.get(labels_bytes, _MISSING)
+        if labels is _MISSING:
+            labels = self._new_map(labels_bytes)
+        selector_bytes = bytes(spec.node_selector)
+        node_selector = maps.get(selector_bytes, _MISSING)
+        if node_selector is _MISSING:
+            node_selector = self._new_map(selector_bytes)
+        owners_bytes = bytes(metadata.owner_references)
+        owners = self._owners.get(owners_bytes)
+        if owners is None:
+            owners = self._owners.remember(owners_bytes, _owner_refs_of(owners_bytes))
+        tolerations_bytes = bytes(spec.tolerations)
+        tolerations = self._tolerations.get(tolerations_bytes)
+        if tolerations is None:
+            tolerations = self._tolerations.remember(
+                tolerations_bytes, tuple(_decode_any(tolerations_bytes) or ())
+            )
+        affinity_bytes = bytes(spec.affinity)
+        affinity = self._affinity.get(affinity_bytes, _MISSING)
+        if affinity is _MISSING:
+            affinity = self._affinity.remember(affinity_bytes, _decode_any(affinity_bytes) or None)
+        local_storage, claims = _volume_facts(spec.volumes) if spec.volumes else (False, ())
         return PodInfo(
             namespace=namespace,
             name=name,
             uid=metadata.uid or f"{namespace}/{name}",
-            node_name=self._string(spec.node_name or ""),
-            phase=self._string(status.phase or ""),
+            node_name=intern(spec.node_name or ""),
+            phase=intern(status.phase or ""),
             creation_timestamp=self._time(metadata.creation_timestamp) or 0.0,
-            start_time=self._time(status.start_time),
+            start_time=self._time(status.start_time) if status.start_time else None,
             deleting=bool(metadata.deletion_timestamp),
-            labels=self._map(metadata.labels),
+            labels=labels,
             annotations=kept or EMPTY_MAP,
-            owners=self._owner_refs(metadata.owner_references),
+            owners=owners,
             priority=spec.priority,
-            priority_class_name=self._string(spec.priority_class_name or ""),
+            priority_class_name=intern(spec.priority_class_name or ""),
             requests=requests,
             qos=qos,
             mirror=mirror,
             static=static,
-            node_selector=self._map(spec.node_selector),
-            affinity=self._affinity_of(spec.affinity),
-            tolerations=self._tolerations_of(spec.tolerations),
-            local_storage=_local_storage(spec.volumes),
-            pvc_claims=_claims(spec.volumes),
+            node_selector=node_selector,
+            affinity=affinity,
+            tolerations=tolerations,
+            local_storage=local_storage,
+            pvc_claims=claims,
             images=images,
             ready=_ready(status.conditions),
             extra={"resourceClaims": True} if spec.resource_claims else EMPTY_MAP,
@@ -224,41 +263,20 @@ class PodListProjector:
         images = tuple(sorted(str(c.image or "") for c in spec.containers or ()))
         return self._containers.remember(key, (requests, qos, images))
 
-    def _string(self, value: str) -> str:
-        found = self._strings.get(value)
-        return found if found is not None else self._strings.remember(value, value)
-
     def _time(self, value: str | None) -> float | None:
         if not value:
             return None
-        if value in self._times:
-            return self._times[value]
-        return self._times.remember(value, projection.parse_timestamp(value))
+        found = self._times.get(value, _MISSING)
+        if found is _MISSING:
+            found = self._times.remember(value, projection.parse_timestamp(value))
+        return found  # type: ignore[no-any-return]  # the memo holds float | None
 
-    def _map(self, raw: msgspec.Raw) -> Mapping[str, str]:
-        return self._cached(self._maps, raw, lambda data: dict(_LABELS.decode(data) or EMPTY_MAP))
+    def _new_map(self, data: bytes) -> Mapping[str, str]:
+        return self._maps.remember(data, dict(_LABELS.decode(data) or EMPTY_MAP))
 
-    def _owner_refs(self, raw: msgspec.Raw) -> tuple[OwnerRef, ...]:
-        return self._cached(
-            self._owners,
-            raw,
-            lambda data: projection.owner_refs(
-                {"ownerReferences": msgspec.to_builtins(_OWNERS.decode(data))}
-            ),
-        )
 
-    def _tolerations_of(self, raw: msgspec.Raw) -> tuple[Mapping[str, Any], ...]:
-        return self._cached(self._tolerations, raw, lambda data: tuple(_decode_any(data) or ()))
-
-    def _affinity_of(self, raw: msgspec.Raw) -> Any:
-        return self._cached(self._affinity, raw, lambda data: _decode_any(data) or None)
-
-    @staticmethod
-    def _cached(memo: _Memo[bytes, V], raw: msgspec.Raw, make: Callable[[bytes], V]) -> V:
-        data = bytes(raw)
-        if data in memo:
-            return memo[data]
-        return memo.remember(data, make(data))
+def _owner_refs_of(data: bytes) -> tuple[OwnerRef, ...]:
+    return projection.owner_refs({"ownerReferences": msgspec.to_builtins(_OWNERS.decode(data))})
 
 
 def _exact_requests_and_qos(spec: ItemSpec, status: ItemStatus) -> tuple[Mapping[str, int], str]:
@@ -286,19 +304,17 @@ def _container_dict(container: ItemContainer) -> dict[str, Any]:
     return built
 
 
-def _local_storage(volumes: list[Volume] | None) -> bool:
-    return any(v.empty_dir is not None or v.host_path is not None for v in volumes or ())
-
-
-def _claims(volumes: list[Volume] | None) -> tuple[str, ...]:
-    if not volumes:
-        return ()
+def _volume_facts(volumes: list[ItemVolume]) -> tuple[bool, tuple[str, ...]]:
+    """Whether any volume is node-local storage, and the claim names, in one pass."""
+    local = False
     claims: list[str] = []
     for volume in volumes:
+        if volume.empty_dir is not None or volume.host_path is not None:
+            local = True
         claim = volume.persistent_volume_claim
         if isinstance(claim, Mapping) and claim.get("claimName"):
             claims.append(str(claim["claimName"]))
-    return tuple(claims)
+    return local, tuple(claims) if claims else ()
 
 
 def _ready(conditions: list[Condition] | None) -> bool:

@@ -18,6 +18,8 @@ import dataclasses
 from collections.abc import Hashable, Mapping
 from typing import Any, TypeVar
 
+import msgspec
+
 from agent.descheduler.model import NodeInfo, PodInfo
 
 T = TypeVar("T")
@@ -80,7 +82,7 @@ class Sharing:
                 shared = self.shared(key, value)
                 if shared is not value:
                     changes[name] = shared
-        return dataclasses.replace(pod, **changes) if changes else pod
+        return msgspec.structs.replace(pod, **changes) if changes else pod
 
     def node(self, node: NodeInfo) -> NodeInfo:
         changes: dict[str, Any] = {}

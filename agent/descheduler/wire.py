@@ -27,7 +27,7 @@ import msgspec
 JsonObject = dict[str, Any]
 
 
-class _Wire(msgspec.Struct, rename="camel", omit_defaults=True):
+class _Wire(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     """Base: camelCase names on the wire; absent fields stay absent in the dict."""
 
 

@@ -3,10 +3,10 @@ and never outlive the cycle whose snapshot they were computed from."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from agent.descheduler.budgets import BudgetIndex, budgets_for
 from agent.descheduler.cycle import run_cycle

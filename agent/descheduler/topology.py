@@ -1,0 +1,158 @@
+"""Topology spread constraints on the model: parsed once, then counted per domain.
+
+Shared by RemovePodsViolatingTopologySpreadConstraint and the offline plan's placement, so
+both read a pod's constraints the same way.
+
+Follows upstream's ``newTopologySpreadConstraint`` and ``matchNodeInclusionPolicies`` (which
+mirror kube-scheduler's ``podtopologyspread/common.go``):
+
+- the ``labelSelector`` is ``metav1.LabelSelector`` (absent selects no pod); ``matchLabelKeys``
+  adds ``key in (value)`` for each listed key the owning pod carries;
+- ``nodeAffinityPolicy`` defaults to ``Honor``: only nodes matching the owning pod's
+  nodeSelector and required node affinity form domains; ``nodeTaintsPolicy`` defaults to
+  ``Ignore``; with ``Honor``, nodes with a NoSchedule/NoExecute taint the pod does not
+  tolerate are left out;
+- a domain is a value of ``topologyKey`` on an included node; a pod counts in the domain of
+  its node when it is in the constraint's namespace and the selector matches its labels.
+
+Pure: model objects in, answers out. ``minDomains`` is not read (upstream does not read it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent.descheduler.model import NodeInfo, PodInfo
+from agent.descheduler.projection import SPREAD_CONSTRAINTS
+from agent.kube.labelselector import Requirement, Selector, from_label_selector, matches
+from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
+from agent.kube.tolerations import untolerated
+
+DO_NOT_SCHEDULE = "DoNotSchedule"
+SCHEDULE_ANYWAY = "ScheduleAnyway"
+HONOR = "Honor"
+IGNORE = "Ignore"
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def raw_spread_constraints(pod: PodInfo) -> tuple[Mapping[str, Any], ...]:
+    """``spec.topologySpreadConstraints`` as sent (``()`` for most pods)."""
+    found: tuple[Mapping[str, Any], ...] = pod.extra.get(SPREAD_CONSTRAINTS, ())
+    return found
+
+
+@dataclass(frozen=True)
+class SpreadConstraint:
+    """One constraint of one pod, ready to count (upstream's ``topologySpreadConstraint``).
+
+    Equal constraints (same namespace, skew, key, selector and inclusion inputs) are the same
+    constraint, however many pods carry them: upstream dedups them the same way.
+    """
+
+    namespace: str
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    selector: Selector | None
+    """Sorted requirements; ``None`` selects no pod."""
+    node_affinity_policy: str
+    node_taints_policy: str
+    node_selector: tuple[tuple[str, str], ...] = ()
+    """The owning pod's nodeSelector, kept only under ``nodeAffinityPolicy: Honor``."""
+    required_node_affinity: Any = None
+    """The owning pod's ``nodeAffinity.requiredDuringScheduling...``, only under Honor."""
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    """The owning pod's tolerations, kept only under ``nodeTaintsPolicy: Honor``."""
+
+    def selects(self, pod: PodInfo) -> bool:
+        return (
+            self.selector is not None
+            and pod.namespace == self.namespace
+            and matches(self.selector, pod.labels)
+        )
+
+    def includes(self, node: NodeInfo) -> bool:
+        """``matchNodeInclusionPolicies``: the node takes part in this constraint's domains."""
+        if self.node_affinity_policy == HONOR:
+            if node_selector_mismatch(dict(self.node_selector), node.labels):
+                return False
+            required = {REQUIRED: self.required_node_affinity}
+            if required_affinity_mismatch(
+                {"affinity": {"nodeAffinity": required}}, node.labels, node.name
+            ):
+                return False
+        return not (
+            self.node_taints_policy == HONOR and untolerated(node.taints, list(self.tolerations))
+        )
+
+    def domain_of(self, node: NodeInfo) -> str | None:
+        """The node's domain (its ``topologyKey`` value), ``None`` without the label."""
+        return node.labels.get(self.topology_key)
+
+
+def _merged(selector: Selector | None, pod: PodInfo, keys: Iterable[Any]) -> Selector | None:
+    if selector is None:
+        return None
+    extra = [
+        Requirement(str(key), "In", frozenset({pod.labels[str(key)]}))
+        for key in keys
+        if str(key) in pod.labels
+    ]
+    requirements = {*selector, *extra}
+    return tuple(sorted(requirements, key=lambda r: (r.key, r.operator, sorted(r.values))))
+
+
+def spread_constraint(raw: Mapping[str, Any], pod: PodInfo) -> SpreadConstraint:
+    """One of ``pod``'s constraints; raises ``SelectorError`` when its selector is invalid."""
+    affinity_policy = str(raw.get("nodeAffinityPolicy") or HONOR)
+    taints_policy = str(raw.get("nodeTaintsPolicy") or IGNORE)
+    node_affinity = ((pod.affinity or {}).get("nodeAffinity") or {}).get(REQUIRED)
+    max_skew = raw.get("maxSkew")
+    return SpreadConstraint(
+        namespace=pod.namespace,
+        max_skew=max_skew if isinstance(max_skew, int) and not isinstance(max_skew, bool) else 0,
+        topology_key=str(raw.get("topologyKey") or ""),
+        when_unsatisfiable=str(raw.get("whenUnsatisfiable") or ""),
+        selector=_merged(
+            from_label_selector(raw.get("labelSelector")), pod, raw.get("matchLabelKeys") or ()
+        ),
+        node_affinity_policy=affinity_policy,
+        node_taints_policy=taints_policy,
+        node_selector=tuple(sorted(pod.node_selector.items())) if affinity_policy == HONOR else (),
+        required_node_affinity=node_affinity if affinity_policy == HONOR else None,
+        tolerations=pod.tolerations if taints_policy == HONOR else (),
+    )
+
+
+def empty_domains(constraint: SpreadConstraint, nodes: Iterable[NodeInfo]) -> dict[str, int]:
+    """Every domain of the included nodes, each with a count of 0."""
+    domains: dict[str, int] = {}
+    for node in nodes:
+        value = constraint.domain_of(node)
+        if value is not None and constraint.includes(node):
+            domains[value] = 0
+    return domains
+
+
+def domain_counts(
+    constraint: SpreadConstraint, nodes: Mapping[str, NodeInfo], pods: Iterable[PodInfo]
+) -> dict[str, int]:
+    """Pods the constraint selects, per domain: every included node's domain (0 when empty),
+    plus the domain of any node of ``nodes`` a selected pod runs on (upstream counts those
+    even when the inclusion policies leave the node out). Terminating pods do not count."""
+    counts = empty_domains(constraint, nodes.values())
+    for pod in pods:
+        if pod.deleting or not constraint.selects(pod):
+            continue
+        node = nodes.get(pod.node_name)
+        value = constraint.domain_of(node) if node is not None else None
+        if value is not None:
+            counts[value] = counts.get(value, 0) + 1
+    return counts
+
+
+def skew(counts: Mapping[str, int]) -> int:
+    """Largest minus smallest domain; 0 without domains."""
+    return max(counts.values()) - min(counts.values()) if counts else 0

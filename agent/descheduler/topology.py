@@ -126,31 +126,33 @@ def spread_constraint(raw: Mapping[str, Any], pod: PodInfo) -> SpreadConstraint:
     )
 
 
-def empty_domains(constraint: SpreadConstraint, nodes: Iterable[NodeInfo]) -> dict[str, int]:
-    """Every domain of the included nodes, each with a count of 0."""
-    domains: dict[str, int] = {}
-    for node in nodes:
+def domain_pods(
+    constraint: SpreadConstraint, nodes: Mapping[str, NodeInfo], pods: Iterable[PodInfo]
+) -> dict[str, list[PodInfo]]:
+    """Pods the constraint selects, per domain: every included node's domain (empty when no
+    pod runs there), plus the domain of any node of ``nodes`` a selected pod runs on
+    (upstream counts those even when the inclusion policies leave the node out). Terminating
+    pods, and pods on nodes outside ``nodes``, do not count."""
+    domains: dict[str, list[PodInfo]] = {}
+    for node in nodes.values():
         value = constraint.domain_of(node)
         if value is not None and constraint.includes(node):
-            domains[value] = 0
+            domains.setdefault(value, [])
+    for pod in pods:
+        if pod.deleting or not constraint.selects(pod):
+            continue
+        where = nodes.get(pod.node_name)
+        value = constraint.domain_of(where) if where is not None else None
+        if value is not None:
+            domains.setdefault(value, []).append(pod)
     return domains
 
 
 def domain_counts(
     constraint: SpreadConstraint, nodes: Mapping[str, NodeInfo], pods: Iterable[PodInfo]
 ) -> dict[str, int]:
-    """Pods the constraint selects, per domain: every included node's domain (0 when empty),
-    plus the domain of any node of ``nodes`` a selected pod runs on (upstream counts those
-    even when the inclusion policies leave the node out). Terminating pods do not count."""
-    counts = empty_domains(constraint, nodes.values())
-    for pod in pods:
-        if pod.deleting or not constraint.selects(pod):
-            continue
-        node = nodes.get(pod.node_name)
-        value = constraint.domain_of(node) if node is not None else None
-        if value is not None:
-            counts[value] = counts.get(value, 0) + 1
-    return counts
+    """How many pods ``domain_pods`` puts in each domain."""
+    return {value: len(found) for value, found in domain_pods(constraint, nodes, pods).items()}
 
 
 def skew(counts: Mapping[str, int]) -> int:

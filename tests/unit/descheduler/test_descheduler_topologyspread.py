@@ -289,3 +289,16 @@ def test_identical_constraints_are_balanced_once() -> None:
     items = [*zones("a", "b"), *(web(f"w{i}", "n-a", constraint(), constraint()) for i in range(3))]
     plan = run_cycle(policy((SPREAD, None)), snapshot(*items))
     assert [e.name for e in plan.evictions] == ["w2"]
+
+
+def test_pods_that_fit_below_the_average_are_taken_first() -> None:
+    """Of an over-full domain's pods, those that fit a node of a domain below the average go
+    before those that do not (here only w0 tolerates the emptier node's taint)."""
+    items = [
+        node("n-a", labels={"zone": "a"}),
+        node("n-b", labels={"zone": "b"}, taints=[TAINT]),
+        web("w0", "n-a", tolerations=[{"key": "dedicated", "operator": "Exists"}]),
+        web("w1", "n-a"),
+        web("w2", "n-a"),
+    ]
+    assert _evicted(None, *items) == ["w0"]

@@ -116,15 +116,19 @@ class RemovePodsViolatingNodeAffinity:
             PREFERRED: self.preferred_verdict,
         }
         for affinity_type in self.args.node_affinity_type:
-            if not self._process(nodes, verdicts[affinity_type]):
+            if not self._process(nodes, affinity_type, verdicts[affinity_type]):
                 return
 
-    def _process(self, nodes: Sequence[NodeInfo], verdict: Verdict) -> bool:
+    def _process(self, nodes: Sequence[NodeInfo], affinity_type: str, verdict: Verdict) -> bool:
         """Evict what ``verdict`` condemns; ``False`` once the total limit is reached."""
         evictor = self.handle.evictor
         pods_on = self.handle.snapshot.pods_on
         for node in nodes:
             for pod in sorted(pods_on(node.name), key=lambda p: (p.namespace, p.name)):
+                # The checks are ANDed, as upstream's; the cheap ones go first, so the
+                # common pod (no node affinity) never reaches the evictor's nodeFit.
+                if not _node_affinity(pod).get(affinity_type):
+                    continue
                 if pod.phase in FINISHED or not self.pod_filter.admits(pod):
                     continue
                 if not (evictor.filter(pod) and evictor.pre_eviction_filter(pod)):

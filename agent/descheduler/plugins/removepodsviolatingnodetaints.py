@@ -84,26 +84,28 @@ class RemovePodsViolatingNodeTaints:
                 return taint
         return None
 
-    def _candidates(self, node: NodeInfo) -> list[PodInfo]:
+    def _candidate(self, pod: PodInfo) -> bool:
         evictor = self.handle.evictor
-        pods = sorted(self.handle.snapshot.pods_on(node.name), key=lambda p: (p.namespace, p.name))
-        return [
-            pod
-            for pod in pods
-            if pod.phase not in FINISHED
+        return (
+            pod.phase not in FINISHED
             and self.pod_filter.admits(pod)
             and evictor.filter(pod)
             and evictor.pre_eviction_filter(pod)
-        ]
+        )
 
     def deschedule(self, nodes: Sequence[NodeInfo]) -> None:
         evictor = self.handle.evictor
         for node in nodes:
             if not any(self.counts(taint) for taint in node.taints):
                 continue  # most nodes: nothing to check, no pod listed
-            for pod in self._candidates(node):
+            pods = sorted(
+                self.handle.snapshot.pods_on(node.name), key=lambda p: (p.namespace, p.name)
+            )
+            for pod in pods:
+                # ANDed as upstream's checks; the taint first, so tolerating pods never
+                # reach the evictor's nodeFit.
                 taint = self.untolerated(pod, node)
-                if taint is None:
+                if taint is None or not self._candidate(pod):
                     continue
                 try:
                     evictor.evict(pod, self.name, f"does not tolerate {describe_taint(taint)}")

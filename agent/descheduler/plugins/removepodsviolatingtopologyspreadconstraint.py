@@ -120,11 +120,13 @@ class RemovePodsViolatingTopologySpreadConstraint:
         by_namespace: dict[str, list[PodInfo]] = defaultdict(list)
         for node in nodes:
             for pod in self.handle.snapshot.pods_on(node.name):
-                if pod.phase not in FINISHED and self._admits(pod):
+                if pod.phase not in FINISHED:
                     by_namespace[pod.namespace].append(pod)
         chosen: dict[str, PodInfo] = {}
         for namespace in sorted(by_namespace):
-            pods = by_namespace[namespace]
+            if not any(raw_spread_constraints(pod) for pod in by_namespace[namespace]):
+                continue  # most namespaces: no constraint, so no pod needs the filters
+            pods = [pod for pod in by_namespace[namespace] if self._admits(pod)]
             for constraint in self.constraints_of(pods):
                 domains = self.domains(constraint, node_map, pods)
                 sizes = [len(d.pods) for d in domains]

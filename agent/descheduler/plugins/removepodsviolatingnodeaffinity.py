@@ -74,6 +74,12 @@ def _node_affinity(pod: PodInfo) -> dict[str, object]:
     return found if isinstance(found, dict) else {}
 
 
+def has_node_affinity(pod: PodInfo, affinity_type: str) -> bool:
+    """``PodHasNodeAffinity``: a required selector is set, or a preferred term is listed."""
+    value = _node_affinity(pod).get(affinity_type)
+    return value is not None if affinity_type == REQUIRED else bool(value)
+
+
 class RemovePodsViolatingNodeAffinity:
     name = "RemovePodsViolatingNodeAffinity"
 
@@ -86,7 +92,7 @@ class RemovePodsViolatingNodeAffinity:
     def required_verdict(
         self, pod: PodInfo, node: NodeInfo, nodes: Sequence[NodeInfo]
     ) -> str | None:
-        if _node_affinity(pod).get(REQUIRED) is None:
+        if not has_node_affinity(pod, REQUIRED):
             return None
         mismatch = node_selector_mismatch(pod.node_selector, node.labels) or (
             required_affinity_mismatch({"affinity": pod.affinity}, node.labels, node.name)
@@ -98,7 +104,7 @@ class RemovePodsViolatingNodeAffinity:
     def preferred_verdict(
         self, pod: PodInfo, node: NodeInfo, nodes: Sequence[NodeInfo]
     ) -> str | None:
-        if not _node_affinity(pod).get(PREFERRED):
+        if not has_node_affinity(pod, PREFERRED):
             return None
         spec = {"affinity": pod.affinity}
         here = preferred_affinity_weight(spec, node.labels, node.name)
@@ -127,7 +133,7 @@ class RemovePodsViolatingNodeAffinity:
             for pod in sorted(pods_on(node.name), key=lambda p: (p.namespace, p.name)):
                 # The checks are ANDed, as upstream's; the cheap ones go first, so the
                 # common pod (no node affinity) never reaches the evictor's nodeFit.
-                if not _node_affinity(pod).get(affinity_type):
+                if not has_node_affinity(pod, affinity_type):
                     continue
                 if pod.phase in FINISHED or not self.pod_filter.admits(pod):
                     continue

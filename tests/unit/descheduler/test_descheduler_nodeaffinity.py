@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from agent.descheduler.cycle import run_cycle
+from agent.descheduler.plugins.removepodsviolatingnodeaffinity import has_node_affinity
+from agent.descheduler.projection import project_pod
 from tests.harness.deschedulerstate import node, pod, policy, snapshot
 
 AFFINITY = "RemovePodsViolatingNodeAffinity"
@@ -198,3 +200,18 @@ def test_total_limit_ends_the_run() -> None:
         snapshot(*items),
     )
     assert [e.name for e in plan.allowed] == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("affinity", "affinity_type", "has"),
+    [
+        pytest.param({"nodeAffinity": {REQUIRED: {}}}, REQUIRED, True, id="required-set-if-empty"),
+        pytest.param({"nodeAffinity": {PREFERRED: []}}, PREFERRED, False, id="preferred-empty"),
+        pytest.param(preferred((1, "zone", "a")), PREFERRED, True, id="preferred-listed"),
+        pytest.param({"nodeAffinity": {}}, REQUIRED, False, id="neither"),
+        pytest.param(None, REQUIRED, False, id="no-affinity"),
+    ],
+)
+def test_has_node_affinity(affinity: dict[str, Any] | None, affinity_type: str, has: bool) -> None:
+    """``PodHasNodeAffinity``: a required selector counts when set, preferred terms when listed."""
+    assert has_node_affinity(project_pod(pod("p", "n1", affinity=affinity)), affinity_type) is has

@@ -1,6 +1,6 @@
 """Required pod anti-affinity over the snapshot's pods: who violates it, and where it forbids.
 
-Two questions, two upstream functions, both on the model's projections:
+Three questions, on the model's projections:
 
 - ``forbidden_by_pods_on``: may a pod go to a node, given the pods already there?
   (``podMatchesInterPodAntiAffinity``, part of upstream's ``NodeFit``.) Only the moving pod's
@@ -9,6 +9,9 @@ Two questions, two upstream functions, both on the model's projections:
   the plugins that ask it agree with upstream's decisions.
 - ``violated_by``: does a pod already break its own required anti-affinity, because a pod it
   points at runs in the same topology domain? (``CheckPodsWithAntiAffinityExist``.)
+- ``scheduler_anti_affinity_rejection``: would kube-scheduler refuse the node, reading whole
+  domains and existing pods' terms too? (For the offline plan's placement, which predicts
+  the scheduler, not the descheduler.)
 
 The matching rules (term namespaces, selectors, domains) are ``agent.kube.podaffinity``'s. A
 term whose selector does not parse makes the whole check answer as upstream's does: node fit
@@ -17,7 +20,7 @@ says "does not fit", the violation check says "no violation".
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from agent.descheduler.model import NodeInfo, PodInfo
 from agent.kube.labelselector import SelectorError
@@ -79,4 +82,80 @@ def violated_by(
                     here.name, here.labels, there.name, there.labels, term.topology_key
                 ):
                     return other
+    return None
+
+
+def scheduler_anti_affinity_rejection(
+    pod: PodInfo,
+    node: NodeInfo,
+    nodes: Mapping[str, NodeInfo],
+    pods_on: Callable[[str], Iterable[PodInfo]],
+    with_anti_affinity: Iterable[PodInfo],
+) -> str | None:
+    """kube-scheduler's InterPodAffinity Filter, its required anti-affinity half, for placing
+    ``pod`` on ``node``, or ``None`` when it passes. Unlike upstream's node fit it reads
+    whole topology domains and both directions:
+
+    - the pod's own terms: a pod they select runs on a node of ``node``'s domain;
+    - existing pods' terms (``with_anti_affinity``: the placed pods that have required
+      anti-affinity): one of them selects the pod and runs in ``node``'s domain.
+
+    A term applies only where ``node`` carries its key. ``pods_on`` gives the pods placed on a
+    node (finished ones are skipped); ``nodes`` maps names to the nodes they may run on.
+    A broken selector of the pod's own rejects every node, as the scheduler's PreFilter fails.
+    """
+    return _own_terms_rejection(pod, node, nodes, pods_on) or _existing_terms_rejection(
+        pod, node, nodes, with_anti_affinity
+    )
+
+
+def _own_terms_rejection(
+    pod: PodInfo,
+    node: NodeInfo,
+    nodes: Mapping[str, NodeInfo],
+    pods_on: Callable[[str], Iterable[PodInfo]],
+) -> str | None:
+    try:
+        own = anti_affinity_terms(pod) if has_required_anti_affinity(pod) else ()
+    except SelectorError as error:
+        return f"pod's anti-affinity selector does not parse: {error}"
+    for term in own:
+        value = node.labels.get(term.topology_key)
+        if value is None:
+            continue
+        for other_node in nodes.values():
+            if other_node.labels.get(term.topology_key) != value:
+                continue
+            for other in pods_on(other_node.name):
+                if (
+                    other.uid != pod.uid
+                    and other.phase not in ("Succeeded", "Failed")
+                    and term.selects(other.namespace, other.labels)
+                ):
+                    return f"pod's anti-affinity rejects {other.key} in {term.topology_key}={value}"
+    return None
+
+
+def _existing_terms_rejection(
+    pod: PodInfo,
+    node: NodeInfo,
+    nodes: Mapping[str, NodeInfo],
+    with_anti_affinity: Iterable[PodInfo],
+) -> str | None:
+    for other in with_anti_affinity:
+        there = nodes.get(other.node_name)
+        if there is None or other.uid == pod.uid or other.phase in ("Succeeded", "Failed"):
+            continue
+        try:
+            terms = anti_affinity_terms(other)
+        except SelectorError:
+            continue  # the scheduler skips an existing pod's term that does not parse
+        for term in terms:
+            value = node.labels.get(term.topology_key)
+            if (
+                value is not None
+                and there.labels.get(term.topology_key) == value
+                and term.selects(pod.namespace, pod.labels)
+            ):
+                return f"{other.key}'s anti-affinity rejects the pod in {term.topology_key}={value}"
     return None

@@ -15,12 +15,16 @@ mirror kube-scheduler's ``podtopologyspread/common.go``):
 - a domain is a value of ``topologyKey`` on an included node; a pod counts in the domain of
   its node when it is in the constraint's namespace and the selector matches its labels.
 
+``scheduler_spread_counts`` and ``spread_rejection`` answer the other question, for the
+offline plan's placement: would kube-scheduler's PodTopologySpread filter let a pod onto a
+node (its DoNotSchedule constraints, counted over the nodes carrying all their keys)?
+
 Pure: model objects in, answers out. ``minDomains`` is not read (upstream does not read it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,3 +162,72 @@ def domain_counts(
 def skew(counts: Mapping[str, int]) -> int:
     """Largest minus smallest domain; 0 without domains."""
     return max(counts.values()) - min(counts.values()) if counts else 0
+
+
+@dataclass(frozen=True)
+class SpreadCounts:
+    """One DoNotSchedule constraint of a pod being placed, counted as kube-scheduler's
+    PodTopologySpread PreFilter counts it: per domain of the counting nodes, and the least."""
+
+    constraint: SpreadConstraint
+    counts: Mapping[str, int]
+    least: int
+    self_match: bool
+    """The placed pod matches its own selector, so it adds one where it lands."""
+
+
+def scheduler_spread_counts(
+    pod: PodInfo, nodes: Iterable[NodeInfo], pods_on: Callable[[str], Iterable[PodInfo]]
+) -> tuple[SpreadCounts, ...]:
+    """kube-scheduler's PodTopologySpread PreFilter for ``pod``: its DoNotSchedule constraints
+    counted over ``nodes`` (those passing the inclusion policies and carrying every key of the
+    pod's DoNotSchedule constraints), from the unfinished, non-terminating pods ``pods_on``
+    gives. Computed once per placement, then ``spread_rejection`` answers per node. Raises
+    ``SelectorError`` for a constraint whose selector does not parse.
+
+    ``minDomains`` is not read (upstream's descheduler does not read it either)."""
+    constraints = [
+        spread_constraint(raw, pod)
+        for raw in raw_spread_constraints(pod)
+        if raw.get("whenUnsatisfiable") == DO_NOT_SCHEDULE
+    ]
+    if not constraints:
+        return ()
+    keys = {c.topology_key for c in constraints}
+    counting = [n for n in nodes if all(key in n.labels for key in keys)]
+    result: list[SpreadCounts] = []
+    for constraint in constraints:
+        counts: dict[str, int] = {}
+        for node in counting:
+            if not constraint.includes(node):
+                continue
+            value = node.labels[constraint.topology_key]
+            counts[value] = counts.get(value, 0) + sum(
+                1
+                for other in pods_on(node.name)
+                if other.phase not in ("Succeeded", "Failed")
+                and not other.deleting
+                and constraint.selects(other)
+            )
+        result.append(
+            SpreadCounts(
+                constraint=constraint,
+                counts=counts,
+                least=min(counts.values(), default=0),
+                self_match=constraint.selects(pod),
+            )
+        )
+    return tuple(result)
+
+
+def spread_rejection(counted: Iterable[SpreadCounts], node: NodeInfo) -> str | None:
+    """kube-scheduler's PodTopologySpread Filter on one node, or ``None`` when it passes."""
+    for each in counted:
+        key = each.constraint.topology_key
+        value = node.labels.get(key)
+        if value is None:
+            return f"node has no label {key} (topology spread constraint)"
+        skew = each.counts.get(value, 0) + int(each.self_match) - each.least
+        if skew > each.constraint.max_skew:
+            return f"topology spread on {key}: skew {skew} > maxSkew {each.constraint.max_skew}"
+    return None

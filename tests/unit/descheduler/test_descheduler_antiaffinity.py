@@ -7,7 +7,11 @@ from typing import Any
 
 import pytest
 
-from agent.descheduler.antiaffinity import forbidden_by_pods_on, violated_by
+from agent.descheduler.antiaffinity import (
+    forbidden_by_pods_on,
+    scheduler_anti_affinity_rejection,
+    violated_by,
+)
 from agent.descheduler.model import NodeInfo, PodInfo
 from agent.descheduler.projection import project_node, project_pod
 from tests.harness.deschedulerstate import node, pod
@@ -110,3 +114,62 @@ def test_node_fit_ignores_finished_pods() -> None:
     moving = _web("moving", "n1", affinity=anti())
     done = _web("done", "n2", phase="Succeeded")
     assert not forbidden_by_pods_on(moving, NODES["n2"], [done])
+
+
+def _placed(*pods: PodInfo) -> Any:
+    def pods_on(name: str) -> list[PodInfo]:
+        return [p for p in pods if p.node_name == name]
+
+    return pods_on
+
+
+@pytest.mark.parametrize(
+    ("moving_affinity", "placed", "target", "rejected"),
+    [
+        pytest.param(anti("zone"), [("o", "n1", {})], "n2", True, id="own-term-whole-zone"),
+        pytest.param(anti("zone"), [("o", "n1", {})], "n3", False, id="own-term-other-zone"),
+        pytest.param(anti(), [("o", "n1", {})], "n2", False, id="own-term-hostname-other-node"),
+        pytest.param(
+            None,
+            [("o", "n1", {"affinity": anti("zone")})],
+            "n2",
+            True,
+            id="existing-pod-term-rejects-the-newcomer",
+        ),
+        pytest.param(
+            None,
+            [("o", "n1", {"affinity": anti("zone", app="db")})],
+            "n2",
+            False,
+            id="existing-pod-term-selects-others",
+        ),
+        pytest.param(
+            None,
+            [("o", "n1", {"affinity": anti("rack")})],
+            "n1",
+            False,
+            id="key-missing-on-the-node-term-ignored",
+        ),
+        pytest.param(
+            anti("zone"),
+            [("o", "n1", {"phase": "Failed"})],
+            "n2",
+            False,
+            id="finished-pods-ignored",
+        ),
+    ],
+)
+def test_scheduler_anti_affinity(
+    moving_affinity: dict[str, Any] | None,
+    placed: list[tuple[str, str, dict[str, Any]]],
+    target: str,
+    rejected: bool,
+) -> None:
+    """kube-scheduler's filter reads whole domains and the existing pods' terms as well."""
+    moving = _web("moving", "n9", affinity=moving_affinity)
+    pods = [_web(name, where, **kwargs) for name, where, kwargs in placed]
+    anti_affine = [p for p in pods if p.affinity]
+    reason = scheduler_anti_affinity_rejection(
+        moving, NODES[target], NODES, _placed(*pods), anti_affine
+    )
+    assert (reason is not None) is rejected

@@ -11,8 +11,10 @@ from agent.descheduler.projection import project_node, project_pod
 from agent.descheduler.topology import (
     domain_counts,
     raw_spread_constraints,
+    scheduler_spread_counts,
     skew,
     spread_constraint,
+    spread_rejection,
 )
 from tests.harness.deschedulerstate import node, pod
 
@@ -193,3 +195,55 @@ def test_equal_constraints_of_different_pods_are_one() -> None:
     first = spread_constraint(_constraint(), _pod("a", "n1"))
     second = spread_constraint(_constraint(), _pod("b", "n2"))
     assert first == second
+
+
+def _pods_on(*pods: PodInfo) -> Any:
+    def pods_on(name: str) -> list[PodInfo]:
+        return [p for p in pods if p.node_name == name]
+
+    return pods_on
+
+
+ZONE_NODES = _nodes(
+    node("n1", labels={"zone": "a"}),
+    node("n2", labels={"zone": "b"}),
+    node("n3", labels={"zone": "b"}),
+    node("bare"),
+)
+
+
+@pytest.mark.parametrize(
+    ("placed", "target", "fields", "rejected"),
+    [
+        pytest.param(["n1"], "n1", {}, True, id="one-ahead-would-be-two"),
+        pytest.param(["n1"], "n2", {}, False, id="the-empty-zone"),
+        pytest.param(["n1", "n2"], "n3", {}, False, id="balanced-either-way"),
+        pytest.param(["n1"], "n1", {"maxSkew": 2}, False, id="max-skew-two"),
+        pytest.param([], "bare", {}, True, id="node-without-the-key"),
+        pytest.param(
+            ["n1"], "n1", {"whenUnsatisfiable": "ScheduleAnyway"}, False, id="schedule-anyway"
+        ),
+    ],
+)
+def test_scheduler_spread_filter(
+    placed: list[str], target: str, fields: dict[str, Any], rejected: bool
+) -> None:
+    """kube-scheduler's PodTopologySpread filter: count + self - least must stay <= maxSkew."""
+    spec = {"topologySpreadConstraints": [_constraint(**fields)]}
+    pods = [_pod(f"p{i}", where, extra_spec=spec) for i, where in enumerate(placed)]
+    moving = _pod("moving", "n9", extra_spec=spec)
+    counted = scheduler_spread_counts(moving, ZONE_NODES.values(), _pods_on(*pods))
+    assert (spread_rejection(counted, ZONE_NODES[target]) is not None) is rejected
+
+
+def test_scheduler_spread_counts_skip_terminating_and_finished_pods() -> None:
+    """Terminating and finished pods do not count toward a domain."""
+    spec = {"topologySpreadConstraints": [_constraint()]}
+    pods = [
+        _pod("gone", "n1", extra_spec=spec, deleting=True),
+        _pod("done", "n1", extra_spec=spec, phase="Succeeded"),
+    ]
+    counted = scheduler_spread_counts(
+        _pod("moving", "n9", extra_spec=spec), ZONE_NODES.values(), _pods_on(*pods)
+    )
+    assert [dict(c.counts) for c in counted] == [{"a": 0, "b": 0}]

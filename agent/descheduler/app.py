@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TextIO
 
@@ -42,11 +42,22 @@ from agent.descheduler.evictions.live import (
     ResultListener,
 )
 from agent.descheduler.metrics import RESULT_BLOCKED_BY_PDB, DeschedulerMetrics
-from agent.descheduler.model import ClusterSnapshot, NodeUsage
+from agent.descheduler.model import ClusterSnapshot, NodeUsage, PodInfo
 from agent.descheduler.plan import Plan, PlannedEviction
+from agent.descheduler.plugins.criticaladdonrescue import NAME as RESCUE
+from agent.descheduler.plugins.criticaladdonrescue import CriticalAddonRescueArgs, is_critical
+from agent.descheduler.plugins.nodeutilization.lownodeutilization import LowNodeUtilizationArgs
 from agent.descheduler.policy import DeschedulerPolicy
 from agent.descheduler.render import render_json, render_table
 from agent.descheduler.state import ClusterState, Decoding, Projections, UsageSource
+from agent.descheduler.taintactions import RescueTracker, TaintActions
+from agent.descheduler.triggers import (
+    DEFAULT_MIN_SPACING,
+    AddonWatch,
+    CycleSchedule,
+    NodeReadyWatch,
+    UtilizationWatch,
+)
 from agent.descheduler.usage import usage_by_node
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
@@ -58,8 +69,10 @@ from agent.kube.evictionmemory import (
     RecentEvictionsMemory,
 )
 from agent.kube.leaderelection import ElectionTiming, KubeLeaseApi, LeaderElector
-from agent.kube.nodereports import NodeReportCache
+from agent.kube.nodereports import NodeReportCache, NodeUsageReport
+from agent.kube.ownedtaints import OwnedTaints
 from agent.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
+from agent.kube.taintownership import RESCUE_ANNOTATION
 from agent.runtime.clock import Clock, SystemClock
 from agent.runtime.supervisor import STAGE_CONTROLLER, STAGE_WATCH, RootTask, Supervisor
 from agent.runtime.watches import watch_task
@@ -72,6 +85,10 @@ LEASE_NAMESPACE = "kube-system"
 LEASE_NAME = "descheduler"
 CHURN_MEMORY_SECONDS = 24 * 3600.0
 """How long the Lease remembers an owner's last eviction (longer than any sane cooldown)."""
+LEFTOVER_SYNC_SECONDS = 5.0
+"""How long the first cycle waits for the node cache to show leftover rescue taints gone."""
+RESCUE_POLL_SECONDS = 1.0
+"""How often an in-place rescue taint is checked against its add-on (in memory, no calls)."""
 REPORTS_SYNC_SECONDS = 10.0
 """How long the first cycle waits for the agents' NodeReports; without them (no CRD, no
 agents) every node falls back to requests, which the plan records and a metric counts."""
@@ -106,6 +123,9 @@ class RunOptions:
     lease_name: str = LEASE_NAME
     identity: str | None = None
     """This replica's name on the Lease; by default the host name plus a random suffix."""
+    event_driven: bool = False
+    """Also start a cycle soon after a trigger (``triggers``), spaced ``min_cycle_spacing``."""
+    min_cycle_spacing: float = DEFAULT_MIN_SPACING
 
 
 class Descheduler:
@@ -123,6 +143,7 @@ class Descheduler:
         out: TextIO,
         elector: LeaderElector | None = None,
         memory: EvictionsMemory | None = None,
+        taint_actions: TaintActions | None = None,
     ) -> None:
         self.policy = policy
         self.options = options
@@ -137,6 +158,9 @@ class Descheduler:
         """The churn guard's memory when it is not kept on a Lease."""
         self.last_plan: Plan | None = None
         self.last_results: list[EvictionResult] = []
+        self.taint_actions = taint_actions
+        """Applies the plan's taints (rescue, out-of-service); ``None``: no taints at all."""
+        self._leftovers_checked = False
 
     @property
     def leading(self) -> bool:
@@ -148,6 +172,8 @@ class Descheduler:
             self.metrics.cycles.labels("follower").inc()
             return None
         started = self.clock.monotonic()
+        if not self.options.dry_run and not self._leftovers_checked:
+            await self._remove_leftover_rescues()
         owner_evictions = await self._recall()
         snapshot = self.state.snapshot(self.clock.now())
         options = CycleOptions(owner_evictions=owner_evictions, monotonic=self.clock.monotonic)
@@ -176,12 +202,46 @@ class Descheduler:
                     namespace=refused["namespace"],
                     node=refused["node"],
                 )
-            self.last_results = await self.evictor.execute(plan)
+            self.last_results = await self._execute(plan)
             await self._remember(snapshot, owner_evictions, self.last_results)
             self.metrics.cycles.labels("skipped" if plan.skipped else "planned").inc()
         self.metrics.loop_duration.observe(self.clock.monotonic() - started)
         self.last_plan = plan
         return plan
+
+    async def _execute(self, plan: Plan) -> list[EvictionResult]:
+        """Taints first (a rescue's node is tainted before its pods go), then evictions."""
+        actions = self.taint_actions
+        if actions is None or not plan.taints:
+            return await self.evictor.execute(plan)
+        failed = await actions.apply(plan.taints)
+        results = await self.evictor.evict_all(actions.sendable(plan.allowed, failed))
+        await actions.report(plan.taints, results, failed)
+        return results
+
+    async def _remove_leftover_rescues(self) -> None:
+        """Once, as leader: rescue taints an earlier run left; wait for the cache to agree."""
+        self._leftovers_checked = True
+        actions = self.taint_actions
+        if actions is None:
+            return
+        removed = await actions.tracker.remove_leftovers(list(self.state.nodes.store.values()))
+        deadline = self.clock.monotonic() + LEFTOVER_SYNC_SECONDS
+        while removed and self.clock.monotonic() < deadline:
+            if all(
+                RESCUE_ANNOTATION not in getattr(self.state.nodes.get(name), "annotations", {})
+                for name in removed
+            ):
+                break
+            await self.clock.sleep(0.05)
+
+    async def settle_rescues(self) -> bool:
+        """Remove rescue taints that are done; ``True`` while some are still in place."""
+        actions = self.taint_actions
+        if actions is None or not actions.tracker.pending:
+            return False
+        await actions.tracker.settle(self.state.pods.get)
+        return actions.tracker.pending
 
     def _count_fallbacks(self, plan: Plan) -> None:
         fallbacks = [facts for facts in plan.nodes if facts.get("fallback")]
@@ -234,6 +294,94 @@ class Descheduler:
                 await self.memory.save(remembered)
             except (KubeError, LeadershipLost) as error:
                 _log.warning("churn guard memory not saved", error=str(error))
+
+
+def rescue_timeout(policy: DeschedulerPolicy) -> float:
+    """The longest ``taintTimeoutSeconds`` of any CriticalAddonRescue in the policy."""
+    timeouts = [
+        args.taint_timeout_seconds
+        for profile in policy.profiles
+        for name, args in profile.args.items()
+        if name == RESCUE and isinstance(args, CriticalAddonRescueArgs)
+    ]
+    return max(timeouts, default=CriticalAddonRescueArgs().taint_timeout_seconds)
+
+
+def watch_triggers(
+    policy: DeschedulerPolicy,
+    state: ClusterState,
+    reports: NodeReportCache | None,
+    fire: Callable[[str], None],
+) -> None:
+    """Feed the caches' events to the trigger detectors (``triggers``)."""
+    nodes = NodeReadyWatch(fire)
+    state.nodes.subscribe(lambda kind, node: nodes.on_event(kind, node, state.nodes.store))
+    rescue_args = next(
+        (
+            args
+            for profile in policy.profiles
+            for args in profile.args.values()
+            if isinstance(args, CriticalAddonRescueArgs)
+        ),
+        CriticalAddonRescueArgs(),
+    )
+
+    def critical(pod: PodInfo) -> bool:
+        if pod.namespace not in rescue_args.system_namespaces:
+            return False
+        return is_critical(pod, rescue_args.system_namespaces, state.priority_classes.store)
+
+    addons = AddonWatch(fire, critical)
+    state.pods.subscribe(addons.on_event)
+    low = next(
+        (
+            args
+            for profile in policy.profiles
+            for args in profile.args.values()
+            if isinstance(args, LowNodeUtilizationArgs) and not args.use_deviation_thresholds
+        ),
+        None,
+    )
+    if reports is None or low is None:
+        return
+    utilization = UtilizationWatch(fire, low.thresholds, low.target_thresholds)
+    watched = reports
+
+    def on_report(kind: str, report: NodeUsageReport | None) -> None:
+        if kind == "SYNCED":
+            for each in watched.all_reports():
+                utilization.on_report(kind, each)
+        else:
+            utilization.on_report(kind, report)
+
+    reports.subscribe_reports(on_report)
+
+
+async def _until_next_cycle(
+    schedule: CycleSchedule, descheduler: Descheduler, clock: Clock, wake: asyncio.Event
+) -> None:
+    """Sleep until the schedule says a cycle is due, settling rescue taints meanwhile."""
+    while True:
+        wake.clear()
+        rescuing = await descheduler.settle_rescues()
+        now = clock.monotonic()
+        due = schedule.next_start()
+        if due is not None and now >= due:
+            return
+        deadlines = [t for t in (due, now + RESCUE_POLL_SECONDS if rescuing else None) if t]
+        await _sleep_or_wake(clock, min(deadlines) - now if deadlines else None, wake)
+
+
+async def _sleep_or_wake(clock: Clock, seconds: float | None, wake: asyncio.Event) -> None:
+    """Return after ``seconds`` (``None``: never) or as soon as ``wake`` is set."""
+    waiter = asyncio.ensure_future(wake.wait())
+    sleeper = asyncio.ensure_future(clock.sleep(seconds)) if seconds is not None else None
+    pending = {waiter} | ({sleeper} if sleeper is not None else set())
+    try:
+        await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in pending:
+            task.cancel()
 
 
 def _on_result(metrics: DeschedulerMetrics) -> ResultListener:
@@ -313,9 +461,12 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
             clock=clock,
             max_age=CHURN_MEMORY_SECONDS,
         )
+    events = EventRecorder(
+        kube, component=COMPONENT, host=elector.identity if elector else COMPONENT
+    )
     evictor = LiveEvictor(
         kube,
-        EventRecorder(kube, component=COMPONENT, host=elector.identity if elector else COMPONENT),
+        events,
         limiter=limiter,
         concurrency=options.concurrency,
         grace_period_seconds=policy.grace_period_seconds,
@@ -332,6 +483,14 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
             return usage_by_node(watched.all_reports(), clock.now())
 
     state = ClusterState(api, PROJECTIONS, usage=usage, decoding=options.decoding)
+    owned_taints = OwnedTaints(kube, monotonic=clock.monotonic)
+    taint_actions = TaintActions(
+        owned_taints,
+        RescueTracker(owned_taints, clock.monotonic),
+        events,
+        rescue_timeout=rescue_timeout(policy),
+        lookup=state.pods.get,
+    )
     descheduler = Descheduler(
         policy,
         options,
@@ -342,8 +501,20 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
         out=out or sys.stdout,
         elector=elector,
         memory=memory,
+        taint_actions=taint_actions,
     )
     exit_code = 0
+    schedule = CycleSchedule(options.interval, options.min_cycle_spacing)
+    wake = asyncio.Event()
+    if options.event_driven:
+
+        def fire(reason: str) -> None:
+            if not schedule.trigger:
+                _log.info("cycle triggered", reason=reason)
+            schedule.fire(reason, clock.monotonic())
+            wake.set()
+
+        watch_triggers(policy, state, reports, fire)
 
     async def cycles() -> None:
         nonlocal exit_code
@@ -358,19 +529,24 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
         _log.info("caches synced", pods=len(state.pods.store), nodes=len(state.nodes.store))
         if reports is not None and not await _reports_listed(reports, clock):
             _log.warning("no NodeReports (is the CRD installed?); usage falls back to requests")
+        one_shot = options.interval <= 0 and not options.event_driven
         while True:
+            schedule.started(clock.monotonic())
             try:
                 await descheduler.cycle()
             except Exception:  # noqa: BLE001 - any failure of a cycle is logged, never fatal to a loop
                 # A failed cycle is logged; a loop tries again at the next interval, a
                 # one-shot run ends with exit 1 (never retried in a tight loop).
                 _log.exception("descheduling cycle failed")
-                if options.interval <= 0:
+                if one_shot:
                     exit_code = 1
-            if options.interval <= 0:
+            if one_shot:
+                # A rescue taint is not left behind: wait for its add-on, or its timeout.
+                while await descheduler.settle_rescues():
+                    await clock.sleep(RESCUE_POLL_SECONDS)
                 stop.set()
                 await asyncio.Event().wait()  # the supervisor stops us from here
-            await clock.sleep(options.interval)
+            await _until_next_cycle(schedule, descheduler, clock, wake)
 
     supervisor = Supervisor(health)
     for reflector in state.reflectors:

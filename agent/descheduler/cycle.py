@@ -34,7 +34,7 @@ from agent.descheduler.framework.types import (
     EvictorPlugin,
 )
 from agent.descheduler.model import ClusterSnapshot, NodeInfo
-from agent.descheduler.plan import Plan
+from agent.descheduler.plan import Plan, TaintChange
 from agent.descheduler.policy import DeschedulerPolicy
 from agent.kube.labelselector import matches, parse_selector
 
@@ -88,6 +88,9 @@ class CycleHandle:
 
     def record_node(self, facts: Mapping[str, Any]) -> None:
         self._plan.nodes.append(dict(facts))
+
+    def record_taint(self, change: TaintChange) -> None:
+        self._plan.taints.append(change)
 
 
 def cycle_nodes(policy: DeschedulerPolicy, snapshot: ClusterSnapshot) -> list[NodeInfo]:

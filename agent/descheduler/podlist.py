@@ -205,7 +205,7 @@ class PodListProjector:
             pvc_claims=_claims(spec.volumes),
             images=images,
             ready=_ready(status.conditions),
-            extra={"resourceClaims": True} if spec.resource_claims else EMPTY_MAP,
+            extra=_extra(spec, status),
         )
 
     def _containers_part(self, spec: ItemSpec, status: ItemStatus) -> _ContainersPart:
@@ -299,6 +299,19 @@ def _claims(volumes: list[Volume] | None) -> tuple[str, ...]:
         if isinstance(claim, Mapping) and claim.get("claimName"):
             claims.append(str(claim["claimName"]))
     return tuple(claims)
+
+
+def _extra(spec: ItemSpec, status: ItemStatus) -> Mapping[str, Any]:
+    """``projection.project_pod``'s extras: empty (shared) for the common, bound pod."""
+    extra: dict[str, Any] = {}
+    if spec.resource_claims:
+        extra["resourceClaims"] = True
+    if not spec.node_name and status.conditions:  # rare: only unbound pods are looked at
+        conditions = {"conditions": msgspec.to_builtins(status.conditions)}
+        since = projection.unschedulable_since("", conditions)
+        if since is not None:
+            extra[projection.UNSCHEDULABLE_SINCE] = since
+    return extra or EMPTY_MAP
 
 
 def _ready(conditions: list[Condition] | None) -> bool:

@@ -12,8 +12,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent.descheduler.framework.types import BALANCE, FILTER, PRE_EVICTION_FILTER, PluginFactory
+from agent.descheduler.framework.types import (
+    BALANCE,
+    DESCHEDULE,
+    FILTER,
+    PRE_EVICTION_FILTER,
+    PluginFactory,
+)
+from agent.descheduler.plugins.criticaladdonrescue import (
+    CriticalAddonRescue,
+    CriticalAddonRescueArgs,
+)
 from agent.descheduler.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
+from agent.descheduler.plugins.nodeshutdownrecovery import (
+    NodeShutdownRecovery,
+    NodeShutdownRecoveryArgs,
+)
 from agent.descheduler.plugins.nodeutilization.highnodeutilization import (
     HighNodeUtilization,
     HighNodeUtilizationArgs,
@@ -44,6 +58,13 @@ REGISTRY: Mapping[str, PluginSpec] = {
         _spec("LowNodeUtilization", LowNodeUtilizationArgs, LowNodeUtilization, BALANCE),
         _spec("HighNodeUtilization", HighNodeUtilizationArgs, HighNodeUtilization, BALANCE),
         _spec("RemoveDuplicates", RemoveDuplicatesArgs, RemoveDuplicates, BALANCE),
+        _spec("CriticalAddonRescue", CriticalAddonRescueArgs, CriticalAddonRescue, BALANCE),
+        _spec(
+            "NodeShutdownRecovery",
+            NodeShutdownRecoveryArgs,
+            NodeShutdownRecovery,
+            DESCHEDULE,
+        ),
     )
 }
 

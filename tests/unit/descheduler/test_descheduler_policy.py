@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from agent.config.errors import ConfigError
+from agent.descheduler.framework.registry import REGISTRY
 from agent.descheduler.framework.types import BALANCE, FILTER, PRE_EVICTION_FILTER
 from agent.descheduler.plugins.defaultevictor import DefaultEvictorArgs
 from agent.descheduler.plugins.nodeutilization.lownodeutilization import LowNodeUtilizationArgs
@@ -146,18 +147,16 @@ class TestParsing:
         assert load_policy(path).profiles[0].name == "ProfileName"
 
 
+KNOWN_PLUGINS = ", ".join(sorted(REGISTRY))
+"""Every built-in plugin, as the unknown-plugin error lists them."""
+
+
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
         pytest.param(
             _policy([{"name": "Nope"}], {}),
-            [
-                (
-                    "profiles[0].pluginConfig[0].name: unknown plugin 'Nope' "
-                    "(known: DefaultEvictor, HighNodeUtilization, "
-                    "LowNodeUtilization, RemoveDuplicates)"
-                )
-            ],
+            [(f"profiles[0].pluginConfig[0].name: unknown plugin 'Nope' (known: {KNOWN_PLUGINS})")],
             id="unknown-plugin-in-pluginConfig",
         ),
         pytest.param(
@@ -165,8 +164,7 @@ class TestParsing:
             [
                 (
                     "profiles[0].plugins.balance.enabled[0]: unknown plugin "
-                    "'Nope' (known: DefaultEvictor, HighNodeUtilization, "
-                    "LowNodeUtilization, RemoveDuplicates)"
+                    f"'Nope' (known: {KNOWN_PLUGINS})"
                 )
             ],
             id="unknown-plugin-enabled",

@@ -11,11 +11,13 @@ Choice (pure, ``choose_node``): on every cycle node (Ready, the policy's nodeSel
 schedulable, not reported shutting down, gated or stopped (NodeReports), carries no
 ``CriticalAddonsOnly:NoSchedule`` taint yet, and takes the add-on by nodeSelector, required
 node affinity and taints, find the victims as kube-scheduler's preemption does
-(``selectVictimsOnNode``): remove every removable pod of lower priority than the add-on, and
+(``selectVictimsOnNode``): remove every removable pod of no higher priority than the add-on
+(equal counts: an add-on without a PriorityClass has priority 0, like most pods, and that is
+where preemption cannot help), and
 if the add-on then fits its requests, put pods back from the highest priority down while it
 still fits; the rest are the victims. Removable: not a DaemonSet, mirror, static or critical
 pod, not finished or terminating, passed by the profile's filters (DefaultEvictor), and of
-lower priority than the add-on. The node is the one with the fewest victims, then the lowest
+no higher priority than the add-on. The node is the one with the fewest victims, then the lowest
 highest victim priority, then the lowest sum of priorities, then by name; a node whose victims
 a PDB or an eviction limit would not let go is passed over. A node where the add-on fits
 without evicting anything is not ours to fix (something else keeps it out): no rescue.
@@ -195,14 +197,14 @@ def choose_node(  # noqa: PLR0917 - the pure core: every input is plain data
     """
     own = priority(addon)
 
-    def lower(pod: PodInfo) -> bool:
-        return priority(pod) < own and removable(pod)
+    def not_higher(pod: PodInfo) -> bool:
+        return priority(pod) <= own and removable(pod)
 
     options: list[NodeOption] = []
     for node in nodes:
         if node_admits(addon, node, usage.get(node.name)) is not None:
             continue
-        victims = victims_on(addon.requests, node, pods_on(node.name), lower, priority)
+        victims = victims_on(addon.requests, node, pods_on(node.name), not_higher, priority)
         if victims is None:
             continue
         if not victims:

@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TextIO
 
@@ -357,13 +357,20 @@ def watch_triggers(
     reports.subscribe_reports(on_report)
 
 
-async def _until_next_cycle(
-    schedule: CycleSchedule, descheduler: Descheduler, clock: Clock, wake: asyncio.Event
+async def until_next_cycle(
+    schedule: CycleSchedule,
+    settle: Callable[[], Awaitable[bool]],
+    clock: Clock,
+    wake: asyncio.Event,
 ) -> None:
-    """Sleep until the schedule says a cycle is due, settling rescue taints meanwhile."""
+    """Sleep until the schedule says a cycle is due (``wake`` is set by each trigger).
+
+    Meanwhile ``settle`` runs at least every ``RESCUE_POLL_SECONDS`` while it says rescue
+    taints are in place (in memory: it calls the API only to remove one).
+    """
     while True:
         wake.clear()
-        rescuing = await descheduler.settle_rescues()
+        rescuing = await settle()
         now = clock.monotonic()
         due = schedule.next_start()
         if due is not None and now >= due:
@@ -546,7 +553,7 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
                     await clock.sleep(RESCUE_POLL_SECONDS)
                 stop.set()
                 await asyncio.Event().wait()  # the supervisor stops us from here
-            await _until_next_cycle(schedule, descheduler, clock, wake)
+            await until_next_cycle(schedule, descheduler.settle_rescues, clock, wake)
 
     supervisor = Supervisor(health)
     for reflector in state.reflectors:

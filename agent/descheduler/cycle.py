@@ -146,10 +146,10 @@ def run_cycle(
     )
     plan = planner.plan
     nodes = cycle_nodes(policy, snapshot)
-    if len(nodes) <= 1:
+    skipped = len(nodes) <= 1
+    if skipped:
         log.info("Skipping descheduling cycle: %s", TOO_FEW_NODES)
         plan.skipped = TOO_FEW_NODES
-        return plan
     built: list[_Built] = []
     for profile in policy.profiles:
         handle = CycleHandle(snapshot, nodes, plan, profile.name)
@@ -162,7 +162,13 @@ def run_cycle(
         for each in built:
             plugins: Sequence[Any] = each.deschedule if point == DESCHEDULE else each.balance
             for plugin in plugins:
+                # Upstream's skip, except for a plugin about nodes that are not Ready (ours:
+                # NodeShutdownRecovery), which a cluster down to one Ready node needs most.
+                if skipped and not getattr(plugin, "runs_without_ready_nodes", False):
+                    continue
                 _run(plugin, point, each.profile.name, nodes, plan, options)
+    if skipped:
+        return plan
     _forget_past_cooldowns(policy, snapshot, plan)
     return plan
 

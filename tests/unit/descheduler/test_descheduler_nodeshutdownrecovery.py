@@ -154,3 +154,12 @@ def test_bad_args_are_named_with_their_path(args: dict[str, Any], message: str) 
     with pytest.raises(ConfigError) as raised:
         policy((RECOVERY, args))
     assert any(message in line for line in str(raised.value).splitlines())
+
+
+def test_runs_when_the_cycle_is_skipped_for_too_few_ready_nodes() -> None:
+    """With one Ready node left the cycle is skipped, but the down node is still tainted."""
+    plan = run_cycle(
+        policy((RECOVERY, None)), snapshot(node("a"), down(), node_usage={"down": report()})
+    )
+    assert plan.skipped
+    assert [c.node for c in plan.taints] == ["down"]

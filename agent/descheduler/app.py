@@ -48,6 +48,7 @@ from agent.descheduler.plugins.criticaladdonrescue import NAME as RESCUE
 from agent.descheduler.plugins.criticaladdonrescue import CriticalAddonRescueArgs, is_critical
 from agent.descheduler.plugins.nodeutilization.lownodeutilization import LowNodeUtilizationArgs
 from agent.descheduler.policy import DeschedulerPolicy
+from agent.descheduler.projection import UNSCHEDULABLE_SINCE
 from agent.descheduler.render import render_json, render_table
 from agent.descheduler.state import ClusterState, Decoding, Projections, UsageSource
 from agent.descheduler.taintactions import RescueTracker, TaintActions
@@ -311,7 +312,8 @@ def watch_triggers(
     policy: DeschedulerPolicy,
     state: ClusterState,
     reports: NodeReportCache | None,
-    fire: Callable[[str], None],
+    fire: Callable[[str, float], None],
+    now: Callable[[], float],
 ) -> None:
     """Feed the caches' events to the trigger detectors (``triggers``)."""
     nodes = NodeReadyWatch(fire)
@@ -331,7 +333,11 @@ def watch_triggers(
             return False
         return is_critical(pod, rescue_args.system_namespaces, state.priority_classes.store)
 
-    addons = AddonWatch(fire, critical)
+    def delay(pod: PodInfo) -> float:
+        since = float(pod.extra.get(UNSCHEDULABLE_SINCE, 0.0))
+        return since + rescue_args.unschedulable_seconds - now()
+
+    addons = AddonWatch(fire, critical, delay)
     state.pods.subscribe(addons.on_event)
     low = next(
         (
@@ -515,13 +521,12 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
     wake = asyncio.Event()
     if options.event_driven:
 
-        def fire(reason: str) -> None:
-            if not schedule.trigger:
-                _log.info("cycle triggered", reason=reason)
-            schedule.fire(reason, clock.monotonic())
+        def fire(reason: str, delay: float) -> None:
+            _log.info("cycle triggered", reason=reason, delay=round(delay, 1))
+            schedule.fire(reason, clock.monotonic() + max(0.0, delay))
             wake.set()
 
-        watch_triggers(policy, state, reports, fire)
+        watch_triggers(policy, state, reports, fire, clock.now)
 
     async def cycles() -> None:
         nonlocal exit_code

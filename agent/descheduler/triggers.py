@@ -8,7 +8,8 @@ With ``eventDrivenCycles`` on, three kinds of cache event also ask for a cycle:
 - a node's NodeReport crosses LowNodeUtilization's ``thresholds`` or ``targetThresholds``
   (its class among under-, appropriately and over-utilized changes; absolute thresholds
   only: in deviation mode the bounds move with the mean, so any report could cross them);
-- a critical add-on becomes Unschedulable (what CriticalAddonRescue acts on).
+- a critical add-on becomes Unschedulable (what CriticalAddonRescue acts on): the cycle is
+  asked for when the rescue's ``unschedulableSeconds`` have passed, not before.
 
 The cycle is the same; only its start moves. ``CycleSchedule`` decides when the next cycle
 starts: at the interval as before, or early for a trigger, but never sooner than
@@ -43,10 +44,10 @@ class CycleSchedule:
     """Why an early cycle is wanted; empty when none is."""
     triggered_at: float = 0.0
 
-    def fire(self, reason: str, now: float) -> None:
-        """Ask for a cycle soon; an earlier unserved ask keeps its time and reason."""
-        if not self.trigger:
-            self.trigger, self.triggered_at = reason, now
+    def fire(self, reason: str, at: float) -> None:
+        """Ask for a cycle at monotonic ``at`` (or soon after); the earliest unserved ask wins."""
+        if not self.trigger or at < self.triggered_at:
+            self.trigger, self.triggered_at = reason, at
 
     def started(self, now: float) -> None:
         """A cycle starts now; it serves every ask made so far."""
@@ -65,7 +66,8 @@ class CycleSchedule:
         return min(due) if due else None
 
 
-Fire = Callable[[str], None]
+Fire = Callable[[str, float], None]
+"""``fire(reason, delay)``: ask for a cycle ``delay`` seconds from now (0: at once)."""
 
 
 @dataclass
@@ -87,7 +89,7 @@ class NodeReadyWatch:
         before = self.ready.get(node.name)
         self.ready[node.name] = node.ready
         if node.ready and before is not True:
-            self.fire(NODE_READY)
+            self.fire(NODE_READY, 0.0)
 
 
 def utilization_class(
@@ -131,15 +133,17 @@ class UtilizationWatch:
         before = self.classes.get(report.node)
         self.classes[report.node] = now
         if kind != "SYNCED" and before is not None and before != now:
-            self.fire(UTILIZATION)
+            self.fire(UTILIZATION, 0.0)
 
 
 @dataclass
 class AddonWatch:
-    """Pod cache events -> "critical add-on Unschedulable" (a pod newly seen so)."""
+    """Pod cache events -> "critical add-on Unschedulable" (a pod newly seen so), asked for
+    when the rescue may act on it: ``delay`` says how long from now that is."""
 
     fire: Fire
     critical: Callable[[PodInfo], bool]
+    delay: Callable[[PodInfo], float] = lambda _pod: 0.0
     waiting: set[str] = field(default_factory=set)
 
     def on_event(self, kind: str, pod: PodInfo | None) -> None:
@@ -156,4 +160,4 @@ class AddonWatch:
             return
         if pod.key not in self.waiting:
             self.waiting.add(pod.key)
-            self.fire(ADDON_UNSCHEDULABLE)
+            self.fire(ADDON_UNSCHEDULABLE, self.delay(pod))

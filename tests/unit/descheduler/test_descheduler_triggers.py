@@ -76,6 +76,15 @@ class TestCycleSchedule:
         schedule.fire(NODE_READY, 1005)
         assert schedule.next_start() == 1030
 
+    def test_the_earliest_ask_wins(self) -> None:
+        """An ask for later does not delay an earlier one; an earlier one moves it forward."""
+        schedule = CycleSchedule(interval=300, min_spacing=30)
+        schedule.started(1000)
+        schedule.fire(ADDON_UNSCHEDULABLE, 1100)
+        schedule.fire(NODE_READY, 1080)
+        schedule.fire(UTILIZATION, 1090)
+        assert (schedule.trigger, schedule.next_start()) == (NODE_READY, 1080)
+
     def test_a_cycle_serves_every_trigger_before_it(self) -> None:
         """Triggers collapse: after the cycle that served them, only the interval is due."""
         schedule = CycleSchedule(interval=300, min_spacing=30)
@@ -96,7 +105,7 @@ class TestWatches:
     def test_node_becoming_ready_fires(self) -> None:
         """NotReady -> Ready, and a new Ready node, trigger; the initial list does not."""
         fired: list[str] = []
-        watch = NodeReadyWatch(fired.append)
+        watch = NodeReadyWatch(lambda reason, _delay: fired.append(reason))
         watch.on_event("SYNCED", None, {"a": _node("a", ready=False), "b": _node("b", ready=True)})
         watch.on_event("MODIFIED", _node("b", ready=True), {})
         assert fired == []
@@ -107,7 +116,7 @@ class TestWatches:
     def test_node_going_not_ready_does_not_fire(self) -> None:
         """Losing a node is no new room: no trigger."""
         fired: list[str] = []
-        watch = NodeReadyWatch(fired.append)
+        watch = NodeReadyWatch(lambda reason, _delay: fired.append(reason))
         watch.on_event("SYNCED", None, {"a": _node("a", ready=True)})
         watch.on_event("MODIFIED", _node("a", ready=False), {})
         assert fired == []
@@ -132,7 +141,11 @@ class TestWatches:
     def test_crossing_a_threshold_fires_once(self) -> None:
         """A report that changes class triggers; one that stays in its class does not."""
         fired: list[str] = []
-        watch = UtilizationWatch(fired.append, {"cpu": 20, "memory": 20}, {"cpu": 80, "memory": 80})
+        watch = UtilizationWatch(
+            lambda reason, _delay: fired.append(reason),
+            {"cpu": 20, "memory": 20},
+            {"cpu": 80, "memory": 80},
+        )
         watch.on_report("SYNCED", _report("a", 2.0, 500))
         watch.on_report("MODIFIED", _report("a", 2.2, 520))
         assert fired == []
@@ -140,9 +153,14 @@ class TestWatches:
         assert fired == [UTILIZATION]
 
     def test_addon_going_unschedulable_fires_once(self) -> None:
-        """A critical pod newly Unschedulable triggers; the same pod again does not."""
-        fired: list[str] = []
-        watch = AddonWatch(fired.append, lambda p: p.namespace == "kube-system")
+        """A critical pod newly Unschedulable asks for a cycle when the rescue may act on it;
+        the same pod again does not ask again."""
+        fired: list[tuple[str, float]] = []
+        watch = AddonWatch(
+            lambda reason, delay: fired.append((reason, delay)),
+            lambda p: p.namespace == "kube-system",
+            lambda _pod: 45.0,
+        )
         pending = project_pod(pod("dns", "", namespace="kube-system", phase="Pending"))
         waiting = dataclasses.replace(pending, extra={UNSCHEDULABLE_SINCE: 1.0})
         watch.on_event(
@@ -151,7 +169,7 @@ class TestWatches:
         )
         watch.on_event("MODIFIED", waiting)
         watch.on_event("MODIFIED", waiting)
-        assert fired == [ADDON_UNSCHEDULABLE]
+        assert fired == [(ADDON_UNSCHEDULABLE, 45.0)]
 
 
 async def _no_rescues() -> bool:

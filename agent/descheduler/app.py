@@ -5,6 +5,11 @@ take a snapshot of the caches, plan on a worker thread (the snapshot is immutabl
 caches keep following their watches meanwhile), then either print the plan (``--dry-run``)
 or send its allowed evictions through the live evictor.
 
+A plan's taints (CriticalAddonRescue, NodeShutdownRecovery) are applied before any of its
+evictions is sent (``taintactions``); rescue taints are removed when their add-on is bound or
+their time is up, checked between cycles, and those an earlier run left at the first cycle
+this process leads.
+
 Modes, as upstream's flags mean them:
 - ``--descheduling-interval 0`` (the default): one cycle, then exit (Job, CronJob);
 - a positive interval: a cycle every interval (Deployment);
@@ -15,6 +20,9 @@ Modes, as upstream's flags mean them:
   (``agent.kube.evictionmemory``), so it survives restarts and leader changes. Without
   leader election, a policy that sets ``cooldownSeconds`` keeps it on the same Lease's
   annotation with guarded writes, so a Job or CronJob remembers across runs.
+- ``--event-driven-cycles`` (ours): cache events may start a cycle before the interval
+  (``triggers``), at most one per ``--min-cycle-spacing``; with interval 0 only they do. A
+  one-shot run that added a rescue taint waits for it to be removed before it exits.
 
 Exit codes: 0 done, 1 runtime failure (no cluster, caches never synced), 2 bad flags or
 policy (raised as ``ConfigError`` before anything connects).
@@ -381,7 +389,8 @@ async def until_next_cycle(
         due = schedule.next_start()
         if due is not None and now >= due:
             return
-        deadlines = [t for t in (due, now + RESCUE_POLL_SECONDS if rescuing else None) if t]
+        poll = now + RESCUE_POLL_SECONDS if rescuing else None
+        deadlines = [t for t in (due, poll) if t is not None]
         await _sleep_or_wake(clock, min(deadlines) - now if deadlines else None, wake)
 
 

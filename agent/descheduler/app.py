@@ -36,7 +36,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, TextIO
+from typing import Literal, TextIO, TypeVar
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -49,6 +49,7 @@ from agent.descheduler.evictions.live import (
     LiveEvictor,
     ResultListener,
 )
+from agent.descheduler.framework.types import BALANCE
 from agent.descheduler.metrics import RESULT_BLOCKED_BY_PDB, DeschedulerMetrics
 from agent.descheduler.model import ClusterSnapshot, NodeUsage, PodInfo
 from agent.descheduler.plan import Plan, PlannedEviction
@@ -89,6 +90,7 @@ from agent.telemetry.health import Health
 from agent.telemetry.http import TelemetryServer
 from agent.telemetry.metrics import new_registry
 
+A = TypeVar("A")
 COMPONENT = "descheduler"
 LEASE_NAMESPACE = "kube-system"
 LEASE_NAME = "descheduler"
@@ -326,37 +328,11 @@ def watch_triggers(
     """Feed the caches' events to the trigger detectors (``triggers``)."""
     nodes = NodeReadyWatch(fire)
     state.nodes.subscribe(lambda kind, node: nodes.on_event(kind, node, state.nodes.store))
-    rescue_args = next(
-        (
-            args
-            for profile in policy.profiles
-            for args in profile.args.values()
-            if isinstance(args, CriticalAddonRescueArgs)
-        ),
-        CriticalAddonRescueArgs(),
-    )
-
-    def critical(pod: PodInfo) -> bool:
-        if pod.namespace not in rescue_args.system_namespaces:
-            return False
-        return is_critical(pod, rescue_args.system_namespaces, state.priority_classes.store)
-
-    def delay(pod: PodInfo) -> float:
-        since = float(pod.extra.get(UNSCHEDULABLE_SINCE, 0.0))
-        return since + rescue_args.unschedulable_seconds - now()
-
-    addons = AddonWatch(fire, critical, delay)
-    state.pods.subscribe(addons.on_event)
-    low = next(
-        (
-            args
-            for profile in policy.profiles
-            for args in profile.args.values()
-            if isinstance(args, LowNodeUtilizationArgs) and not args.use_deviation_thresholds
-        ),
-        None,
-    )
-    if reports is None or low is None:
+    rescue_args = _enabled_args(policy, RESCUE, CriticalAddonRescueArgs)
+    low = _enabled_args(policy, "LowNodeUtilization", LowNodeUtilizationArgs)
+    if rescue_args is not None:
+        _watch_addons(state, rescue_args, fire, now)
+    if reports is None or low is None or low.use_deviation_thresholds:
         return
     utilization = UtilizationWatch(fire, low.thresholds, low.target_thresholds)
     watched = reports
@@ -369,6 +345,35 @@ def watch_triggers(
             utilization.on_report(kind, report)
 
     reports.subscribe_reports(on_report)
+
+
+def _enabled_args(policy: DeschedulerPolicy, name: str, kind: type[A]) -> A | None:
+    """The args of the first profile that enables the Balance plugin ``name``, if any."""
+    for profile in policy.profiles:
+        args = profile.args.get(name)
+        if name in profile.plugins_at(BALANCE) and isinstance(args, kind):
+            return args
+    return None
+
+
+def _watch_addons(
+    state: ClusterState,
+    rescue_args: CriticalAddonRescueArgs,
+    fire: Callable[[str, float], None],
+    now: Callable[[], float],
+) -> None:
+
+    def critical(pod: PodInfo) -> bool:
+        if pod.namespace not in rescue_args.system_namespaces:
+            return False
+        return is_critical(pod, rescue_args.system_namespaces, state.priority_classes.store)
+
+    def delay(pod: PodInfo) -> float:
+        since = float(pod.extra.get(UNSCHEDULABLE_SINCE, 0.0))
+        return since + rescue_args.unschedulable_seconds - now()
+
+    addons = AddonWatch(fire, critical, delay)
+    state.pods.subscribe(addons.on_event)
 
 
 async def until_next_cycle(

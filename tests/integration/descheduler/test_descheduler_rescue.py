@@ -99,7 +99,7 @@ def _addon() -> dict[str, Any]:
     return built
 
 
-def _full_cluster(server: FakeApiServer) -> None:
+def _full_cluster(server: FakeApiServer, *, addon: bool = True) -> None:
     """a: one 3-CPU pod of priority 10; b: one of priority 1; c: three 1.3-CPU pods of 0, two
     of which would have to go. The add-on (priority 100) asks for 2 of each node's 4 CPUs."""
     for name in ("a", "b", "c"):
@@ -110,7 +110,8 @@ def _full_cluster(server: FakeApiServer) -> None:
     server.create(_pod("b1", "b", "3", 1))
     for index in range(3):
         server.create(_pod(f"c{index}", "c", "1300m", 0))
-    server.create(_addon())
+    if addon:
+        server.create(_addon())
 
 
 def _taints(server: FakeApiServer, node: str) -> list[dict[str, Any]]:

@@ -18,7 +18,8 @@ alone. Act: add the taint, recorded as ours by an annotation
 (``agent.kube.ownedtaints``). Undo: once the node is Ready again, remove the taint, only if
 our annotation says we added it; an operator's own out-of-service taint is never touched.
 
-Every node is looked at, not only the cycle's (those are Ready by definition).
+Every node is looked at, not only the cycle's (those are Ready by definition), and the plugin
+runs even when the cycle is skipped for having fewer than two Ready nodes.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ def wants_taint(
 
 class NodeShutdownRecovery:
     name = NAME
+    runs_without_ready_nodes = True
+    """Runs even when the cycle is skipped for too few Ready nodes: a two-node cluster with
+    one node down is where moving its StatefulSet pods matters most."""
 
     def __init__(self, args: NodeShutdownRecoveryArgs, handle: Handle) -> None:
         self.args = args

@@ -219,3 +219,21 @@ async def test_rescue_taint_goes_after_its_timeout(
     assert await tracker.settle(lookup) == ["b"]
     assert _taints(fake_apiserver, "b") == []
     assert not tracker.pending
+
+
+async def test_no_eviction_when_the_taint_cannot_be_added(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, tmp_path: Path
+) -> None:
+    """A refused node patch cancels the rescue: without the taint, no pod is evicted."""
+    _full_cluster(fake_apiserver)
+    fake_apiserver.faults.add("PATCH", r"/api/v1/nodes/b$", status=403, times=None)
+    code = await run_descheduler(
+        load_policy(_policy(tmp_path)),
+        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
+        kube_api,
+        install_signal_handlers=False,
+    )
+    assert code == 0
+    assert fake_apiserver.requests(method="PATCH", path_contains="/api/v1/nodes/b")
+    assert fake_apiserver.requests(method="POST", path_contains="/eviction") == []
+    assert _taints(fake_apiserver, "b") == []

@@ -8,6 +8,8 @@ form is a stable interface, documented in the README::
                     "profile": "...", "reason": "...", "blockedByPDB": false,
                     "destination": null}],
      "nodes": [...], "summary": {...}}
+
+plus ``"taints": [...]`` when a plugin asked for taints of ours (added, never changed).
 """
 
 from __future__ import annotations

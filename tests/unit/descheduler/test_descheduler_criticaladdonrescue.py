@@ -10,6 +10,7 @@ from agent.config.errors import ConfigError
 from agent.descheduler.cycle import run_cycle
 from agent.descheduler.model import NodeUsage
 from agent.descheduler.plan import Plan
+from agent.descheduler.render import render_table
 from agent.kube.taintownership import RESCUE_ANNOTATION, rescue_value
 from tests.harness.deschedulerstate import NOW, node, pdb, pod, policy, snapshot
 
@@ -453,3 +454,11 @@ def test_bad_args_are_named_with_their_path(args: dict[str, Any], message: str) 
     with pytest.raises(ConfigError) as raised:
         policy((RESCUE, args))
     assert any(message in line for line in str(raised.value).splitlines())
+
+
+def test_dry_run_table_shows_the_taint() -> None:
+    """The dry run's table says which node would be tainted, and why."""
+    plan = _plan(
+        None, node("a"), node("b"), filler("a1", "a", "3"), filler("b1", "b", "3"), addon()
+    )
+    assert f"add taint {TAINT} on a (CriticalAddonRescue: make room" in render_table(plan)

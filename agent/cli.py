@@ -102,6 +102,18 @@ def _descheduler_flags(parser: argparse.ArgumentParser) -> None:
     add("--client-connection-qps", type=float, metavar="QPS", help="API requests per second")
     add("--client-connection-burst", type=int, metavar="N", help="API request burst")
     add("--metrics-bind-address", metavar="HOST:PORT", help="/metrics, /healthz, /readyz")
+    add(
+        "--event-driven-cycles",
+        action="store_true",
+        default=None,
+        help="also run a cycle soon after a node becomes Ready, a NodeReport crosses the "
+        "LowNodeUtilization thresholds or a critical add-on goes Unschedulable",
+    )
+    add(
+        "--min-cycle-spacing",
+        metavar="DURATION",
+        help="event-driven cycles start at least this long after the previous one (30s)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,6 +26,11 @@ class DeschedulerConfig:
     client_connection_burst: int = setting(10, minimum=1)
     eviction_concurrency: int = setting(8, minimum=1, maximum=256)
     """Evictions in flight at once (upstream: 1)."""
+    event_driven_cycles: bool = setting(False)
+    """Ours: also run a cycle soon after a node becomes Ready, a NodeReport crosses the
+    LowNodeUtilization thresholds, or a critical add-on goes Unschedulable."""
+    min_cycle_spacing: Duration = setting(Duration(30.0), minimum=0)
+    """Event-driven cycles never start sooner than this after the previous cycle."""
 
     def validate(self) -> list[FieldError]:
         errors = []
@@ -35,4 +40,6 @@ class DeschedulerConfig:
             errors.append(
                 FieldError("leaderElect", "needs a positive deschedulingInterval (as upstream)")
             )
+        if self.min_cycle_spacing < 0:
+            errors.append(FieldError("minCycleSpacing", "must not be negative"))
         return errors

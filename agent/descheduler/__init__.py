@@ -17,7 +17,9 @@ Layout (one concern per module):
     them); ``budgets`` says which PDBs select a pod;
   - ``cycle``: ``run_cycle(policy, snapshot, options) -> Plan``;
 - the runtime side (caches, the live and dry-run evictors, leader election, the app) feeds
-  snapshots in and carries plans out.
+  snapshots in and carries plans out; ``taintactions`` applies a plan's taints of ours
+  (CriticalAddonRescue, NodeShutdownRecovery) before its evictions, and ``triggers`` decides
+  when an event-driven cycle starts (pure, fed by the caches' events).
 
 Plugins never call the API and never count evictions: they ask the evictor handle.
 """

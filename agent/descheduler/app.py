@@ -5,6 +5,11 @@ take a snapshot of the caches, plan on a worker thread (the snapshot is immutabl
 caches keep following their watches meanwhile), then either print the plan (``--dry-run``)
 or send its allowed evictions through the live evictor.
 
+A plan's taints (CriticalAddonRescue, NodeShutdownRecovery) are applied before any of its
+evictions is sent (``taintactions``); rescue taints are removed when their add-on is bound or
+their time is up, checked between cycles, and those an earlier run left at the first cycle
+this process leads.
+
 Modes, as upstream's flags mean them:
 - ``--descheduling-interval 0`` (the default): one cycle, then exit (Job, CronJob);
 - a positive interval: a cycle every interval (Deployment);
@@ -15,6 +20,9 @@ Modes, as upstream's flags mean them:
   (``agent.kube.evictionmemory``), so it survives restarts and leader changes. Without
   leader election, a policy that sets ``cooldownSeconds`` keeps it on the same Lease's
   annotation with guarded writes, so a Job or CronJob remembers across runs.
+- ``--event-driven-cycles`` (ours): cache events may start a cycle before the interval
+  (``triggers``), at most one per ``--min-cycle-spacing``; with interval 0 only they do. A
+  one-shot run that added a rescue taint waits for it to be removed before it exits.
 
 Exit codes: 0 done, 1 runtime failure (no cluster, caches never synced), 2 bad flags or
 policy (raised as ``ConfigError`` before anything connects).
@@ -26,9 +34,9 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, TextIO
+from typing import Literal, TextIO, TypeVar
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -41,12 +49,25 @@ from agent.descheduler.evictions.live import (
     LiveEvictor,
     ResultListener,
 )
+from agent.descheduler.framework.types import BALANCE
 from agent.descheduler.metrics import RESULT_BLOCKED_BY_PDB, DeschedulerMetrics
-from agent.descheduler.model import ClusterSnapshot, NodeUsage
+from agent.descheduler.model import ClusterSnapshot, NodeUsage, PodInfo
 from agent.descheduler.plan import Plan, PlannedEviction
+from agent.descheduler.plugins.criticaladdonrescue import NAME as RESCUE
+from agent.descheduler.plugins.criticaladdonrescue import CriticalAddonRescueArgs, is_critical
+from agent.descheduler.plugins.nodeutilization.lownodeutilization import LowNodeUtilizationArgs
 from agent.descheduler.policy import DeschedulerPolicy
+from agent.descheduler.projection import UNSCHEDULABLE_SINCE
 from agent.descheduler.render import render_json, render_table
 from agent.descheduler.state import ClusterState, Decoding, Projections, UsageSource
+from agent.descheduler.taintactions import RescueTracker, TaintActions
+from agent.descheduler.triggers import (
+    DEFAULT_MIN_SPACING,
+    AddonWatch,
+    CycleSchedule,
+    NodeReadyWatch,
+    UtilizationWatch,
+)
 from agent.descheduler.usage import usage_by_node
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
@@ -58,8 +79,10 @@ from agent.kube.evictionmemory import (
     RecentEvictionsMemory,
 )
 from agent.kube.leaderelection import ElectionTiming, KubeLeaseApi, LeaderElector
-from agent.kube.nodereports import NodeReportCache
+from agent.kube.nodereports import NodeReportCache, NodeUsageReport
+from agent.kube.ownedtaints import OwnedTaints
 from agent.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
+from agent.kube.taintownership import RESCUE_ANNOTATION
 from agent.runtime.clock import Clock, SystemClock
 from agent.runtime.supervisor import STAGE_CONTROLLER, STAGE_WATCH, RootTask, Supervisor
 from agent.runtime.watches import watch_task
@@ -67,11 +90,16 @@ from agent.telemetry.health import Health
 from agent.telemetry.http import TelemetryServer
 from agent.telemetry.metrics import new_registry
 
+A = TypeVar("A")
 COMPONENT = "descheduler"
 LEASE_NAMESPACE = "kube-system"
 LEASE_NAME = "descheduler"
 CHURN_MEMORY_SECONDS = 24 * 3600.0
 """How long the Lease remembers an owner's last eviction (longer than any sane cooldown)."""
+LEFTOVER_SYNC_SECONDS = 5.0
+"""How long the first cycle waits for the node cache to show leftover rescue taints gone."""
+RESCUE_POLL_SECONDS = 1.0
+"""How often an in-place rescue taint is checked against its add-on (in memory, no calls)."""
 REPORTS_SYNC_SECONDS = 10.0
 """How long the first cycle waits for the agents' NodeReports; without them (no CRD, no
 agents) every node falls back to requests, which the plan records and a metric counts."""
@@ -106,6 +134,9 @@ class RunOptions:
     lease_name: str = LEASE_NAME
     identity: str | None = None
     """This replica's name on the Lease; by default the host name plus a random suffix."""
+    event_driven: bool = False
+    """Also start a cycle soon after a trigger (``triggers``), spaced ``min_cycle_spacing``."""
+    min_cycle_spacing: float = DEFAULT_MIN_SPACING
 
 
 class Descheduler:
@@ -123,6 +154,7 @@ class Descheduler:
         out: TextIO,
         elector: LeaderElector | None = None,
         memory: EvictionsMemory | None = None,
+        taint_actions: TaintActions | None = None,
     ) -> None:
         self.policy = policy
         self.options = options
@@ -137,6 +169,9 @@ class Descheduler:
         """The churn guard's memory when it is not kept on a Lease."""
         self.last_plan: Plan | None = None
         self.last_results: list[EvictionResult] = []
+        self.taint_actions = taint_actions
+        """Applies the plan's taints (rescue, out-of-service); ``None``: no taints at all."""
+        self._leftovers_checked = False
 
     @property
     def leading(self) -> bool:
@@ -148,6 +183,8 @@ class Descheduler:
             self.metrics.cycles.labels("follower").inc()
             return None
         started = self.clock.monotonic()
+        if not self.options.dry_run and not self._leftovers_checked:
+            await self._remove_leftover_rescues()
         owner_evictions = await self._recall()
         snapshot = self.state.snapshot(self.clock.now())
         options = CycleOptions(owner_evictions=owner_evictions, monotonic=self.clock.monotonic)
@@ -176,12 +213,46 @@ class Descheduler:
                     namespace=refused["namespace"],
                     node=refused["node"],
                 )
-            self.last_results = await self.evictor.execute(plan)
+            self.last_results = await self._execute(plan)
             await self._remember(snapshot, owner_evictions, self.last_results)
             self.metrics.cycles.labels("skipped" if plan.skipped else "planned").inc()
         self.metrics.loop_duration.observe(self.clock.monotonic() - started)
         self.last_plan = plan
         return plan
+
+    async def _execute(self, plan: Plan) -> list[EvictionResult]:
+        """Taints first (a rescue's node is tainted before its pods go), then evictions."""
+        actions = self.taint_actions
+        if actions is None or not plan.taints:
+            return await self.evictor.execute(plan)
+        failed = await actions.apply(plan.taints)
+        results = await self.evictor.evict_all(actions.sendable(plan.allowed, failed))
+        await actions.report(plan.taints, results, failed)
+        return results
+
+    async def _remove_leftover_rescues(self) -> None:
+        """Once, as leader: rescue taints an earlier run left; wait for the cache to agree."""
+        self._leftovers_checked = True
+        actions = self.taint_actions
+        if actions is None:
+            return
+        removed = await actions.tracker.remove_leftovers(list(self.state.nodes.store.values()))
+        deadline = self.clock.monotonic() + LEFTOVER_SYNC_SECONDS
+        while removed and self.clock.monotonic() < deadline:
+            if all(
+                RESCUE_ANNOTATION not in getattr(self.state.nodes.get(name), "annotations", {})
+                for name in removed
+            ):
+                break
+            await self.clock.sleep(0.05)
+
+    async def settle_rescues(self) -> bool:
+        """Remove rescue taints that are done; ``True`` while some are still in place."""
+        actions = self.taint_actions
+        if actions is None or not actions.tracker.pending:
+            return False
+        await actions.tracker.settle(self.state.pods.get)
+        return actions.tracker.pending
 
     def _count_fallbacks(self, plan: Plan) -> None:
         fallbacks = [facts for facts in plan.nodes if facts.get("fallback")]
@@ -234,6 +305,110 @@ class Descheduler:
                 await self.memory.save(remembered)
             except (KubeError, LeadershipLost) as error:
                 _log.warning("churn guard memory not saved", error=str(error))
+
+
+def rescue_timeout(policy: DeschedulerPolicy) -> float:
+    """The longest ``taintTimeoutSeconds`` of any CriticalAddonRescue in the policy."""
+    timeouts = [
+        args.taint_timeout_seconds
+        for profile in policy.profiles
+        for name, args in profile.args.items()
+        if name == RESCUE and isinstance(args, CriticalAddonRescueArgs)
+    ]
+    return max(timeouts, default=CriticalAddonRescueArgs().taint_timeout_seconds)
+
+
+def watch_triggers(
+    policy: DeschedulerPolicy,
+    state: ClusterState,
+    reports: NodeReportCache | None,
+    fire: Callable[[str, float], None],
+    now: Callable[[], float],
+) -> None:
+    """Feed the caches' events to the trigger detectors (``triggers``)."""
+    nodes = NodeReadyWatch(fire)
+    state.nodes.subscribe(lambda kind, node: nodes.on_event(kind, node, state.nodes.store))
+    rescue_args = _enabled_args(policy, RESCUE, CriticalAddonRescueArgs)
+    low = _enabled_args(policy, "LowNodeUtilization", LowNodeUtilizationArgs)
+    if rescue_args is not None:
+        _watch_addons(state, rescue_args, fire, now)
+    if reports is None or low is None or low.use_deviation_thresholds:
+        return
+    utilization = UtilizationWatch(fire, low.thresholds, low.target_thresholds)
+    watched = reports
+
+    def on_report(kind: str, report: NodeUsageReport | None) -> None:
+        if kind == "SYNCED":
+            for each in watched.all_reports():
+                utilization.on_report(kind, each)
+        else:
+            utilization.on_report(kind, report)
+
+    reports.subscribe_reports(on_report)
+
+
+def _enabled_args(policy: DeschedulerPolicy, name: str, kind: type[A]) -> A | None:
+    """The args of the first profile that enables the Balance plugin ``name``, if any."""
+    for profile in policy.profiles:
+        args = profile.args.get(name)
+        if name in profile.plugins_at(BALANCE) and isinstance(args, kind):
+            return args
+    return None
+
+
+def _watch_addons(
+    state: ClusterState,
+    rescue_args: CriticalAddonRescueArgs,
+    fire: Callable[[str, float], None],
+    now: Callable[[], float],
+) -> None:
+
+    def critical(pod: PodInfo) -> bool:
+        if pod.namespace not in rescue_args.system_namespaces:
+            return False
+        return is_critical(pod, rescue_args.system_namespaces, state.priority_classes.store)
+
+    def delay(pod: PodInfo) -> float:
+        since = float(pod.extra.get(UNSCHEDULABLE_SINCE, 0.0))
+        return since + rescue_args.unschedulable_seconds - now()
+
+    addons = AddonWatch(fire, critical, delay)
+    state.pods.subscribe(addons.on_event)
+
+
+async def until_next_cycle(
+    schedule: CycleSchedule,
+    settle: Callable[[], Awaitable[bool]],
+    clock: Clock,
+    wake: asyncio.Event,
+) -> None:
+    """Sleep until the schedule says a cycle is due (``wake`` is set by each trigger).
+
+    Meanwhile ``settle`` runs at least every ``RESCUE_POLL_SECONDS`` while it says rescue
+    taints are in place (in memory: it calls the API only to remove one).
+    """
+    while True:
+        wake.clear()
+        rescuing = await settle()
+        now = clock.monotonic()
+        due = schedule.next_start()
+        if due is not None and now >= due:
+            return
+        poll = now + RESCUE_POLL_SECONDS if rescuing else None
+        deadlines = [t for t in (due, poll) if t is not None]
+        await _sleep_or_wake(clock, min(deadlines) - now if deadlines else None, wake)
+
+
+async def _sleep_or_wake(clock: Clock, seconds: float | None, wake: asyncio.Event) -> None:
+    """Return after ``seconds`` (``None``: never) or as soon as ``wake`` is set."""
+    waiter = asyncio.ensure_future(wake.wait())
+    sleeper = asyncio.ensure_future(clock.sleep(seconds)) if seconds is not None else None
+    pending = {waiter} | ({sleeper} if sleeper is not None else set())
+    try:
+        await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in pending:
+            task.cancel()
 
 
 def _on_result(metrics: DeschedulerMetrics) -> ResultListener:
@@ -313,9 +488,12 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
             clock=clock,
             max_age=CHURN_MEMORY_SECONDS,
         )
+    events = EventRecorder(
+        kube, component=COMPONENT, host=elector.identity if elector else COMPONENT
+    )
     evictor = LiveEvictor(
         kube,
-        EventRecorder(kube, component=COMPONENT, host=elector.identity if elector else COMPONENT),
+        events,
         limiter=limiter,
         concurrency=options.concurrency,
         grace_period_seconds=policy.grace_period_seconds,
@@ -332,6 +510,14 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
             return usage_by_node(watched.all_reports(), clock.now())
 
     state = ClusterState(api, PROJECTIONS, usage=usage, decoding=options.decoding)
+    owned_taints = OwnedTaints(kube, monotonic=clock.monotonic)
+    taint_actions = TaintActions(
+        owned_taints,
+        RescueTracker(owned_taints, clock.monotonic),
+        events,
+        rescue_timeout=rescue_timeout(policy),
+        lookup=state.pods.get,
+    )
     descheduler = Descheduler(
         policy,
         options,
@@ -342,8 +528,19 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
         out=out or sys.stdout,
         elector=elector,
         memory=memory,
+        taint_actions=taint_actions,
     )
     exit_code = 0
+    schedule = CycleSchedule(options.interval, options.min_cycle_spacing)
+    wake = asyncio.Event()
+    if options.event_driven:
+
+        def fire(reason: str, delay: float) -> None:
+            _log.info("cycle triggered", reason=reason, delay=round(delay, 1))
+            schedule.fire(reason, clock.monotonic() + max(0.0, delay))
+            wake.set()
+
+        watch_triggers(policy, state, reports, fire, clock.now)
 
     async def cycles() -> None:
         nonlocal exit_code
@@ -358,19 +555,24 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
         _log.info("caches synced", pods=len(state.pods.store), nodes=len(state.nodes.store))
         if reports is not None and not await _reports_listed(reports, clock):
             _log.warning("no NodeReports (is the CRD installed?); usage falls back to requests")
+        one_shot = options.interval <= 0 and not options.event_driven
         while True:
+            schedule.started(clock.monotonic())
             try:
                 await descheduler.cycle()
             except Exception:  # noqa: BLE001 - any failure of a cycle is logged, never fatal to a loop
                 # A failed cycle is logged; a loop tries again at the next interval, a
                 # one-shot run ends with exit 1 (never retried in a tight loop).
                 _log.exception("descheduling cycle failed")
-                if options.interval <= 0:
+                if one_shot:
                     exit_code = 1
-            if options.interval <= 0:
+            if one_shot:
+                # A rescue taint is not left behind: wait for its add-on, or its timeout.
+                while await descheduler.settle_rescues():
+                    await clock.sleep(RESCUE_POLL_SECONDS)
                 stop.set()
                 await asyncio.Event().wait()  # the supervisor stops us from here
-            await clock.sleep(options.interval)
+            await until_next_cycle(schedule, descheduler.settle_rescues, clock, wake)
 
     supervisor = Supervisor(health)
     for reflector in state.reflectors:

@@ -35,6 +35,11 @@ def resolve_config(args: argparse.Namespace) -> DeschedulerConfig:
     changes: dict[str, object] = {}
     if args.policy_config_file is not None:
         changes["policy_file"] = str(Path(args.policy_config_file).absolute())
+    if getattr(args, "min_cycle_spacing", None) is not None:
+        try:
+            changes["min_cycle_spacing"] = Duration(parse_duration(args.min_cycle_spacing))
+        except ValueError as error:
+            errors.append(FieldError("--min-cycle-spacing", str(error)))
     if args.descheduling_interval is not None:
         try:
             changes["descheduling_interval"] = Duration(parse_duration(args.descheduling_interval))
@@ -46,8 +51,9 @@ def resolve_config(args: argparse.Namespace) -> DeschedulerConfig:
         ("leader_elect", "leader_elect"),
         ("client_connection_qps", "client_connection_qps"),
         ("client_connection_burst", "client_connection_burst"),
+        ("event_driven_cycles", "event_driven_cycles"),
     ):
-        value = getattr(args, flag)
+        value = getattr(args, flag, None)
         if value is not None:
             changes[name] = value
     if args.metrics_bind_address is not None:
@@ -94,6 +100,8 @@ def options_from(config: DeschedulerConfig, args: argparse.Namespace) -> RunOpti
         burst=config.client_connection_burst,
         concurrency=config.eviction_concurrency,
         metrics_bind_address=str(config.metrics_bind_address),
+        event_driven=config.event_driven_cycles,
+        min_cycle_spacing=float(config.min_cycle_spacing),
     )
 
 

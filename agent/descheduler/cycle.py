@@ -34,7 +34,7 @@ from agent.descheduler.framework.types import (
     EvictorPlugin,
 )
 from agent.descheduler.model import ClusterSnapshot, NodeInfo
-from agent.descheduler.plan import Plan
+from agent.descheduler.plan import Plan, TaintChange
 from agent.descheduler.policy import DeschedulerPolicy
 from agent.kube.labelselector import matches, parse_selector
 
@@ -88,6 +88,9 @@ class CycleHandle:
 
     def record_node(self, facts: Mapping[str, Any]) -> None:
         self._plan.nodes.append(dict(facts))
+
+    def record_taint(self, change: TaintChange) -> None:
+        self._plan.taints.append(change)
 
 
 def cycle_nodes(policy: DeschedulerPolicy, snapshot: ClusterSnapshot) -> list[NodeInfo]:
@@ -143,10 +146,10 @@ def run_cycle(
     )
     plan = planner.plan
     nodes = cycle_nodes(policy, snapshot)
-    if len(nodes) <= 1:
+    skipped = len(nodes) <= 1
+    if skipped:
         log.info("Skipping descheduling cycle: %s", TOO_FEW_NODES)
         plan.skipped = TOO_FEW_NODES
-        return plan
     built: list[_Built] = []
     for profile in policy.profiles:
         handle = CycleHandle(snapshot, nodes, plan, profile.name)
@@ -159,7 +162,13 @@ def run_cycle(
         for each in built:
             plugins: Sequence[Any] = each.deschedule if point == DESCHEDULE else each.balance
             for plugin in plugins:
+                # Upstream's skip, except for a plugin about nodes that are not Ready (ours:
+                # NodeShutdownRecovery), which a cluster down to one Ready node needs most.
+                if skipped and not getattr(plugin, "runs_without_ready_nodes", False):
+                    continue
                 _run(plugin, point, each.profile.name, nodes, plan, options)
+    if skipped:
+        return plan
     _forget_past_cooldowns(policy, snapshot, plan)
     return plan
 

@@ -110,6 +110,14 @@ class NodeInfo:
     unschedulable: bool
     ready: bool
     """The ``Ready`` condition is True."""
+    ready_transition: float | None = None
+    """``lastTransitionTime`` of the ``Ready`` condition (Unix seconds): for a NotReady node,
+    since when it has been NotReady."""
+    boot_id: str = ""
+    """``status.nodeInfo.bootID``: kubelet reports a new one after every boot."""
+    annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY_MAP)
+    """Only our own annotations (``projection.KEPT_NODE_ANNOTATIONS``): which of the node's
+    taints we added."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +159,10 @@ class NodeUsage:
     shutting_down: bool
     gated: bool
     agent_stopped: bool
+    shutdown_completed: bool = False
+    """The report's last word on the node's shutdown was ``completed``."""
+    boot_id: str = ""
+    """The boot the report was written in (``status.bootID``)."""
 
     @property
     def usable_as_destination(self) -> bool:
@@ -164,7 +176,8 @@ class ClusterSnapshot:
 
     nodes: Mapping[str, NodeInfo]
     pods_by_node: Mapping[str, Sequence[PodInfo]]
-    """Pods bound to each node (finished ones included; plugins decide)."""
+    """Pods bound to each node (finished ones included; plugins decide); pods bound to no
+    node yet are under ``""`` (see ``pending_pods``)."""
     namespaces: Mapping[str, Mapping[str, str]]
     """Namespace name -> its labels."""
     disruption_budgets: Mapping[str, Sequence[DisruptionBudget]]
@@ -179,3 +192,8 @@ class ClusterSnapshot:
 
     def pods_on(self, node: str) -> Sequence[PodInfo]:
         return self.pods_by_node.get(node, ())
+
+    @property
+    def pending_pods(self) -> Sequence[PodInfo]:
+        """Pods not bound to any node (``spec.nodeName`` empty), kept under ``""``."""
+        return self.pods_by_node.get("", ())

@@ -8,6 +8,8 @@ form is a stable interface, documented in the README::
                     "profile": "...", "reason": "...", "blockedByPDB": false,
                     "destination": null}],
      "nodes": [...], "summary": {...}}
+
+plus ``"taints": [...]`` when a plugin asked for taints of ours (added, never changed).
 """
 
 from __future__ import annotations
@@ -48,6 +50,39 @@ class PlannedEviction:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class TaintChange:
+    """A taint of ours a plugin wants on a node (``add``) or off it (``remove``).
+
+    The runtime applies these before it sends any eviction, so a node a rescue chose is
+    tainted before its pods go. ``for_pod`` names the critical add-on a rescue taint is for.
+    """
+
+    node: str
+    key: str
+    value: str
+    effect: str
+    add: bool
+    plugin: str
+    profile: str
+    reason: str
+    for_pod: str = ""
+
+    @property
+    def taint(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "taint": self.taint,
+            "action": "add" if self.add else "remove",
+            "plugin": self.plugin,
+            "profile": self.profile,
+            "reason": self.reason,
+        }
+
+
 @dataclass
 class Plan:
     evictions: list[PlannedEviction] = field(default_factory=list)
@@ -64,6 +99,9 @@ class Plan:
     text as ``result``; not part of the JSON shape."""
     errors: list[str] = field(default_factory=list)
     """Plugin failures the cycle logged and went past, as upstream does."""
+    taints: list[TaintChange] = field(default_factory=list)
+    """Taints of ours to add or remove (CriticalAddonRescue, NodeShutdownRecovery), in the
+    order decided; in the JSON shape as ``taints`` only when there are any."""
     owner_evictions: dict[str, float] = field(default_factory=dict)
     """Owner UID -> Unix seconds of its last pod evicted by us, this cycle's evictions included:
     the churn guard's memory, for the runtime to persist and hand to the next cycle. Entries
@@ -86,8 +124,11 @@ class Plan:
         }
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        shape: dict[str, Any] = {
             "evictions": [eviction.as_json() for eviction in self.evictions],
             "nodes": list(self.nodes),
             "summary": self.summary(),
         }
+        if self.taints:
+            shape["taints"] = [change.as_json() for change in self.taints]
+        return shape

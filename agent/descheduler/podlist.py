@@ -246,7 +246,9 @@ class PodListProjector:
             pvc_claims=claims,
             images=images,
             ready=_ready(status.conditions),
-            extra=self._extra_of(spec),
+            extra=self._extra_of(spec)
+            if spec.node_name
+            else _pending_extra(self._extra_of(spec), status),
         )
 
     def _containers_part(self, spec: ItemSpec, status: ItemStatus) -> _ContainersPart:
@@ -334,6 +336,18 @@ def _volume_facts(volumes: list[ItemVolume]) -> tuple[bool, tuple[str, ...]]:
         if isinstance(claim, Mapping) and claim.get("claimName"):
             claims.append(str(claim["claimName"]))
     return local, tuple(claims) if claims else ()
+
+
+def _pending_extra(extra: Mapping[str, Any], status: ItemStatus) -> Mapping[str, Any]:
+    """``projection.project_pod``'s extras for a pod bound to no node (rare): the shared
+    extras of its template, plus when it became Unschedulable, if it did."""
+    if not status.conditions:
+        return extra
+    conditions = {"conditions": msgspec.to_builtins(status.conditions)}
+    since = projection.unschedulable_since("", conditions)
+    if since is None:
+        return extra
+    return {**extra, projection.UNSCHEDULABLE_SINCE: since}
 
 
 def _ready(conditions: list[Condition] | None) -> bool:

@@ -36,14 +36,24 @@ from agent.descheduler.model import (
 )
 from agent.kube.pods import is_mirror_pod, is_static_pod
 from agent.kube.qos import pod_qos
+from agent.kube.taintownership import OWNED_ANNOTATIONS
 from agent.kube.timestamps import parse_rfc3339
 
 EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
 """Upstream's opt-in: the pod is evictable whatever the protections say (PDBs still apply)."""
 PREFER_NO_EVICTION_ANNOTATION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
 """Upstream's opt-out hint: such pods go last; with ``noEvictionPolicy: Mandatory``, never."""
-KEPT_ANNOTATIONS = frozenset({EVICT_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION})
+CRITICAL_POD_ANNOTATION = "scheduler.alpha.kubernetes.io/critical-pod"
+"""Marks a critical add-on (with a system namespace), as the retired rescheduler read it."""
+KEPT_ANNOTATIONS = frozenset(
+    {EVICT_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION, CRITICAL_POD_ANNOTATION}
+)
 """The only annotations a rule reads; the rest are dropped from the projection."""
+KEPT_NODE_ANNOTATIONS = OWNED_ANNOTATIONS
+"""A node's annotations that record which of its taints we added; the rest are dropped."""
+UNSCHEDULABLE_SINCE = "unschedulableSince"
+"""``PodInfo.extra`` key, only on a pod bound to no node whose ``PodScheduled`` condition is
+False with reason ``Unschedulable``: the condition's ``lastTransitionTime`` (Unix seconds)."""
 
 SPREAD_CONSTRAINTS = "topologySpreadConstraints"
 """``PodInfo.extra`` key: ``spec.topologySpreadConstraints`` as sent, a tuple (rare: most pods
@@ -179,6 +189,25 @@ def _condition_true(status: Mapping[str, Any], kind: str) -> bool | None:
     return None
 
 
+def _condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == kind:
+            return condition  # type: ignore[no-any-return]  # a JSON object
+    return None
+
+
+def unschedulable_since(node_name: str, status: Mapping[str, Any]) -> float | None:
+    """When the scheduler last said it cannot place this unbound pod; ``None`` otherwise."""
+    if node_name:
+        return None
+    condition = _condition(status, "PodScheduled")
+    if condition is None or condition.get("status") != "False":
+        return None
+    if condition.get("reason") != "Unschedulable":
+        return None
+    return parse_timestamp(condition.get("lastTransitionTime")) or 0.0
+
+
 def parse_timestamp(value: Any) -> float | None:
     """Unix seconds of an API timestamp; ``None`` when absent or not RFC 3339."""
     if not isinstance(value, str) or not value:
@@ -229,6 +258,9 @@ def project_pod(pod: JsonObject) -> PodInfo:
         extra["resourceClaims"] = True
     if spread := spec.get("topologySpreadConstraints"):
         extra[SPREAD_CONSTRAINTS] = tuple(spread)
+    since = unschedulable_since(str(spec.get("nodeName") or ""), status)
+    if since is not None:
+        extra[UNSCHEDULABLE_SINCE] = since
     return PodInfo(
         namespace=namespace,
         name=name,
@@ -265,6 +297,9 @@ def project_node(node: JsonObject) -> NodeInfo:
     spec = node.get("spec") or {}
     status = node.get("status") or {}
     allocatable = resource_list(status.get("allocatable")) or resource_list(status.get("capacity"))
+    ready = _condition(status, "Ready")
+    annotations = metadata.get("annotations") or {}
+    kept = {key: str(annotations[key]) for key in KEPT_NODE_ANNOTATIONS if key in annotations}
     return NodeInfo(
         name=str(metadata.get("name") or ""),
         uid=str(metadata.get("uid") or ""),
@@ -273,6 +308,11 @@ def project_node(node: JsonObject) -> NodeInfo:
         allocatable=allocatable,
         unschedulable=spec.get("unschedulable") is True,
         ready=_condition_true(status, "Ready") is not False,
+        ready_transition=None
+        if ready is None
+        else parse_timestamp(ready.get("lastTransitionTime")),
+        boot_id=str((status.get("nodeInfo") or {}).get("bootID") or ""),
+        annotations=kept or EMPTY_MAP,
     )
 
 

@@ -17,6 +17,11 @@ def render_table(plan: Plan) -> str:
     ]
     summary = plan.summary()
     lines = aligned(rows)
+    for change in plan.taints:
+        verb = "add" if change.add else "remove"
+        lines.append(
+            f"{verb} taint {change.taint} on {change.node} ({change.plugin}: {change.reason})"
+        )
     if plan.skipped:
         lines.append(f"cycle skipped: {plan.skipped}")
     lines.append(

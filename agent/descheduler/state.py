@@ -174,10 +174,10 @@ class ClusterState:
             budgets.setdefault(budget.namespace, []).append(budget)
         return ClusterSnapshot(
             nodes=dict(self.nodes.store),
+            # Unbound pods stay under "" (``ClusterSnapshot.pending_pods``): the critical
+            # add-on rescue looks for Pending ones; plugins that walk nodes never see them.
             pods_by_node={
-                node: tuple(bucket.values())
-                for node, bucket in self.pods.indexed.items()
-                if node  # unscheduled pods are not on any node
+                node: tuple(bucket.values()) for node, bucket in self.pods.indexed.items()
             },
             namespaces=dict(self.namespaces.store),
             disruption_budgets={ns: tuple(items) for ns, items in budgets.items()},

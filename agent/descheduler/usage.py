@@ -33,6 +33,8 @@ def node_usage(report: NodeUsageReport, now: float) -> NodeUsage:
         shutting_down=report.shutdown != "none",
         gated=report.gate_held,
         agent_stopped=report.agent_stopped,
+        shutdown_completed=report.shutdown == "completed",
+        boot_id=report.boot_id,
     )
 
 

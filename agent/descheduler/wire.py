@@ -54,6 +54,8 @@ class ObjectMeta(_Wire):
 class Condition(_Wire):
     type: str | None = None
     status: str | None = None
+    reason: str | None = None
+    last_transition_time: str | None = None
 
 
 class Container(_Wire):
@@ -118,10 +120,15 @@ class NodeSpec(_Wire):
     taints: Any = None
 
 
+class NodeSystemInfo(_Wire):
+    boot_id: str | None = msgspec.field(default=None, name="bootID")
+
+
 class NodeStatus(_Wire):
     allocatable: dict[str, Any] | None = None
     capacity: dict[str, Any] | None = None
     conditions: list[Condition] | None = None
+    node_info: NodeSystemInfo | None = None
 
 
 class Node(_Wire):

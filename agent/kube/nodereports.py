@@ -20,7 +20,7 @@ API (everything on the event loop thread; ``now`` is wall-clock Unix seconds)::
 (cores), ``memory_capacity``/``swap_capacity`` (bytes), ``cpu_allocatable``/
 ``memory_allocatable`` (as the Node says; ``None`` if unknown), ``gate_held``,
 ``waiting_for``, ``shutdown`` (``none|inProgress|completed``), ``shutdown_start``,
-``budget_end``, ``agent_stopped`` and ``pods`` (``PodUsage``: ``namespace``, ``name``,
+``budget_end``, ``agent_stopped``, ``boot_id`` and ``pods`` (``PodUsage``: ``namespace``, ``name``,
 ``uid``, ``cpu_cores``, ``memory_bytes``, ``swap_bytes``). A report older than
 ``STALE_HEARTBEATS`` heartbeats counts as missing: its agent (or node) is gone or cut off.
 """
@@ -72,6 +72,8 @@ class NodeUsageReport:
     budget_end: float | None
     agent_stopped: bool
     pods: tuple[PodUsage, ...]
+    boot_id: str = ""
+    """``status.bootID``: the boot of the node the agent wrote this in."""
 
     def stale(self, now: float) -> bool:
         """Older than ``STALE_HEARTBEATS`` heartbeats (or never observed)."""
@@ -139,6 +141,7 @@ def project(obj: Mapping[str, Any]) -> NodeUsageReport:
         budget_end=_time(shutdown.get("budgetEnd")),
         agent_stopped=status.get("agentStopped") is True,
         pods=pods,
+        boot_id=str(status.get("bootID") or ""),
     )
 
 
@@ -199,6 +202,16 @@ class NodeReportCache:
         for uid in self._pod_uids.pop(node, frozenset()):
             if (entry := self._pods.get(uid)) is not None and entry[0] == node:
                 del self._pods[uid]
+
+    def subscribe_reports(
+        self, listener: Callable[[str, NodeUsageReport | None], None]
+    ) -> Callable[[], None]:
+        """Hear each event as ``(kind, report)``; ``("SYNCED", None)`` after each (re)list."""
+
+        def relay(kind: str, obj: JsonObject | None) -> None:
+            listener(kind, None if obj is None else obj[_PROJECTION])
+
+        return self.reflector.subscribe(relay)
 
     # -- questions --------------------------------------------------------------------
 

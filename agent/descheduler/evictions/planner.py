@@ -95,6 +95,32 @@ class Planner:
             self.plan.owner_evictions[uid] = self.snapshot.now
         return True
 
+    def would_allow(self, pods: Sequence[PodInfo]) -> bool:
+        """Whether evicting all of ``pods`` now passes every limit and PDB; records nothing."""
+        limits = self.limits
+        saved = (
+            limits.evicted_total,
+            limits.evicted_by_node.copy(),
+            limits.evicted_by_namespace.copy(),
+            dict(self._remaining),
+        )
+        try:
+            for pod in pods:
+                limits.check(pod)
+                if self.apply_budgets and self._blocking_budget(pod):
+                    return False
+                limits.record(pod)
+        except EvictionLimitReached:
+            return False
+        finally:
+            (
+                limits.evicted_total,
+                limits.evicted_by_node,
+                limits.evicted_by_namespace,
+                self._remaining,
+            ) = saved
+        return True
+
     def in_cooldown(self, pod: PodInfo, seconds: float) -> bool:
         uid = owner_uid(pod)
         last = self.plan.owner_evictions.get(uid) if uid else None
@@ -168,3 +194,6 @@ class ProfileEvictor:
 
     def in_cooldown(self, pod: PodInfo, seconds: float) -> bool:
         return self.planner.in_cooldown(pod, seconds)
+
+    def would_allow(self, pods: Sequence[PodInfo]) -> bool:
+        return self.planner.would_allow(pods)

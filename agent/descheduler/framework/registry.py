@@ -19,7 +19,15 @@ from agent.descheduler.framework.types import (
     PRE_EVICTION_FILTER,
     PluginFactory,
 )
+from agent.descheduler.plugins.criticaladdonrescue import (
+    CriticalAddonRescue,
+    CriticalAddonRescueArgs,
+)
 from agent.descheduler.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
+from agent.descheduler.plugins.nodeshutdownrecovery import (
+    NodeShutdownRecovery,
+    NodeShutdownRecoveryArgs,
+)
 from agent.descheduler.plugins.nodeutilization.highnodeutilization import (
     HighNodeUtilization,
     HighNodeUtilizationArgs,
@@ -89,6 +97,13 @@ REGISTRY: Mapping[str, PluginSpec] = {
             RemovePodsViolatingTopologySpreadConstraintArgs,
             RemovePodsViolatingTopologySpreadConstraint,
             BALANCE,
+        ),
+        _spec("CriticalAddonRescue", CriticalAddonRescueArgs, CriticalAddonRescue, BALANCE),
+        _spec(
+            "NodeShutdownRecovery",
+            NodeShutdownRecoveryArgs,
+            NodeShutdownRecovery,
+            DESCHEDULE,
         ),
     )
 }

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from agent.descheduler.model import ClusterSnapshot, NodeInfo, PodInfo
+from agent.descheduler.plan import TaintChange
 
 PRESORT = "presort"
 SORT = "sort"
@@ -49,6 +50,10 @@ class Evictor(Protocol):
         """The pod's owner lost a pod to us less than ``seconds`` ago (the churn guard)."""
         ...
 
+    def would_allow(self, pods: Sequence[PodInfo]) -> bool:
+        """Evicting all of ``pods`` now would pass every limit and PDB (nothing recorded)."""
+        ...
+
 
 class Handle(Protocol):
     @property
@@ -67,6 +72,10 @@ class Handle(Protocol):
 
     def record_node(self, facts: Mapping[str, Any]) -> None:
         """Add a per-node fact (classification, usage) to the plan's ``nodes``."""
+        ...
+
+    def record_taint(self, change: TaintChange) -> None:
+        """Ask the runtime to add or remove a taint of ours (applied before evictions)."""
         ...
 
 

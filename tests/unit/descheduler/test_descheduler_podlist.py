@@ -15,7 +15,7 @@ from agent.descheduler.app import PROJECTIONS
 from agent.descheduler.podlist import PodListProjector
 from agent.descheduler.state import ClusterState
 from agent.descheduler.wire import codec_for
-from tests.unit.descheduler.test_descheduler_wire import RICH_POD
+from tests.unit.descheduler.test_descheduler_wire import PENDING_ADDON, RICH_POD
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "descheduler" / "cluster-1k.json.gz"
 
@@ -158,6 +158,8 @@ ODD_PODS = [
     ),
     pytest.param(_with(RICH_POD, ["spec", "topologySpreadConstraints"], []), id="spread-empty"),
     pytest.param({"metadata": {"name": "bare"}}, id="bare"),
+    pytest.param(PENDING_ADDON, id="pending-unschedulable"),
+    pytest.param(_with(PENDING_ADDON, ["spec", "nodeName"], "n1"), id="bound-unschedulable"),
     pytest.param({}, id="empty"),
 ]
 

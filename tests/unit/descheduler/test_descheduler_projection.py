@@ -8,8 +8,15 @@ import pytest
 
 from agent.descheduler import projection
 from agent.descheduler.model import EMPTY_MAP
-from agent.descheduler.projection import pod_requests, project_node, project_pod, snapshot_from_list
+from agent.descheduler.projection import (
+    UNSCHEDULABLE_SINCE,
+    pod_requests,
+    project_node,
+    project_pod,
+    snapshot_from_list,
+)
 from tests.harness.deschedulerstate import node, pod
+from tests.unit.descheduler.test_descheduler_wire import DOWN_NODE, PENDING_ADDON
 
 
 def _container(cpu: str, memory: str, **extra: Any) -> dict[str, Any]:
@@ -130,3 +137,19 @@ def test_spread_constraints_are_kept_in_extra_only_when_present() -> None:
     spread = projection.project_pod({"spec": {"topologySpreadConstraints": [constraint]}})
     assert spread.extra[projection.SPREAD_CONSTRAINTS] == (constraint,)
     assert projection.project_pod({"spec": {}}).extra is EMPTY_MAP
+
+
+def test_unbound_unschedulable_pod_says_since_when() -> None:
+    """Only an unbound pod the scheduler called Unschedulable carries the time it said so."""
+    pending = project_pod(PENDING_ADDON)
+    assert pending.extra == {UNSCHEDULABLE_SINCE: 1_795_305_600.0}
+    assert "scheduler.alpha.kubernetes.io/critical-pod" in pending.annotations
+    bound = project_pod({**PENDING_ADDON, "spec": {"nodeName": "n1"}})
+    assert bound.extra == {}
+
+
+def test_down_node_fields() -> None:
+    """A NotReady node keeps its Ready transition time, bootID and only our annotations."""
+    down = project_node(DOWN_NODE)
+    assert (down.ready, down.ready_transition, down.boot_id) == (False, 1_795_305_600.0, "b-1")
+    assert down.annotations == {"kubelet-companion.io/out-of-service": "nodeshutdown"}

@@ -107,6 +107,42 @@ RICH_NODE: dict[str, Any] = {
     },
 }
 
+PENDING_ADDON: dict[str, Any] = {
+    "metadata": {
+        "name": "dns",
+        "namespace": "kube-system",
+        "annotations": {"scheduler.alpha.kubernetes.io/critical-pod": ""},
+    },
+    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+    "status": {
+        "phase": "Pending",
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "0/3 nodes are available",
+                "lastTransitionTime": "2026-11-22T00:00:00Z",
+            }
+        ],
+    },
+}
+"""Unbound and Unschedulable: the only kind of pod that carries ``unschedulableSince``."""
+
+DOWN_NODE: dict[str, Any] = {
+    "metadata": {
+        "name": "down",
+        "annotations": {"kubelet-companion.io/out-of-service": "nodeshutdown", "other": "x"},
+    },
+    "status": {
+        "conditions": [
+            {"type": "Ready", "status": "Unknown", "lastTransitionTime": "2026-11-22T00:00:00Z"}
+        ],
+        "nodeInfo": {"bootID": "b-1", "kernelVersion": "6.1"},
+    },
+}
+"""A NotReady node with its Ready transition time, bootID and an annotation of ours."""
+
 RICH_PDB: dict[str, Any] = {
     "metadata": {"name": "b", "namespace": "shop"},
     "spec": {
@@ -144,8 +180,8 @@ def _fixture_items_fixture() -> dict[str, list[dict[str, Any]]]:
 @pytest.mark.parametrize(
     ("kind", "extra"),
     [
-        pytest.param("Pod", [RICH_POD], id="pods"),
-        pytest.param("Node", [RICH_NODE], id="nodes"),
+        pytest.param("Pod", [RICH_POD, PENDING_ADDON], id="pods"),
+        pytest.param("Node", [RICH_NODE, DOWN_NODE], id="nodes"),
         pytest.param("PodDisruptionBudget", [RICH_PDB], id="pdbs"),
         pytest.param("PersistentVolumeClaim", [RICH_CLAIM], id="claims"),
     ],
@@ -182,6 +218,8 @@ def test_decoded_pods_drop_what_no_projection_reads() -> None:
     [
         pytest.param("Pod", RICH_POD, id="pod"),
         pytest.param("Node", RICH_NODE, id="node"),
+        pytest.param("Pod", PENDING_ADDON, id="pending-addon"),
+        pytest.param("Node", DOWN_NODE, id="down-node"),
     ],
 )
 def test_watch_events_project_identically(kind: str, obj: dict[str, Any]) -> None:

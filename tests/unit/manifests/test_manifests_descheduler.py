@@ -22,6 +22,7 @@ DESCHEDULER_CLUSTER_GRANTS = {
     *(("scheduling.k8s.io", "priorityclasses", verb) for verb in READ),
     *(("kubelet-companion.io", "nodereports", verb) for verb in READ),
     ("", "pods/eviction", "create"),
+    ("", "nodes", "patch"),  # CriticalAddonRescue and NodeShutdownRecovery taints
     ("", "events", "create"),
     ("", "events", "patch"),
 }

@@ -1,0 +1,115 @@
+"""NodeShutdownRecovery (Deschedule, ours, opt-in): the non-graceful node shutdown procedure,
+done only where our own agent saw the shutdown through.
+
+Kubernetes leaves the pods of a node that went down without kubelet noticing (a shutdown the
+kubelet's graceful shutdown did not catch, or one it caught but the node never came back)
+bound to it: StatefulSet pods are not recreated elsewhere and their volumes stay attached,
+until someone adds ``node.kubernetes.io/out-of-service=nodeshutdown:NoExecute``. Adding it
+is only safe when the node is really off: on a node that is merely cut off, the pods still
+run and write to their volumes while copies start elsewhere.
+
+When: the node's Ready condition has not been True for at least ``notReadySeconds``, and our
+evidence that it is off holds: its agent's NodeReport last said the shutdown ``completed``,
+and that report was written in the boot the Node still reports (``status.nodeInfo.bootID``):
+kubelet reports a new bootID as soon as the node comes up again, so a node that booted since
+is never taken for one that is still down. A node with no report, a report that never said
+``completed``, a report from another boot, or no known time of becoming NotReady is left
+alone. Act: add the taint, recorded as ours by an annotation
+(``agent.kube.ownedtaints``). Undo: once the node is Ready again, remove the taint, only if
+our annotation says we added it; an operator's own out-of-service taint is never touched.
+
+Every node is looked at, not only the cycle's (those are Ready by definition), and the plugin
+runs even when the cycle is skipped for having fewer than two Ready nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent.config.schema import setting
+from agent.descheduler.framework.types import Handle
+from agent.descheduler.model import NodeInfo, NodeUsage
+from agent.descheduler.plan import TaintChange
+from agent.kube.taintownership import OUT_OF_SERVICE_ANNOTATION, out_of_service_taint
+
+NAME = "NodeShutdownRecovery"
+
+
+@dataclass(frozen=True)
+class NodeShutdownRecoveryArgs:
+    not_ready_seconds: float = setting(300.0, minimum=0)
+    """How long the node must have been NotReady after our agent saw its shutdown complete."""
+
+
+def shutdown_evidence(node: NodeInfo, usage: NodeUsage | None) -> str | None:
+    """Why the node does not count as shut down by our agent's word, or ``None`` when it does."""
+    if usage is None:
+        return "no NodeReport"
+    if not usage.shutdown_completed:
+        return "its NodeReport does not say the shutdown completed"
+    if not usage.boot_id or usage.boot_id != node.boot_id:
+        return "the node has booted since its NodeReport was written"
+    return None
+
+
+def wants_taint(
+    node: NodeInfo, usage: NodeUsage | None, now: float, not_ready_seconds: float
+) -> bool:
+    """The out-of-service taint belongs on this NotReady node now."""
+    if node.ready or node.ready_transition is None:
+        return False
+    if now - node.ready_transition < not_ready_seconds:
+        return False
+    return shutdown_evidence(node, usage) is None
+
+
+class NodeShutdownRecovery:
+    name = NAME
+    runs_without_ready_nodes = True
+    """Runs even when the cycle is skipped for too few Ready nodes: a two-node cluster with
+    one node down is where moving its StatefulSet pods matters most."""
+
+    def __init__(self, args: NodeShutdownRecoveryArgs, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+
+    def deschedule(self, nodes: Sequence[NodeInfo]) -> None:  # noqa: ARG002 - every node counts
+        snapshot = self.handle.snapshot
+        owned = out_of_service_taint()
+        for node in sorted(snapshot.nodes.values(), key=lambda n: n.name):
+            ours = OUT_OF_SERVICE_ANNOTATION in node.annotations
+            foreign = not ours and any(
+                t.get("key") == owned.key and t.get("effect") == owned.effect for t in node.taints
+            )
+            if node.ready and ours:
+                add, reason = False, "node is Ready again"
+            elif (
+                not ours
+                and not foreign
+                and wants_taint(
+                    node,
+                    snapshot.node_usage.get(node.name),
+                    snapshot.now,
+                    self.args.not_ready_seconds,
+                )
+            ):
+                add = True
+                reason = (
+                    f"NotReady for {snapshot.now - (node.ready_transition or 0):.0f}s after its "
+                    "agent reported the shutdown completed"
+                )
+            else:
+                continue
+            self.handle.record_taint(
+                TaintChange(
+                    node=node.name,
+                    key=owned.key,
+                    value=owned.value,
+                    effect=owned.effect,
+                    add=add,
+                    plugin=NAME,
+                    profile=self.handle.profile,
+                    reason=reason,
+                )
+            )

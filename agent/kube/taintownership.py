@@ -1,0 +1,64 @@
+"""Which taints on a node are ours: their keys, and the annotations that record we added them.
+
+Plain names and data, no client: the descheduler's pure plugins read them from the cached
+nodes, and ``ownedtaints`` writes them. Each taint we add to a node that is not our own goes
+with an annotation of ours whose value is the taint's value (see ``ownedtaints``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+RESCUE_TAINT_KEY = "CriticalAddonsOnly"
+RESCUE_ANNOTATION = "kubelet-companion.io/critical-addon-rescue"
+"""On a node we tainted ``CriticalAddonsOnly=<namespace>_<pod>:NoSchedule``; value: the
+taint's value."""
+TAINT_VALUE_MAX = 63
+"""A taint's value is a label value: at most 63 characters, no ``/``."""
+OUT_OF_SERVICE_TAINT_KEY = "node.kubernetes.io/out-of-service"
+OUT_OF_SERVICE_VALUE = "nodeshutdown"
+OUT_OF_SERVICE_ANNOTATION = "kubelet-companion.io/out-of-service"
+"""On a node we tainted ``node.kubernetes.io/out-of-service=nodeshutdown:NoExecute``."""
+OWNED_ANNOTATIONS = frozenset({RESCUE_ANNOTATION, OUT_OF_SERVICE_ANNOTATION})
+
+
+@dataclass(frozen=True)
+class OwnedTaint:
+    """A taint of ours and the annotation that records we added it."""
+
+    key: str
+    value: str
+    effect: str
+    annotation: str
+
+    @property
+    def taint_json(self) -> Mapping[str, str]:
+        return {"key": self.key, "value": self.value, "effect": self.effect}
+
+
+def rescue_value(pod_key: str) -> str:
+    """``<namespace>_<pod>`` (the rescheduler's form: ``/`` is not allowed in a taint value),
+    shortened with a hash of the whole when longer than a label value may be."""
+    value = pod_key.replace("/", "_", 1)
+    if len(value) <= TAINT_VALUE_MAX:
+        return value
+    digest = hashlib.sha256(value.encode()).hexdigest()[:8]
+    return value[: TAINT_VALUE_MAX - 9].rstrip("-_.") + "-" + digest
+
+
+def rescue_taint(pod_key: str) -> OwnedTaint:
+    """The rescue taint for the add-on ``<namespace>/<pod>``."""
+    return rescue_taint_valued(rescue_value(pod_key))
+
+
+def rescue_taint_valued(value: str) -> OwnedTaint:
+    """The rescue taint with this value (as our annotation on a node records it)."""
+    return OwnedTaint(RESCUE_TAINT_KEY, value, "NoSchedule", RESCUE_ANNOTATION)
+
+
+def out_of_service_taint() -> OwnedTaint:
+    return OwnedTaint(
+        OUT_OF_SERVICE_TAINT_KEY, OUT_OF_SERVICE_VALUE, "NoExecute", OUT_OF_SERVICE_ANNOTATION
+    )

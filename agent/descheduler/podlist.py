@@ -29,7 +29,14 @@ import msgspec
 
 from agent.descheduler import projection
 from agent.descheduler.model import EMPTY_MAP, OwnerRef, PodInfo
-from agent.descheduler.wire import Condition, OwnerReference, Volume
+from agent.descheduler.podstatus import (
+    STATUS,
+    ContainerStatusInfo,
+    PodConditionInfo,
+    PodStatusInfo,
+    container_status,
+)
+from agent.descheduler.wire import OwnerReference, Volume
 from agent.kube.pods import API_SOURCE, MIRROR_ANNOTATION, SOURCE_ANNOTATION
 from agent.kube.qos import pod_qos
 
@@ -75,11 +82,41 @@ class ItemSpec(_Item):
     resource_claims: Any = None
 
 
+class ItemCondition(_Item):
+    type: str | None = None
+    status: str | None = None
+    reason: str | None = None
+    last_transition_time: str | None = None
+
+
+class ItemWaiting(_Item):
+    reason: str | None = None
+
+
+class ItemTerminated(_Item):
+    reason: str | None = None
+    exit_code: int | None = None
+
+
+class ItemContainerState(_Item):
+    waiting: ItemWaiting | None = None
+    terminated: ItemTerminated | None = None
+
+
+class ItemContainerStatus(_Item):
+    restart_count: int | None = None
+    state: ItemContainerState | None = None
+
+
 class ItemStatus(_Item):
     phase: str | None = None
+    reason: str | None = None
     start_time: str | None = None
     qos_class: str | None = None
-    conditions: list[Condition] | None = None
+    conditions: list[ItemCondition] | None = None
+    container_statuses: list[ItemContainerStatus] | None = None
+    init_container_statuses: list[ItemContainerStatus] | None = None
+    ephemeral_container_statuses: list[ItemContainerStatus] | None = None
 
 
 class PodItem(_Item):
@@ -137,6 +174,10 @@ class PodListProjector:
         # cluster: a small table, or it would hold a float per pod.
         self._times: _Memo[str, float | None] = _Memo(4096)
         self._strings: _Memo[str, str] = _Memo(limit)
+        # Statuses are equal across pods that started in the same rhythm (condition times
+        # are kept relative to creation): one copy of each, and of each ``extra`` holding it.
+        self._statuses: _Memo[PodStatusInfo, PodStatusInfo] = _Memo(limit)
+        self._extras: _Memo[tuple[bool, PodStatusInfo | None], Mapping[str, Any]] = _Memo(limit)
 
     # -- decoding ------------------------------------------------------------------
 
@@ -180,13 +221,14 @@ class PodListProjector:
         else:
             kept, mirror, static = {}, False, False
         requests, qos, images = self._containers_part(spec, status)
+        created = self._time(metadata.creation_timestamp) or 0.0
         return PodInfo(
             namespace=namespace,
             name=name,
             uid=metadata.uid or f"{namespace}/{name}",
             node_name=self._string(spec.node_name or ""),
             phase=self._string(status.phase or ""),
-            creation_timestamp=self._time(metadata.creation_timestamp) or 0.0,
+            creation_timestamp=created,
             start_time=self._time(status.start_time),
             deleting=bool(metadata.deletion_timestamp),
             labels=self._map(metadata.labels),
@@ -205,8 +247,47 @@ class PodListProjector:
             pvc_claims=_claims(spec.volumes),
             images=images,
             ready=_ready(status.conditions),
-            extra={"resourceClaims": True} if spec.resource_claims else EMPTY_MAP,
+            extra=self._extra(bool(spec.resource_claims), self._status(status, created)),
         )
+
+    def _status(self, status: ItemStatus, created: float) -> PodStatusInfo | None:
+        """``projection.pod_status`` of the same status, one copy of each distinct result."""
+        conditions = []
+        for condition in status.conditions or ():
+            moved = self._time(condition.last_transition_time)
+            conditions.append(
+                PodConditionInfo(
+                    type=self._string(condition.type or ""),
+                    status=self._string(condition.status or ""),
+                    reason=self._string(condition.reason or ""),
+                    since_creation=None if moved is None else moved - created,
+                )
+            )
+        info = PodStatusInfo(
+            reason=status.reason or "",
+            containers=_container_statuses(status.container_statuses),
+            init_containers=_container_statuses(status.init_container_statuses),
+            ephemeral_containers=_container_statuses(status.ephemeral_container_statuses),
+            conditions=tuple(conditions),
+        )
+        if info.empty:
+            return None
+        found = self._statuses.get(info)
+        return found if found is not None else self._statuses.remember(info, info)
+
+    def _extra(self, resource_claims: bool, status: PodStatusInfo | None) -> Mapping[str, Any]:
+        if not resource_claims and status is None:
+            return EMPTY_MAP
+        key = (resource_claims, status)
+        found = self._extras.get(key)
+        if found is not None:
+            return found
+        extra: dict[str, Any] = {}
+        if resource_claims:
+            extra["resourceClaims"] = True
+        if status is not None:
+            extra[STATUS] = status
+        return self._extras.remember(key, extra)
 
     def _containers_part(self, spec: ItemSpec, status: ItemStatus) -> _ContainersPart:
         """Requests, QoS and sorted images: all that is read of the containers."""
@@ -301,7 +382,28 @@ def _claims(volumes: list[Volume] | None) -> tuple[str, ...]:
     return tuple(claims)
 
 
-def _ready(conditions: list[Condition] | None) -> bool:
+def _container_statuses(
+    statuses: list[ItemContainerStatus] | None,
+) -> tuple[ContainerStatusInfo, ...]:
+    if not statuses:
+        return ()
+    kept = []
+    for each in statuses:
+        state = each.state
+        waiting = state.waiting if state is not None else None
+        terminated = state.terminated if state is not None else None
+        info = container_status(
+            each.restart_count or 0,
+            None if waiting is None else waiting.reason or "",
+            None if terminated is None else terminated.reason or "",
+            None if terminated is None else terminated.exit_code,
+        )
+        if info is not None:
+            kept.append(info)
+    return tuple(kept)
+
+
+def _ready(conditions: list[ItemCondition] | None) -> bool:
     for condition in conditions or ():
         if condition.type == "Ready":
             return condition.status == "True"

@@ -80,6 +80,16 @@ class Sharing:
                 shared = self.shared(key, value)
                 if shared is not value:
                     changes[name] = shared
+        if pod.extra:
+            # Rarer fields (the pod-state plugins' status among them) are equal across the
+            # pods of one owner too; values that are not JSON-like or frozen stay unshared.
+            try:
+                key = ("x", frozenset((k, _frozen(v)) for k, v in pod.extra.items()))
+                extra = self.shared(key, pod.extra)
+            except TypeError:
+                extra = pod.extra
+            if extra is not pod.extra:
+                changes["extra"] = extra
         return dataclasses.replace(pod, **changes) if changes else pod
 
     def node(self, node: NodeInfo) -> NodeInfo:

@@ -12,7 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent.descheduler.framework.types import BALANCE, FILTER, PRE_EVICTION_FILTER, PluginFactory
+from agent.descheduler.framework.types import (
+    BALANCE,
+    DESCHEDULE,
+    FILTER,
+    PRE_EVICTION_FILTER,
+    PluginFactory,
+)
 from agent.descheduler.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from agent.descheduler.plugins.nodeutilization.highnodeutilization import (
     HighNodeUtilization,
@@ -22,7 +28,13 @@ from agent.descheduler.plugins.nodeutilization.lownodeutilization import (
     LowNodeUtilization,
     LowNodeUtilizationArgs,
 )
+from agent.descheduler.plugins.podlifetime import PodLifeTime, PodLifeTimeArgs
 from agent.descheduler.plugins.removeduplicates import RemoveDuplicates, RemoveDuplicatesArgs
+from agent.descheduler.plugins.removefailedpods import RemoveFailedPods, RemoveFailedPodsArgs
+from agent.descheduler.plugins.removepodshavingtoomanyrestarts import (
+    RemovePodsHavingTooManyRestarts,
+    RemovePodsHavingTooManyRestartsArgs,
+)
 
 
 @dataclass(frozen=True)
@@ -44,14 +56,19 @@ REGISTRY: Mapping[str, PluginSpec] = {
         _spec("LowNodeUtilization", LowNodeUtilizationArgs, LowNodeUtilization, BALANCE),
         _spec("HighNodeUtilization", HighNodeUtilizationArgs, HighNodeUtilization, BALANCE),
         _spec("RemoveDuplicates", RemoveDuplicatesArgs, RemoveDuplicates, BALANCE),
+        _spec("PodLifeTime", PodLifeTimeArgs, PodLifeTime, DESCHEDULE),
+        _spec("RemoveFailedPods", RemoveFailedPodsArgs, RemoveFailedPods, DESCHEDULE),
+        _spec(
+            "RemovePodsHavingTooManyRestarts",
+            RemovePodsHavingTooManyRestartsArgs,
+            RemovePodsHavingTooManyRestarts,
+            DESCHEDULE,
+        ),
     )
 }
 
 NOT_YET_IMPLEMENTED = frozenset(
     {
-        "PodLifeTime",
-        "RemoveFailedPods",
-        "RemovePodsHavingTooManyRestarts",
         "RemovePodsViolatingInterPodAntiAffinity",
         "RemovePodsViolatingNodeAffinity",
         "RemovePodsViolatingNodeTaints",

@@ -9,7 +9,9 @@ Layout (one concern per module):
   - ``projection``: API JSON -> the model, and ``snapshot_from_list`` for a List;
   - ``policy``: ``load_policy`` reads a ``descheduler/v1alpha2`` policy, every error at once;
   - ``framework``: plugin interfaces (``types``), the built-in plugins (``registry``), profiles;
-  - ``plugins``: DefaultEvictor, LowNodeUtilization/HighNodeUtilization, RemoveDuplicates;
+  - ``plugins``: DefaultEvictor, LowNodeUtilization/HighNodeUtilization, RemoveDuplicates,
+    RemovePodsHavingTooManyRestarts, PodLifeTime, RemoveFailedPods (``podstatus`` holds the
+    part of a pod's status these three read);
   - ``evictions``: the limits and the recording ``Planner`` (PDBs as the API server applies
     them); ``budgets`` says which PDBs select a pod;
   - ``cycle``: ``run_cycle(policy, snapshot, options) -> Plan``;

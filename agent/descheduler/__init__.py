@@ -10,7 +10,9 @@ Layout (one concern per module):
   - ``policy``: ``load_policy`` reads a ``descheduler/v1alpha2`` policy, every error at once;
   - ``framework``: plugin interfaces (``types``), the built-in plugins (``registry``), profiles;
   - ``plugins``: DefaultEvictor, LowNodeUtilization/HighNodeUtilization, RemoveDuplicates,
-    RemovePodsViolating{NodeTaints,NodeAffinity,InterPodAntiAffinity,TopologySpreadConstraint};
+    RemovePodsViolating{NodeTaints,NodeAffinity,InterPodAntiAffinity,TopologySpreadConstraint},
+    RemovePodsHavingTooManyRestarts, PodLifeTime, RemoveFailedPods (``podstatus`` holds the
+    part of a pod's status these three read), CriticalAddonRescue, NodeShutdownRecovery;
   - matching rules the plugins share: ``nodefit`` (upstream's ``NodeFit``), ``antiaffinity``,
     ``topology`` (spread constraints and domains), ``podorder`` (low to high priority);
   - ``evictions``: the limits and the recording ``Planner`` (PDBs as the API server applies

@@ -30,7 +30,14 @@ import msgspec
 
 from agent.descheduler import projection
 from agent.descheduler.model import EMPTY_MAP, OwnerRef, PodInfo
-from agent.descheduler.wire import Condition, OwnerReference
+from agent.descheduler.podstatus import (
+    STATUS,
+    ContainerStatusInfo,
+    PodConditionInfo,
+    PodStatusInfo,
+    container_status,
+)
+from agent.descheduler.wire import OwnerReference
 from agent.kube.pods import API_SOURCE, MIRROR_ANNOTATION, SOURCE_ANNOTATION
 from agent.kube.qos import pod_qos
 
@@ -87,11 +94,41 @@ class ItemSpec(_Item):
     topology_spread_constraints: msgspec.Raw = _NULL
 
 
+class ItemCondition(_Item):
+    type: str | None = None
+    status: str | None = None
+    reason: str | None = None
+    last_transition_time: str | None = None
+
+
+class ItemWaiting(_Item):
+    reason: str | None = None
+
+
+class ItemTerminated(_Item):
+    reason: str | None = None
+    exit_code: int | None = None
+
+
+class ItemContainerState(_Item):
+    waiting: ItemWaiting | None = None
+    terminated: ItemTerminated | None = None
+
+
+class ItemContainerStatus(_Item):
+    restart_count: int | None = None
+    state: ItemContainerState | None = None
+
+
 class ItemStatus(_Item):
     phase: str | None = None
     start_time: str | None = None
     qos_class: str | None = None
-    conditions: list[Condition] | None = None
+    reason: str | None = None
+    conditions: list[ItemCondition] | None = None
+    container_statuses: list[ItemContainerStatus] | None = None
+    init_container_statuses: list[ItemContainerStatus] | None = None
+    ephemeral_container_statuses: list[ItemContainerStatus] | None = None
 
 
 class PodItem(_Item):
@@ -145,7 +182,12 @@ class PodListProjector:
         self._owners: _Memo[bytes, tuple[OwnerRef, ...]] = _Memo(limit)
         self._tolerations: _Memo[bytes, tuple[Mapping[str, Any], ...]] = _Memo(limit)
         self._affinity: _Memo[bytes, Any] = _Memo(limit)
-        self._extras: _Memo[tuple[bytes, bool], Mapping[str, Any]] = _Memo(limit)
+        # Statuses are equal across pods that started in the same rhythm (condition times
+        # are kept relative to creation): one copy of each, and of each ``extra`` holding it.
+        self._statuses: _Memo[PodStatusInfo, PodStatusInfo] = _Memo(limit)
+        self._extras: _Memo[tuple[bytes, bool, PodStatusInfo | None], Mapping[str, Any]] = _Memo(
+            limit
+        )
         # Times repeat in bursts (a rollout's pods share their second), not across the
         # cluster: a small table, or it would hold a float per pod.
         self._times: _Memo[str, float | None] = _Memo(4096)
@@ -220,6 +262,8 @@ class PodListProjector:
         affinity = self._affinity.get(affinity_bytes, _MISSING)
         if affinity is _MISSING:
             affinity = self._affinity.remember(affinity_bytes, _decode_any(affinity_bytes) or None)
+        created = self._time(metadata.creation_timestamp) or 0.0
+        pod_status = self._status(status, created)
         local_storage, claims = _volume_facts(spec.volumes) if spec.volumes else (False, ())
         return PodInfo(
             namespace=namespace,
@@ -227,7 +271,7 @@ class PodListProjector:
             uid=metadata.uid or f"{namespace}/{name}",
             node_name=intern(spec.node_name or ""),
             phase=intern(status.phase or ""),
-            creation_timestamp=self._time(metadata.creation_timestamp) or 0.0,
+            creation_timestamp=created,
             start_time=self._time(status.start_time) if status.start_time else None,
             deleting=bool(metadata.deletion_timestamp),
             labels=labels,
@@ -246,9 +290,9 @@ class PodListProjector:
             pvc_claims=claims,
             images=images,
             ready=_ready(status.conditions),
-            extra=self._extra_of(spec)
+            extra=self._extra_of(spec, pod_status)
             if spec.node_name
-            else _pending_extra(self._extra_of(spec), status),
+            else _pending_extra(self._extra_of(spec, pod_status), status),
         )
 
     def _containers_part(self, spec: ItemSpec, status: ItemStatus) -> _ContainersPart:
@@ -278,13 +322,38 @@ class PodListProjector:
     def _new_map(self, data: bytes) -> Mapping[str, str]:
         return self._maps.remember(data, dict(_LABELS.decode(data) or EMPTY_MAP))
 
-    def _extra_of(self, spec: ItemSpec) -> Mapping[str, Any]:
+    def _status(self, status: ItemStatus, created: float) -> PodStatusInfo | None:
+        """``projection.pod_status`` of the same status, one copy of each distinct result."""
+        conditions = []
+        for condition in status.conditions or ():
+            moved = self._time(condition.last_transition_time)
+            conditions.append(
+                PodConditionInfo(
+                    type=intern(condition.type or ""),
+                    status=intern(condition.status or ""),
+                    reason=intern(condition.reason or ""),
+                    since_creation=None if moved is None else moved - created,
+                )
+            )
+        info = PodStatusInfo(
+            reason=status.reason or "",
+            containers=_container_statuses(status.container_statuses),
+            init_containers=_container_statuses(status.init_container_statuses),
+            ephemeral_containers=_container_statuses(status.ephemeral_container_statuses),
+            conditions=tuple(conditions),
+        )
+        if info.empty:
+            return None
+        found = self._statuses.get(info)
+        return found if found is not None else self._statuses.remember(info, info)
+
+    def _extra_of(self, spec: ItemSpec, status: PodStatusInfo | None) -> Mapping[str, Any]:
         """``PodInfo.extra``: shared by the pods of one template, empty for most pods."""
         spread = bytes(spec.topology_spread_constraints)
         claims = bool(spec.resource_claims)
-        if not claims and spread == b"null":
+        if not claims and status is None and spread == b"null":
             return EMPTY_MAP
-        key = (spread, claims)
+        key = (spread, claims, status)
         found = self._extras.get(key)
         if found is not None:
             return found
@@ -293,6 +362,8 @@ class PodListProjector:
             extra["resourceClaims"] = True
         if constraints := _decode_any(spread):
             extra[projection.SPREAD_CONSTRAINTS] = tuple(constraints)
+        if status is not None:
+            extra[STATUS] = status
         return self._extras.remember(key, extra or EMPTY_MAP)
 
 
@@ -350,7 +421,28 @@ def _pending_extra(extra: Mapping[str, Any], status: ItemStatus) -> Mapping[str,
     return {**extra, projection.UNSCHEDULABLE_SINCE: since}
 
 
-def _ready(conditions: list[Condition] | None) -> bool:
+def _container_statuses(
+    statuses: list[ItemContainerStatus] | None,
+) -> tuple[ContainerStatusInfo, ...]:
+    if not statuses:
+        return ()
+    kept = []
+    for each in statuses:
+        state = each.state
+        waiting = state.waiting if state is not None else None
+        terminated = state.terminated if state is not None else None
+        info = container_status(
+            each.restart_count or 0,
+            None if waiting is None else waiting.reason or "",
+            None if terminated is None else terminated.reason or "",
+            None if terminated is None else terminated.exit_code,
+        )
+        if info is not None:
+            kept.append(info)
+    return tuple(kept)
+
+
+def _ready(conditions: list[ItemCondition] | None) -> bool:
     for condition in conditions or ():
         if condition.type == "Ready":
             return condition.status == "True"

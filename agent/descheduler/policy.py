@@ -16,6 +16,7 @@ silently), and an upstream plugin we do not implement yet is named as such.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -193,6 +194,29 @@ class DeschedulerPolicy:
     metrics_providers: tuple[MetricsProvider, ...] = ()
 
 
+def _default_enabled_args(
+    here: str,
+    resolved: Mapping[str, tuple[str, ...]],
+    args: dict[str, Any],
+    errors: list[FieldError],
+) -> None:
+    """Upstream cannot build an enabled plugin without its pluginConfig; we take its default
+    args, unless they are not valid on their own (a required arg), which is an error."""
+    for point, names in resolved.items():
+        for name in names:
+            if name in args or point not in REGISTRY[name].extension_points:
+                continue  # configured, or already reported as at the wrong extension point
+            args[name], default_errors = load(REGISTRY[name].args_type, None)
+            errors.extend(
+                FieldError(
+                    f"{here}.pluginConfig",
+                    f"{name} is enabled without args, and its defaults are not valid: "
+                    f"{e.path + ': ' if e.path else ''}{e.reason}",
+                )
+                for e in default_errors
+            )
+
+
 def _resolve_profile(index: int, document: ProfileDocument, errors: list[FieldError]) -> Profile:
     here = f"profiles[{index}]"
     args: dict[str, Any] = {}
@@ -230,6 +254,7 @@ def _resolve_profile(index: int, document: ProfileDocument, errors: list[FieldEr
         enabled[point] = tuple(n for n in plugin_set.enabled if n in REGISTRY)
         disabled[point] = plugin_set.disabled
     resolved = resolve_enabled(enabled, disabled)
+    _default_enabled_args(here, resolved, args, errors)
     for names in resolved.values():
         for name in names:
             if name not in args:

@@ -34,6 +34,13 @@ from agent.descheduler.model import (
     OwnerRef,
     PodInfo,
 )
+from agent.descheduler.podstatus import (
+    STATUS,
+    ContainerStatusInfo,
+    PodConditionInfo,
+    PodStatusInfo,
+    container_status,
+)
 from agent.kube.pods import is_mirror_pod, is_static_pod
 from agent.kube.qos import pod_qos
 from agent.kube.taintownership import OWNED_ANNOTATIONS
@@ -243,6 +250,46 @@ def _volumes(spec: Mapping[str, Any]) -> tuple[bool, tuple[str, ...]]:
     return local, tuple(claims)
 
 
+def _container_statuses(raw: Any) -> tuple[ContainerStatusInfo, ...]:
+    kept = []
+    for each in raw or ():
+        state = each.get("state") or {}
+        waiting, terminated = state.get("waiting"), state.get("terminated")
+        restarts = each.get("restartCount")
+        info = container_status(
+            restarts if type(restarts) is int else 0,
+            None if waiting is None else str(waiting.get("reason") or ""),
+            None if terminated is None else str(terminated.get("reason") or ""),
+            _optional_int(None if terminated is None else terminated.get("exitCode")),
+        )
+        if info is not None:
+            kept.append(info)
+    return tuple(kept)
+
+
+def pod_status(status: Mapping[str, Any], created: float) -> PodStatusInfo | None:
+    """What the pod-state plugins read of ``status`` (see ``podstatus``); ``None`` if nothing."""
+    conditions = []
+    for condition in status.get("conditions") or ():
+        moved = parse_timestamp(condition.get("lastTransitionTime"))
+        conditions.append(
+            PodConditionInfo(
+                type=str(condition.get("type") or ""),
+                status=str(condition.get("status") or ""),
+                reason=str(condition.get("reason") or ""),
+                since_creation=None if moved is None else moved - created,
+            )
+        )
+    info = PodStatusInfo(
+        reason=str(status.get("reason") or ""),
+        containers=_container_statuses(status.get("containerStatuses")),
+        init_containers=_container_statuses(status.get("initContainerStatuses")),
+        ephemeral_containers=_container_statuses(status.get("ephemeralContainerStatuses")),
+        conditions=tuple(conditions),
+    )
+    return None if info.empty else info
+
+
 def project_pod(pod: JsonObject) -> PodInfo:
     metadata = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
@@ -253,6 +300,7 @@ def project_pod(pod: JsonObject) -> PodInfo:
     kept = {key: str(annotations[key]) for key in KEPT_ANNOTATIONS if key in annotations}
     local_storage, claims = _volumes(spec)
     priority = spec.get("priority")
+    created = parse_timestamp(metadata.get("creationTimestamp")) or 0.0
     extra: dict[str, Any] = {}
     if spec.get("resourceClaims"):
         extra["resourceClaims"] = True
@@ -261,6 +309,8 @@ def project_pod(pod: JsonObject) -> PodInfo:
     since = unschedulable_since(str(spec.get("nodeName") or ""), status)
     if since is not None:
         extra[UNSCHEDULABLE_SINCE] = since
+    if (status_info := pod_status(status, created)) is not None:
+        extra[STATUS] = status_info
     return PodInfo(
         namespace=namespace,
         name=name,
@@ -269,7 +319,7 @@ def project_pod(pod: JsonObject) -> PodInfo:
         uid=str(metadata.get("uid") or f"{namespace}/{name}"),
         node_name=str(spec.get("nodeName") or ""),
         phase=str(status.get("phase") or ""),
-        creation_timestamp=parse_timestamp(metadata.get("creationTimestamp")) or 0.0,
+        creation_timestamp=created,
         start_time=parse_timestamp(status.get("startTime")),
         deleting=bool(metadata.get("deletionTimestamp")),
         labels=dict(metadata.get("labels") or EMPTY_MAP),

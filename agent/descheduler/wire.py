@@ -58,6 +58,11 @@ class Condition(_Wire):
     last_transition_time: str | None = None
 
 
+class PodCondition(Condition):
+    reason: str | None = None
+    last_transition_time: str | None = None
+
+
 class Container(_Wire):
     name: str | None = None
     image: str | None = None
@@ -104,9 +109,10 @@ class PodStatus(_Wire):
     reason: str | None = None
     start_time: str | None = None
     qos_class: str | None = None
-    conditions: list[Condition] | None = None
+    conditions: list[PodCondition] | None = None
     container_statuses: list[ContainerStatus] | None = None
     init_container_statuses: list[ContainerStatus] | None = None
+    ephemeral_container_statuses: list[ContainerStatus] | None = None
 
 
 class Pod(_Wire):

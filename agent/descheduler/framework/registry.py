@@ -36,7 +36,13 @@ from agent.descheduler.plugins.nodeutilization.lownodeutilization import (
     LowNodeUtilization,
     LowNodeUtilizationArgs,
 )
+from agent.descheduler.plugins.podlifetime import PodLifeTime, PodLifeTimeArgs
 from agent.descheduler.plugins.removeduplicates import RemoveDuplicates, RemoveDuplicatesArgs
+from agent.descheduler.plugins.removefailedpods import RemoveFailedPods, RemoveFailedPodsArgs
+from agent.descheduler.plugins.removepodshavingtoomanyrestarts import (
+    RemovePodsHavingTooManyRestarts,
+    RemovePodsHavingTooManyRestartsArgs,
+)
 from agent.descheduler.plugins.removepodsviolatinginterpodantiaffinity import (
     RemovePodsViolatingInterPodAntiAffinity,
     RemovePodsViolatingInterPodAntiAffinityArgs,
@@ -105,16 +111,18 @@ REGISTRY: Mapping[str, PluginSpec] = {
             NodeShutdownRecovery,
             DESCHEDULE,
         ),
+        _spec("PodLifeTime", PodLifeTimeArgs, PodLifeTime, DESCHEDULE),
+        _spec("RemoveFailedPods", RemoveFailedPodsArgs, RemoveFailedPods, DESCHEDULE),
+        _spec(
+            "RemovePodsHavingTooManyRestarts",
+            RemovePodsHavingTooManyRestartsArgs,
+            RemovePodsHavingTooManyRestarts,
+            DESCHEDULE,
+        ),
     )
 }
 
-NOT_YET_IMPLEMENTED = frozenset(
-    {
-        "PodLifeTime",
-        "RemoveFailedPods",
-        "RemovePodsHavingTooManyRestarts",
-    }
-)
+NOT_YET_IMPLEMENTED: frozenset[str] = frozenset()
 """Upstream v0.36 plugins this version does not implement (yet)."""
 
 

@@ -142,10 +142,10 @@ def test_spread_constraints_are_kept_in_extra_only_when_present() -> None:
 def test_unbound_unschedulable_pod_says_since_when() -> None:
     """Only an unbound pod the scheduler called Unschedulable carries the time it said so."""
     pending = project_pod(PENDING_ADDON)
-    assert pending.extra == {UNSCHEDULABLE_SINCE: 1_795_305_600.0}
+    assert pending.extra[UNSCHEDULABLE_SINCE] == 1_795_305_600.0
     assert "scheduler.alpha.kubernetes.io/critical-pod" in pending.annotations
     bound = project_pod({**PENDING_ADDON, "spec": {"nodeName": "n1"}})
-    assert bound.extra == {}
+    assert UNSCHEDULABLE_SINCE not in bound.extra
 
 
 def test_down_node_fields() -> None:

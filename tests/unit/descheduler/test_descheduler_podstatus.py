@@ -1,0 +1,193 @@
+"""The pod status the pod-state plugins read: what is kept, equal on both paths, shared."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agent.descheduler import projection
+from agent.descheduler.model import EMPTY_MAP, PodInfo
+from agent.descheduler.podlist import PodListProjector
+from agent.descheduler.podstatus import (
+    STATUS,
+    ContainerStatusInfo,
+    PodConditionInfo,
+    PodStatusInfo,
+    status_of,
+    transition_time,
+)
+from agent.descheduler.sharing import Sharing
+from agent.descheduler.wire import codec_for
+from tests.harness.podstatus import container
+
+CREATED = "2026-11-22T00:00:00Z"
+
+
+def _pod(
+    status: dict[str, Any] | None, created: str | None = CREATED, name: str = "p"
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": "ns"}
+    if created is not None:
+        metadata["creationTimestamp"] = created
+    built: dict[str, Any] = {"metadata": metadata, "spec": {"nodeName": "n1"}}
+    if status is not None:
+        built["status"] = status
+    return built
+
+
+def _at(second: int) -> dict[str, Any]:
+    return {
+        "type": "Ready",
+        "status": "True",
+        "lastTransitionTime": f"2026-11-22T00:00:{second:02d}Z",
+    }
+
+
+STATUSES = [
+    pytest.param(None, None, id="no-status"),
+    pytest.param({"phase": "Running"}, None, id="phase-only"),
+    pytest.param(
+        {
+            "containerStatuses": [container(0), container(0)],
+            "initContainerStatuses": [container(0)],
+        },
+        None,
+        id="running-containers-say-nothing",
+    ),
+    pytest.param(
+        {"containerStatuses": [container(0), container(4)]},
+        PodStatusInfo(containers=(ContainerStatusInfo(restarts=4),)),
+        id="only-restarted-containers-kept",
+    ),
+    pytest.param(
+        {
+            "containerStatuses": [
+                container(2, waiting="CrashLoopBackOff"),
+                {"name": "x", "state": {"waiting": {}}},
+            ]
+        },
+        PodStatusInfo(containers=(ContainerStatusInfo(restarts=2, waiting="CrashLoopBackOff"),)),
+        id="waiting-reason-and-waiting-without-one",
+    ),
+    pytest.param(
+        {
+            "initContainerStatuses": [
+                container(terminated="Completed", exit_code=0),
+                container(terminated=""),
+            ]
+        },
+        PodStatusInfo(
+            init_containers=(
+                ContainerStatusInfo(terminated="Completed", exit_code=0),
+                ContainerStatusInfo(exit_code=0),
+            )
+        ),
+        id="terminated-kept-absent-exit-code-is-zero",
+    ),
+    pytest.param(
+        {"ephemeralContainerStatuses": [container(terminated="Error", exit_code=3)]},
+        PodStatusInfo(ephemeral_containers=(ContainerStatusInfo(terminated="Error", exit_code=3),)),
+        id="ephemeral",
+    ),
+    pytest.param(
+        {"phase": "Failed", "reason": "Evicted"},
+        PodStatusInfo(reason="Evicted"),
+        id="pod-reason",
+    ),
+    pytest.param(
+        {
+            "conditions": [
+                _at(7),
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": "x",
+                },
+            ]
+        },
+        PodStatusInfo(
+            conditions=(
+                PodConditionInfo("Ready", "True", "", 7.0),
+                PodConditionInfo("PodScheduled", "False", "Unschedulable", None),
+            )
+        ),
+        id="conditions-relative-to-creation",
+    ),
+]
+
+
+@pytest.mark.parametrize(("status", "expected"), STATUSES)
+def test_what_the_projection_keeps(
+    status: dict[str, Any] | None, expected: PodStatusInfo | None
+) -> None:
+    """Restarts, reasons, exit codes and conditions are kept; a pod that has none keeps nothing."""
+    projected = projection.project_pod(_pod(status))
+    if expected is None:
+        assert projected.extra is EMPTY_MAP
+    else:
+        assert projected.extra == {STATUS: expected}
+
+
+def _both_paths(pods: list[dict[str, Any]]) -> tuple[list[PodInfo], list[PodInfo], list[PodInfo]]:
+    data = json.dumps({"metadata": {}, "items": pods}).encode()
+    by_json = [projection.project_pod(pod) for pod in json.loads(data)["items"]]
+    by_wire = [projection.project_pod(pod) for pod in codec_for("Pod").decode_page(data)["items"]]
+    projector = PodListProjector()
+    by_list = [projector.project(item) for item in projector.decode_page(data)["items"]]
+    return by_json, by_wire, by_list
+
+
+@pytest.mark.parametrize(("status", "expected"), STATUSES)
+def test_every_path_projects_the_same_status(
+    status: dict[str, Any] | None, expected: PodStatusInfo | None
+) -> None:
+    """``json.loads``, the wire structs and the pod-list fast path keep the same status."""
+    by_json, by_wire, by_list = _both_paths([_pod(status), _pod(status, created=None)])
+    assert by_wire == by_json
+    assert by_list == by_json
+    assert status_of(by_list[0]) == (expected or PodStatusInfo())
+
+
+def test_condition_times_come_back_exactly() -> None:
+    """A condition's time is creation plus its offset: the API's own second, and without a
+    creation time the offset is the time itself."""
+    with_creation, without = _both_paths(
+        [_pod({"conditions": [_at(9)]}), _pod({"conditions": [_at(9)]}, created=None)]
+    )[2]
+    moved = projection.parse_timestamp("2026-11-22T00:00:09Z")
+    for pod in (with_creation, without):
+        assert transition_time(pod, status_of(pod).conditions[0]) == moved
+
+
+def _started(name: str, minute: int) -> dict[str, Any]:
+    """A pod created at ``minute``, Ready 7 seconds later, one container restarted once."""
+    status = {
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "lastTransitionTime": f"2026-11-22T00:{minute:02d}:07Z",
+            }
+        ],
+        "containerStatuses": [container(1)],
+    }
+    return _pod(status, created=f"2026-11-22T00:{minute:02d}:00Z", name=name)
+
+
+def test_pods_started_in_the_same_rhythm_share_one_status_on_the_list_path() -> None:
+    """Two pods created minutes apart but Ready 7 s after creation hold the same objects."""
+    *_, (first, second) = _both_paths([_started("a", 1), _started("b", 5)])
+    assert first.creation_timestamp != second.creation_timestamp
+    assert first.extra is second.extra
+
+
+def test_pods_started_in_the_same_rhythm_share_one_status_through_sharing() -> None:
+    """On the watch path, ``Sharing`` gives such pods one copy of their status too."""
+    sharing = Sharing()
+    first, second = (
+        sharing.pod(projection.project_pod(p)) for p in (_started("a", 1), _started("b", 5))
+    )
+    assert first.extra is second.extra

@@ -1,20 +1,18 @@
-"""The shipped manifests (daemonset/*.yaml): the descheduler's RBAC is exactly what it needs,
-and its Deployment runs it as upstream's HA mode does, unprivileged."""
+"""The rendered base (daemonset/base): the descheduler's RBAC is exactly what it needs, and
+its Deployment runs it as upstream's HA mode does, unprivileged."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-MANIFESTS = Path(__file__).resolve().parents[3] / "daemonset"
-ACCOUNT = "kubelet-companion-descheduler"
-NAMESPACE = "kubelet-companion"
-JSON = dict[str, Any]
+from tests.harness.kustomize import DESCHEDULER_ACCOUNT as ACCOUNT
+from tests.harness.kustomize import JSON, NAMESPACE, render, target_id, targets
+from tests.harness.kustomize import one as one_of
 
-READ = ("get", "list", "watch")
+READ = ("list", "watch")
 DESCHEDULER_CLUSTER_GRANTS = {
     *(("", resource, verb) for resource in ("pods", "nodes", "namespaces") for verb in READ),
     *(("", "persistentvolumeclaims", verb) for verb in READ),
@@ -35,21 +33,8 @@ DESCHEDULER_LEASE_GRANTS = {
 """(apiGroup, resource, verb, resourceName or "" for any) in the descheduler's namespace."""
 
 
-def documents() -> list[tuple[str, JSON]]:
-    return [
-        (path.name, doc)
-        for path in sorted(MANIFESTS.glob("*.yaml"))
-        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))
-        if doc
-    ]
-
-
 def one(kind: str, name: str) -> JSON:
-    matches = [
-        doc for _, doc in documents() if (doc["kind"], doc["metadata"]["name"]) == (kind, name)
-    ]
-    assert len(matches) == 1, f"expected one {kind} {name}, found {len(matches)}"
-    return matches[0]
+    return one_of(render(), kind, name)
 
 
 def grants(role: JSON) -> set[tuple[str, ...]]:
@@ -79,29 +64,32 @@ def bound_to_account(binding: JSON, role_kind: str, role_name: str) -> bool:
     ]
 
 
-def test_every_manifest_document_is_a_kubernetes_object() -> None:
-    """Each YAML document in daemonset/ parses and has apiVersion, kind and a name."""
-    docs = documents()
-    assert {name for name, _ in docs} >= {"descheduler.yaml", "descheduler-rbac.yaml"}
-    for file, doc in docs:
-        assert doc.get("apiVersion"), file
-        assert doc.get("kind"), file
-        assert doc.get("metadata", {}).get("name"), file
+@pytest.mark.parametrize("target", [pytest.param(path, id=target_id(path)) for path in targets()])
+def test_every_rendered_object_is_a_kubernetes_object(target: Path) -> None:
+    """Each object the base or an overlay renders has apiVersion, kind and a name."""
+    docs = render(target)
+    assert docs
+    for doc in docs:
+        assert doc.get("apiVersion"), doc
+        assert doc.get("kind"), doc
+        assert doc.get("metadata", {}).get("name"), doc
 
 
-def test_no_rbac_rule_uses_a_wildcard() -> None:
-    """No Role or ClusterRole in daemonset/ grants '*' groups, resources or verbs."""
-    for file, doc in documents():
+@pytest.mark.parametrize("target", [pytest.param(path, id=target_id(path)) for path in targets()])
+def test_no_rbac_rule_uses_a_wildcard(target: Path) -> None:
+    """No rendered Role or ClusterRole grants '*' groups, resources or verbs."""
+    for doc in render(target):  # type: ignore[arg-type]
         if doc["kind"] not in ("Role", "ClusterRole"):
             continue
         for rule in doc["rules"]:
             for field in ("apiGroups", "resources", "verbs", "resourceNames"):
-                assert not any("*" in value for value in rule.get(field) or []), (file, rule)
-            assert "nonResourceURLs" not in rule, (file, rule)
+                assert not any("*" in value for value in rule.get(field) or []), (doc, rule)
+            assert "nonResourceURLs" not in rule, (doc, rule)
 
 
 def test_the_descheduler_cluster_role_grants_exactly_what_it_needs() -> None:
-    """Reads of the cached kinds, eviction, events: nothing more (no delete, no writes)."""
+    """List+watch of the cached kinds, eviction, events: nothing more (no get, no delete,
+    no writes)."""
     role = one("ClusterRole", ACCOUNT)
     assert grants(role) == DESCHEDULER_CLUSTER_GRANTS
     assert bound_to_account(one("ClusterRoleBinding", ACCOUNT), "ClusterRole", ACCOUNT)
@@ -150,6 +138,8 @@ def test_the_descheduler_deployment_runs_two_leader_elected_unprivileged_replica
     assert security["privileged"] is False
     assert security["capabilities"] == {"drop": ["ALL"]}
     config = one("ConfigMap", ACCOUNT)["data"]["descheduler.yaml"]
+    (config_volume,) = [v for v in pod["volumes"] if v["name"] == "config"]
+    assert config_volume["configMap"]["name"] == one("ConfigMap", ACCOUNT)["metadata"]["name"]
     assert yaml.safe_load(config)["metricsBindAddress"] == "0.0.0.0:9478"
 
 
@@ -158,10 +148,14 @@ def test_the_descheduler_deployment_runs_two_leader_elected_unprivileged_replica
     [pytest.param("config", id="config"), pytest.param("policy", id="policy")],
 )
 def test_the_deployment_mounts_config_maps_that_are_shipped(volume: str) -> None:
-    """Every ConfigMap the Deployment mounts is defined in daemonset/, in its namespace."""
+    """Every ConfigMap the Deployment mounts is rendered, with its hash, in its namespace."""
     pod = one("Deployment", ACCOUNT)["spec"]["template"]["spec"]
     (source,) = [v["configMap"]["name"] for v in pod["volumes"] if v["name"] == volume]
-    assert one("ConfigMap", source)["metadata"]["namespace"] == NAMESPACE
+    matches = [
+        doc for doc in render() if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] == source
+    ]
+    assert len(matches) == 1, source
+    assert matches[0]["metadata"]["namespace"] == NAMESPACE
 
 
 def test_the_example_policy_is_upstreams_low_node_utilization_example() -> None:

@@ -12,9 +12,7 @@ from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kustomize import need_kubectl, target_id, targets
 
 
-@pytest.mark.parametrize(
-    "target", [pytest.param(path, id=target_id(path)) for path in targets()]
-)
+@pytest.mark.parametrize("target", [pytest.param(path, id=target_id(path)) for path in targets()])
 def test_kubectl_creates_the_kustomization_in_a_client_dry_run(
     target: Path, fake_apiserver: FakeApiServer, tmp_path: Path
 ) -> None:

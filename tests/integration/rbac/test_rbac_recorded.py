@@ -102,9 +102,15 @@ def test_every_recorded_request_is_allowed(component: Component) -> None:
     """Each request the component sent in this session is allowed by its rendered RBAC."""
     sent = _sent(component)
     missing = not_allowed(_grants(component), sent)
+    grouped: dict[str, list[RequestAttributes]] = {}
+    for request in missing:
+        grouped.setdefault(str(dataclasses.replace(request, name="")), []).append(request)
     assert not missing, "\n".join(
         [f"{component}: the rendered RBAC does not allow:"]
-        + [f"  {request}   (first sent by {sent[request]})" for request in missing]
+        + [
+            f"  {line} ({len(group)} objects, first sent by {sent[group[0]]})"
+            for line, group in sorted(grouped.items())
+        ]
     )
 
 

@@ -154,7 +154,7 @@ def test_the_shipped_deployment_flags_resolve() -> None:
     args = build_parser().parse_args(
         [
             "descheduler",
-            "--policy-config-file=/policy/policy.yaml",
+            "--policy-config-file=/etc/kubelet-companion/policy.yaml",
             "--descheduling-interval=5m",
             "--leader-elect",
             "--leader-elect-resource-namespace=kubelet-companion",

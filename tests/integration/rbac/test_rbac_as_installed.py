@@ -58,7 +58,7 @@ def test_the_cronjob_descheduler_as_rendered_keeps_its_lease_where_its_role_allo
     args = [
         arg.replace("$(POD_NAMESPACE)", NAMESPACE)
         .replace("/etc/kubelet-companion/descheduler.yaml", str(config))
-        .replace("/policy/policy.yaml", str(policy))
+        .replace("/etc/kubelet-companion/policy.yaml", str(policy))
         for arg in container["args"]
     ]
     kubeconfig = fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig")

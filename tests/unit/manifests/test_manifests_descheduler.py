@@ -122,7 +122,7 @@ def test_the_descheduler_deployment_runs_two_leader_elected_unprivileged_replica
     assert args[0] == "descheduler"
     assert "--leader-elect" in args
     assert "--descheduling-interval=5m" in args
-    assert "--policy-config-file=/policy/policy.yaml" in args
+    assert "--policy-config-file=/etc/kubelet-companion/policy.yaml" in args
     # The Lease lives where the Role for it is: the descheduler's own namespace.
     assert "--leader-elect-resource-namespace=$(POD_NAMESPACE)" in args
     (namespace_env,) = [env for env in container["env"] if env["name"] == "POD_NAMESPACE"]
@@ -143,25 +143,21 @@ def test_the_descheduler_deployment_runs_two_leader_elected_unprivileged_replica
     assert yaml.safe_load(config)["metricsBindAddress"] == "0.0.0.0:9478"
 
 
-@pytest.mark.parametrize(
-    "volume",
-    [pytest.param("config", id="config"), pytest.param("policy", id="policy")],
-)
-def test_the_deployment_mounts_config_maps_that_are_shipped(volume: str) -> None:
-    """Every ConfigMap the Deployment mounts is rendered, with its hash, in its namespace."""
+def test_the_deployment_mounts_the_one_config_map_that_is_rendered() -> None:
+    """The descheduler's config and policy come from its one ConfigMap, rendered with its
+    hash in its namespace, mounted where the args look for them."""
     pod = one("Deployment", ACCOUNT)["spec"]["template"]["spec"]
-    (source,) = [v["configMap"]["name"] for v in pod["volumes"] if v["name"] == volume]
-    matches = [
-        doc for doc in render() if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] == source
-    ]
-    assert len(matches) == 1, source
-    assert matches[0]["metadata"]["namespace"] == NAMESPACE
+    sources = [v["configMap"]["name"] for v in pod["volumes"] if "configMap" in v]
+    config_map = one("ConfigMap", ACCOUNT)
+    assert sources == [config_map["metadata"]["name"]]
+    assert config_map["metadata"]["namespace"] == NAMESPACE
+    assert set(config_map["data"]) == {"descheduler.yaml", "policy.yaml"}
 
 
 def test_the_example_policy_is_upstreams_low_node_utilization_example() -> None:
     """The example policy is the upstream README's LowNodeUtilization one: 20/50 on cpu,
     memory and pods, enabled at the balance extension point."""
-    text = one("ConfigMap", f"{ACCOUNT}-policy")["data"]["policy.yaml"]
+    text = one("ConfigMap", ACCOUNT)["data"]["policy.yaml"]
     policy = yaml.safe_load(text)
     assert policy["apiVersion"] == "descheduler/v1alpha2"
     assert policy["kind"] == "DeschedulerPolicy"

@@ -20,7 +20,7 @@ from agent.config.schema import Duration, HostPort
 from agent.descheduler.app import RunOptions, run_descheduler
 from agent.descheduler.policy import load_policy
 from agent.kube.api import KubeApi
-from agent.kube.connection import connect
+from agent.kube.connection import DESCHEDULER, connect
 from agent.kube.errors import KubeConfigError
 from agent.kube.leaderelection import ElectionTiming
 from agent.telemetry.logs import configure_logging
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     )
     log = structlog.get_logger(subsystem="descheduler")
     try:
-        connection = connect(config.kubeconfig)
+        connection = connect(config.kubeconfig, component=DESCHEDULER)
     except KubeConfigError as error:
         sys.stderr.write(f"kubelet-companion descheduler: {error}\n")
         return EXIT_FAILURE

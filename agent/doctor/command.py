@@ -9,7 +9,7 @@ from agent.config import AgentConfig
 from agent.doctor.report import ClusterStatus, DoctorReport, build_report
 from agent.doctor.reportline import report_section
 from agent.kube.api import KubeApi
-from agent.kube.connection import connect
+from agent.kube.connection import AGENT, connect
 from agent.kube.errors import KubeConfigError, KubeError
 from agent.logind.dropin import scan_dropins
 from agent.logind.dropin_order import Override, overriding_dropins
@@ -20,7 +20,7 @@ from agent.node.paths import HostPaths
 
 def check_cluster(config: AgentConfig) -> ClusterStatus:
     try:
-        connection = connect(config.kubeconfig)
+        connection = connect(config.kubeconfig, component=AGENT)
     except KubeConfigError as error:
         return ClusterStatus("misconfigured", str(error))
     if connection is None:

@@ -4,6 +4,11 @@ With none of them the agent runs in node-only mode: ``connect`` returns ``None``
 caller logs that once. Client-level retries are turned off because the adapter retries
 itself, with backoff it can see and bound.
 
+Each component sends its own User-Agent (``kubelet-companion-agent/<version>``,
+``kubelet-companion-descheduler/<version>``), as kubectl and client-go binaries do: the API
+server's audit log and its per-user-agent metrics then tell the two apart, and so can the
+tests that prove each component's RBAC from the requests it sent.
+
 A kubeconfig with ``insecure-skip-tls-verify`` makes urllib3 warn on every request
 (``InsecureRequestWarning``, with a stack line each time). The operator chose it; one log
 line says TLS verification is off, and the per-request warning is filtered out.
@@ -15,6 +20,7 @@ import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import structlog
 import urllib3
@@ -22,11 +28,22 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
+from agent import __version__
 from agent.kube.errors import KubeConfigError
 
 _log = structlog.get_logger(subsystem="kube.connection")
 _told_unverified: set[str] = set()
 """Sources already logged as unverified: the line is said once per process and source."""
+
+
+Component = Literal["agent", "descheduler"]
+AGENT: Component = "agent"
+DESCHEDULER: Component = "descheduler"
+
+
+def user_agent(component: Component) -> str:
+    """The User-Agent header of ``component``'s requests."""
+    return f"kubelet-companion-{component}/{__version__}"
 
 
 @dataclass(frozen=True)
@@ -42,7 +59,7 @@ def _configuration() -> k8s_client.Configuration:
     return configuration
 
 
-def _from_kubeconfig(path: str) -> ClusterConnection:
+def _from_kubeconfig(path: str, component: Component | None) -> ClusterConnection:
     configuration = _configuration()
     try:
         k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
@@ -51,7 +68,16 @@ def _from_kubeconfig(path: str) -> ClusterConnection:
     except (ConfigException, OSError, ValueError, TypeError) as error:
         # The client raises a mix of these for missing files, bad YAML and bad fields.
         raise KubeConfigError(f"kubeconfig {path}: {error}") from None
-    return _checked(ClusterConnection(k8s_client.ApiClient(configuration), f"kubeconfig {path}"))
+    return _checked(ClusterConnection(_client(configuration, component), f"kubeconfig {path}"))
+
+
+def _client(
+    configuration: k8s_client.Configuration, component: Component | None
+) -> k8s_client.ApiClient:
+    api_client = k8s_client.ApiClient(configuration)
+    if component is not None:
+        api_client.user_agent = user_agent(component)
+    return api_client
 
 
 def _checked(connection: ClusterConnection) -> ClusterConnection:
@@ -69,14 +95,17 @@ def _checked(connection: ClusterConnection) -> ClusterConnection:
     return connection
 
 
-def connect(kubeconfig: str = "") -> ClusterConnection | None:
+def connect(
+    kubeconfig: str = "", *, component: Component | None = None
+) -> ClusterConnection | None:
     """Return a connection, or ``None`` for node-only mode.
 
-    An explicitly configured kubeconfig that cannot be loaded is an error
+    ``component`` names the caller in the User-Agent header; without it the client's own
+    header is sent. An explicitly configured kubeconfig that cannot be loaded is an error
     (``KubeConfigError``), not a silent fallback: the operator asked for that cluster.
     """
     if kubeconfig:
-        return _from_kubeconfig(kubeconfig)
+        return _from_kubeconfig(kubeconfig, component)
     if os.environ.get("KUBERNETES_SERVICE_HOST"):
         configuration = _configuration()
         try:
@@ -86,11 +115,19 @@ def connect(kubeconfig: str = "") -> ClusterConnection | None:
         except ConfigException:
             pass
         else:
-            return _checked(ClusterConnection(k8s_client.ApiClient(configuration), "in-cluster"))
+            return _checked(ClusterConnection(_client(configuration, component), "in-cluster"))
     default = Path.home() / ".kube" / "config"
     if default.is_file():
-        return _from_kubeconfig(str(default))
+        return _from_kubeconfig(str(default), component)
     return None
 
 
-__all__ = ["ClusterConnection", "KubeConfigError", "connect"]
+__all__ = [
+    "AGENT",
+    "DESCHEDULER",
+    "ClusterConnection",
+    "Component",
+    "KubeConfigError",
+    "connect",
+    "user_agent",
+]

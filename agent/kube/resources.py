@@ -61,4 +61,4 @@ PERSISTENT_VOLUME_CLAIMS = Resource(
 NODE_REPORTS = Resource(
     "kubelet-companion.io", "v1alpha1", "nodereports", "NodeReport", namespaced=False
 )
-"""Our CRD (``daemonset/nodereport-crd.yaml``): one cluster-scoped object per node."""
+"""Our CRD (``daemonset/base/nodereport-crd.yaml``): one cluster-scoped object per node."""

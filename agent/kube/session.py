@@ -11,13 +11,13 @@ from contextlib import contextmanager
 
 from agent.config import AgentConfig
 from agent.kube.api import JsonObject, KubeApi
-from agent.kube.connection import connect
+from agent.kube.connection import AGENT, connect
 from agent.kube.resources import NODES, PODS
 
 
 def open_api(config: AgentConfig) -> KubeApi | None:
     """A ``KubeApi`` for the configured cluster, or ``None`` in node-only mode."""
-    connection = connect(config.kubeconfig)
+    connection = connect(config.kubeconfig, component=AGENT)
     if connection is None:
         return None
     return KubeApi(connection.api_client, request_timeout=config.kube.request_timeout)

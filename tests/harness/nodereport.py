@@ -13,7 +13,7 @@ from tests.harness.hosttree import HostTree
 
 JSON = dict[str, Any]
 GIB = 2**30
-CRD_PATH = Path(__file__).parents[2] / "daemonset" / "nodereport-crd.yaml"
+CRD_PATH = Path(__file__).parents[2] / "daemonset" / "base" / "nodereport-crd.yaml"
 
 
 @dataclass
@@ -55,5 +55,5 @@ class NodeProc:
 
 
 def register_crd(server: FakeApiServer) -> JSON:
-    """Our CRD from ``daemonset/``, as a cluster admin would apply it."""
+    """Our CRD from ``daemonset/base/``, as a cluster admin would apply it."""
     return server.create(yaml.safe_load(CRD_PATH.read_text()))

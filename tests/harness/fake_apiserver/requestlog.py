@@ -49,6 +49,18 @@ class RecordedRequest:
 
 
 Predicate = Callable[[RecordedRequest], bool]
+Observer = Callable[[RecordedRequest], None]
+
+_observers: list[Observer] = []
+"""Called with every request any server's log records (the whole session's, not one test's)."""
+
+
+def observe_every_server(observer: Observer) -> Callable[[], None]:
+    """Have ``observer`` see each request every fake API server records from now on, as it
+    arrives (before its status is known); returns the function that stops it. The RBAC proof
+    (tests/harness/rbac) collects a whole session's requests this way."""
+    _observers.append(observer)
+    return lambda: _observers.remove(observer)
 
 
 class RequestLog:
@@ -63,6 +75,8 @@ class RequestLog:
         with self._cond:
             self._entries.append(entry)
             self._cond.notify_all()
+        for observer in tuple(_observers):
+            observer(entry)
         return entry
 
     def completed(self, entry: RecordedRequest, status: int | None) -> None:

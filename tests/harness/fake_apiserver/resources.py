@@ -249,8 +249,21 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         resets_status_on_create=True,
     ),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True, singular="lease"),
+    # Stored, never run (no CronJob or Job controller): served for the cronjob overlay.
+    ResourceType(
+        "batch",
+        "v1",
+        "cronjobs",
+        "CronJob",
+        namespaced=True,
+        singular="cronjob",
+        short_names=("cj",),
+        subresources=frozenset({"status"}),
+        tracks_generation=True,
+        categories=("all",),
+    ),
     # RBAC and admission policies are stored, never enforced: they are served so that
-    # manifests (daemonset/*.yaml) can be created against the fake, e.g. by kubectl.
+    # manifests (daemonset/) can be created against the fake, e.g. by kubectl.
     ResourceType(
         "rbac.authorization.k8s.io",
         "v1",

@@ -7,7 +7,7 @@ import pytest
 
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
-from agent.kube.connection import connect
+from agent.kube.connection import DESCHEDULER, connect
 from tests.harness.fake_apiserver import FakeApiServer, manifests
 
 README_REMOVE_DUPLICATES = """\
@@ -35,7 +35,8 @@ def kubeconfig(fake_apiserver: FakeApiServer, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def kube_api(kubeconfig: Path) -> Iterator[KubeApi]:
-    connection = connect(str(kubeconfig))
+    # The descheduler's User-Agent: its requests count towards its RBAC proof.
+    connection = connect(str(kubeconfig), component=DESCHEDULER)
     assert connection is not None
     api = KubeApi(connection.api_client, request_timeout=5.0)
     yield api

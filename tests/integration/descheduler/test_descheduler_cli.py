@@ -149,12 +149,12 @@ def test_missing_policy_flag_exits_2(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_the_shipped_deployment_flags_resolve() -> None:
-    """The flags daemonset/descheduler.yaml passes (upstream's names) resolve to a looping,
-    leader-elected run whose Lease lives in the given namespace."""
+    """The flags daemonset/base/descheduler-deployment.yaml passes (upstream's names) resolve
+    to a looping, leader-elected run whose Lease lives in the given namespace."""
     args = build_parser().parse_args(
         [
             "descheduler",
-            "--policy-config-file=/policy/policy.yaml",
+            "--policy-config-file=/etc/kubelet-companion/policy.yaml",
             "--descheduling-interval=5m",
             "--leader-elect",
             "--leader-elect-resource-namespace=kubelet-companion",

@@ -1,20 +1,18 @@
-"""The shipped manifests (daemonset/*.yaml): the descheduler's RBAC is exactly what it needs,
-and its Deployment runs it as upstream's HA mode does, unprivileged."""
+"""The rendered base (daemonset/base): the descheduler's RBAC is exactly what it needs, and
+its Deployment runs it as upstream's HA mode does, unprivileged."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-MANIFESTS = Path(__file__).resolve().parents[3] / "daemonset"
-ACCOUNT = "kubelet-companion-descheduler"
-NAMESPACE = "kubelet-companion"
-JSON = dict[str, Any]
+from tests.harness.kustomize import DESCHEDULER_ACCOUNT as ACCOUNT
+from tests.harness.kustomize import JSON, NAMESPACE, render, target_id, targets
+from tests.harness.kustomize import one as one_of
 
-READ = ("get", "list", "watch")
+READ = ("list", "watch")
 DESCHEDULER_CLUSTER_GRANTS = {
     *(("", resource, verb) for resource in ("pods", "nodes", "namespaces") for verb in READ),
     *(("", "persistentvolumeclaims", verb) for verb in READ),
@@ -36,21 +34,8 @@ DESCHEDULER_LEASE_GRANTS = {
 """(apiGroup, resource, verb, resourceName or "" for any) in the descheduler's namespace."""
 
 
-def documents() -> list[tuple[str, JSON]]:
-    return [
-        (path.name, doc)
-        for path in sorted(MANIFESTS.glob("*.yaml"))
-        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))
-        if doc
-    ]
-
-
 def one(kind: str, name: str) -> JSON:
-    matches = [
-        doc for _, doc in documents() if (doc["kind"], doc["metadata"]["name"]) == (kind, name)
-    ]
-    assert len(matches) == 1, f"expected one {kind} {name}, found {len(matches)}"
-    return matches[0]
+    return one_of(render(), kind, name)
 
 
 def grants(role: JSON) -> set[tuple[str, ...]]:
@@ -80,29 +65,32 @@ def bound_to_account(binding: JSON, role_kind: str, role_name: str) -> bool:
     ]
 
 
-def test_every_manifest_document_is_a_kubernetes_object() -> None:
-    """Each YAML document in daemonset/ parses and has apiVersion, kind and a name."""
-    docs = documents()
-    assert {name for name, _ in docs} >= {"descheduler.yaml", "descheduler-rbac.yaml"}
-    for file, doc in docs:
-        assert doc.get("apiVersion"), file
-        assert doc.get("kind"), file
-        assert doc.get("metadata", {}).get("name"), file
+@pytest.mark.parametrize("target", [pytest.param(path, id=target_id(path)) for path in targets()])
+def test_every_rendered_object_is_a_kubernetes_object(target: Path) -> None:
+    """Each object the base or an overlay renders has apiVersion, kind and a name."""
+    docs = render(target)
+    assert docs
+    for doc in docs:
+        assert doc.get("apiVersion"), doc
+        assert doc.get("kind"), doc
+        assert doc.get("metadata", {}).get("name"), doc
 
 
-def test_no_rbac_rule_uses_a_wildcard() -> None:
-    """No Role or ClusterRole in daemonset/ grants '*' groups, resources or verbs."""
-    for file, doc in documents():
+@pytest.mark.parametrize("target", [pytest.param(path, id=target_id(path)) for path in targets()])
+def test_no_rbac_rule_uses_a_wildcard(target: Path) -> None:
+    """No rendered Role or ClusterRole grants '*' groups, resources or verbs."""
+    for doc in render(target):  # type: ignore[arg-type]
         if doc["kind"] not in ("Role", "ClusterRole"):
             continue
         for rule in doc["rules"]:
             for field in ("apiGroups", "resources", "verbs", "resourceNames"):
-                assert not any("*" in value for value in rule.get(field) or []), (file, rule)
-            assert "nonResourceURLs" not in rule, (file, rule)
+                assert not any("*" in value for value in rule.get(field) or []), (doc, rule)
+            assert "nonResourceURLs" not in rule, (doc, rule)
 
 
 def test_the_descheduler_cluster_role_grants_exactly_what_it_needs() -> None:
-    """Reads of the cached kinds, eviction, events: nothing more (no delete, no writes)."""
+    """List+watch of the cached kinds, eviction, events: nothing more (no get, no delete,
+    no writes)."""
     role = one("ClusterRole", ACCOUNT)
     assert grants(role) == DESCHEDULER_CLUSTER_GRANTS
     assert bound_to_account(one("ClusterRoleBinding", ACCOUNT), "ClusterRole", ACCOUNT)
@@ -135,7 +123,7 @@ def test_the_descheduler_deployment_runs_two_leader_elected_unprivileged_replica
     assert args[0] == "descheduler"
     assert "--leader-elect" in args
     assert "--descheduling-interval=5m" in args
-    assert "--policy-config-file=/policy/policy.yaml" in args
+    assert "--policy-config-file=/etc/kubelet-companion/policy.yaml" in args
     # The Lease lives where the Role for it is: the descheduler's own namespace.
     assert "--leader-elect-resource-namespace=$(POD_NAMESPACE)" in args
     (namespace_env,) = [env for env in container["env"] if env["name"] == "POD_NAMESPACE"]
@@ -151,24 +139,26 @@ def test_the_descheduler_deployment_runs_two_leader_elected_unprivileged_replica
     assert security["privileged"] is False
     assert security["capabilities"] == {"drop": ["ALL"]}
     config = one("ConfigMap", ACCOUNT)["data"]["descheduler.yaml"]
+    (config_volume,) = [v for v in pod["volumes"] if v["name"] == "config"]
+    assert config_volume["configMap"]["name"] == one("ConfigMap", ACCOUNT)["metadata"]["name"]
     assert yaml.safe_load(config)["metricsBindAddress"] == "0.0.0.0:9478"
 
 
-@pytest.mark.parametrize(
-    "volume",
-    [pytest.param("config", id="config"), pytest.param("policy", id="policy")],
-)
-def test_the_deployment_mounts_config_maps_that_are_shipped(volume: str) -> None:
-    """Every ConfigMap the Deployment mounts is defined in daemonset/, in its namespace."""
+def test_the_deployment_mounts_the_one_config_map_that_is_rendered() -> None:
+    """The descheduler's config and policy come from its one ConfigMap, rendered with its
+    hash in its namespace, mounted where the args look for them."""
     pod = one("Deployment", ACCOUNT)["spec"]["template"]["spec"]
-    (source,) = [v["configMap"]["name"] for v in pod["volumes"] if v["name"] == volume]
-    assert one("ConfigMap", source)["metadata"]["namespace"] == NAMESPACE
+    sources = [v["configMap"]["name"] for v in pod["volumes"] if "configMap" in v]
+    config_map = one("ConfigMap", ACCOUNT)
+    assert sources == [config_map["metadata"]["name"]]
+    assert config_map["metadata"]["namespace"] == NAMESPACE
+    assert set(config_map["data"]) == {"descheduler.yaml", "policy.yaml"}
 
 
 def test_the_example_policy_is_upstreams_low_node_utilization_example() -> None:
     """The example policy is the upstream README's LowNodeUtilization one: 20/50 on cpu,
     memory and pods, enabled at the balance extension point."""
-    text = one("ConfigMap", f"{ACCOUNT}-policy")["data"]["policy.yaml"]
+    text = one("ConfigMap", ACCOUNT)["data"]["policy.yaml"]
     policy = yaml.safe_load(text)
     assert policy["apiVersion"] == "descheduler/v1alpha2"
     assert policy["kind"] == "DeschedulerPolicy"

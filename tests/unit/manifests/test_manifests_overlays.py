@@ -1,0 +1,132 @@
+"""Each overlay changes the one thing it is for and leaves the rest of the base alone: the
+descheduler as a CronJob (without the Lease Role it no longer needs), the admission policy
+added, the agent's readiness preset switched to Gardener's keys."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from agent.config import AgentConfig
+from agent.config.loader import parse_document
+from tests.harness.kustomize import (
+    AGENT_ACCOUNT,
+    BASE,
+    DESCHEDULER_ACCOUNT,
+    JSON,
+    MANIFESTS,
+    NAMESPACE,
+    generated,
+    one,
+    overlays,
+    render,
+)
+
+CRONJOB = MANIFESTS / "overlays" / "cronjob"
+ADMISSION = MANIFESTS / "overlays" / "admission-policy"
+GARDENER = MANIFESTS / "overlays" / "gardener"
+AGENT_CONFIG = "kubelet-companion-agent"
+
+Key = tuple[str, str]
+
+
+def _by_key(docs: list[JSON]) -> dict[Key, JSON]:
+    return {(doc["kind"], doc["metadata"]["name"]): doc for doc in docs}
+
+
+def _changes(overlay: Path) -> tuple[set[Key], set[Key], set[Key]]:
+    """(removed, added, changed) objects of ``overlay`` against the base."""
+    base, over = _by_key(render(BASE)), _by_key(render(overlay))
+    changed = {key for key in base.keys() & over.keys() if base[key] != over[key]}
+    return base.keys() - over.keys(), over.keys() - base.keys(), changed
+
+
+def test_the_shipped_overlays_are_the_ones_tested_here() -> None:
+    """The overlays of this scope exist (others, e.g. monitoring, are rendered and validated
+    by the generic tests, which glob every overlay)."""
+    assert {CRONJOB, ADMISSION, GARDENER} <= set(overlays())
+
+
+def test_the_cronjob_overlay_runs_one_cycle_per_job_instead_of_a_deployment() -> None:
+    """The CronJob runs --descheduling-interval=0 without leader election, never two at
+    once, keeping a cooldown's Lease in its own namespace; it replaces the Deployment and
+    nothing else changes (the Lease Role stays for the cooldown's memory)."""
+    removed, added, changed = _changes(CRONJOB)
+    assert removed == {("Deployment", DESCHEDULER_ACCOUNT)}
+    assert added == {("CronJob", DESCHEDULER_ACCOUNT)}
+    assert changed == set()
+    cronjob = one(render(CRONJOB), "CronJob", DESCHEDULER_ACCOUNT)
+    assert cronjob["spec"]["concurrencyPolicy"] == "Forbid"
+    pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == DESCHEDULER_ACCOUNT
+    assert pod["restartPolicy"] == "Never"
+    (container,) = pod["containers"]
+    assert "--descheduling-interval=0" in container["args"]
+    assert "--leader-elect" not in container["args"]
+    assert "--leader-elect-resource-namespace=$(POD_NAMESPACE)" in container["args"]
+    (namespace_env,) = container["env"]
+    assert namespace_env["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    deployment = one(render(BASE), "Deployment", DESCHEDULER_ACCOUNT)
+    (deployed,) = deployment["spec"]["template"]["spec"]["containers"]
+    for field in ("image", "resources", "securityContext", "volumeMounts", "livenessProbe"):
+        assert container[field] == deployed[field], field
+    assert pod["volumes"] == deployment["spec"]["template"]["spec"]["volumes"]
+
+
+def test_the_admission_policy_overlay_adds_the_policy_for_the_agents_account() -> None:
+    """The overlay adds the ValidatingAdmissionPolicy and its Deny binding, matched to the
+    agent's ServiceAccount, and changes nothing of the base."""
+    removed, added, changed = _changes(ADMISSION)
+    name = "kubelet-companion-own-node-only"
+    assert (removed, changed) == (set(), set())
+    assert added == {
+        ("ValidatingAdmissionPolicy", name),
+        ("ValidatingAdmissionPolicyBinding", name),
+    }
+    docs = render(ADMISSION)
+    binding = one(docs, "ValidatingAdmissionPolicyBinding", name)
+    assert binding["spec"] == {"policyName": name, "validationActions": ["Deny"]}
+    (condition,) = one(docs, "ValidatingAdmissionPolicy", name)["spec"]["matchConditions"]
+    assert f"'system:serviceaccount:{NAMESPACE}:{AGENT_ACCOUNT}'" in condition["expression"]
+
+
+def _agent_config(docs: list[JSON]) -> tuple[str, AgentConfig]:
+    (config_map,) = [
+        doc
+        for doc in docs
+        if doc["kind"] == "ConfigMap" and generated(AGENT_CONFIG, doc["metadata"]["name"])
+    ]
+    name = config_map["metadata"]["name"]
+    return name, parse_document(AgentConfig, config_map["data"]["agent.yaml"], name)
+
+
+def test_the_gardener_overlay_switches_only_the_readiness_preset() -> None:
+    """The agent's config differs from the base's in readiness.preset (gardener) alone, and
+    the DaemonSet mounts it under its new hashed name, so the agents restart with it."""
+    base_name, base_config = _agent_config(render(BASE))
+    name, config = _agent_config(render(GARDENER))
+    assert base_config.readiness.preset == "default"
+    assert config.readiness.preset == "gardener"
+    expected = dataclasses.replace(
+        base_config, readiness=dataclasses.replace(base_config.readiness, preset="gardener")
+    )
+    assert config == expected
+    assert name != base_name
+    removed, added, changed = _changes(GARDENER)
+    assert removed == {("ConfigMap", base_name)}
+    assert added == {("ConfigMap", name)}
+    assert changed == {("DaemonSet", AGENT_ACCOUNT)}
+    daemonset = one(render(GARDENER), "DaemonSet", AGENT_ACCOUNT)
+    volumes = daemonset["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "config", "configMap": {"name": name}} in volumes
+
+
+@pytest.mark.parametrize(
+    "overlay", [pytest.param(path, id=path.name) for path in (CRONJOB, ADMISSION, GARDENER)]
+)
+def test_the_agents_rbac_is_the_same_in_every_overlay(overlay: Path) -> None:
+    """No overlay of this scope widens or narrows the agent's ClusterRole or its binding."""
+    for kind in ("ClusterRole", "ClusterRoleBinding", "ServiceAccount"):
+        assert one(render(overlay), kind, AGENT_ACCOUNT) == one(render(BASE), kind, AGENT_ACCOUNT)

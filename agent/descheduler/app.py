@@ -41,7 +41,11 @@ from agent.descheduler.evictions.live import (
     LiveEvictor,
     ResultListener,
 )
-from agent.descheduler.metrics import RESULT_BLOCKED_BY_PDB, DeschedulerMetrics
+from agent.descheduler.metrics import (
+    RESULT_BLOCKED_BY_PDB,
+    DeschedulerMetrics,
+    NodeReportFreshness,
+)
 from agent.descheduler.model import ClusterSnapshot, NodeUsage
 from agent.descheduler.plan import Plan, PlannedEviction
 from agent.descheduler.policy import DeschedulerPolicy
@@ -331,6 +335,8 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
         def usage() -> Mapping[str, NodeUsage]:
             return usage_by_node(watched.all_reports(), clock.now())
 
+        registry.register(NodeReportFreshness(watched.all_reports, clock.now))
+
     state = ClusterState(api, PROJECTIONS, usage=usage, decoding=options.decoding)
     descheduler = Descheduler(
         policy,
@@ -343,6 +349,7 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
         elector=elector,
         memory=memory,
     )
+    metrics.follow_leadership(lambda: descheduler.leading)
     exit_code = 0
 
     async def cycles() -> None:

@@ -28,7 +28,7 @@ from tests.unit.swap.test_swap_collector import report_with
 Catalogue = dict[str, frozenset[str]]
 """Exposed series name (``_total``, ``_bucket`` ... included) -> its label names."""
 
-_SUFFIXES = {
+SERIES_SUFFIXES = {
     "counter": (("_total", ()), ("_created", ())),
     "gauge": (("", ()),),
     "histogram": (("_bucket", ("le",)), ("_sum", ()), ("_count", ()), ("_created", ())),
@@ -47,7 +47,7 @@ def _declared(holders: Iterable[object]) -> Catalogue:
             # prometheus_client keeps the declared label names here; there is no public
             # accessor, and a labelled metric has no samples to read them from until used.
             declared = tuple(metric._labelnames)
-            for suffix, extra in _SUFFIXES[family.type]:
+            for suffix, extra in SERIES_SUFFIXES[family.type]:
                 series[family.name + suffix] = frozenset((*declared, *extra))
     return series
 

@@ -1,7 +1,7 @@
-# syntax=docker/dockerfile:1
 # One image for both components: the node agent (DaemonSet) and the descheduler (Deployment or
 # CronJob); the manifests pass the subcommand as args. Build from the repository root:
 #   docker build -t kubelet-companion:0.1.0 .
+# (BuildKit, docker build's default since Docker 23, for RUN --mount below.)
 #
 # The base is pinned to a full patch tag, the CPython the test suite runs on, on Debian 12:
 # a moving tag (python:3.11-slim) would change the interpreter and the libc under a rebuild

@@ -190,7 +190,7 @@ def install(target: Target, *, source: Path, python: str, pip_args: Sequence[str
         "next: to join the cluster, put the agent's kubeconfig in "
         "/etc/kubelet-companion/kubeconfig and its path in /etc/kubelet-companion/env "
         "(see env.example; without it the agent runs node-only), then "
-        f"systemctl enable --now {UNIT_NAME}"
+        f"systemctl enable --now {UNIT_NAME} (after an upgrade: systemctl restart {UNIT_NAME})"
     )
 
 

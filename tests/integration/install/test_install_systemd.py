@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -336,15 +337,24 @@ def test_without_an_env_file_the_unit_runs_the_agent_node_only(
     unit_process: tuple[subprocess.Popen[str], int],
 ) -> None:
     """On a node with no /etc/kubelet-companion/env yet, the unit's agent does not exit (no
-    crash loop on a kubeconfig that is not there): it serves /healthz, says node-only, and
-    exits 0 on SIGTERM."""
+    crash loop on a kubeconfig that is not there): it says it runs node-only, serves
+    /healthz, and exits 0 on SIGTERM."""
     process, port = unit_process
+    assert process.stdout is not None
+    lines: list[str] = []
+
+    def read() -> None:
+        for line in process.stdout or []:
+            lines.append(line)  # noqa: PERF402 - each line must be visible as it arrives
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     deadline = time.monotonic() + 60
-    while _get(f"http://127.0.0.1:{port}/healthz") != 200:
-        assert process.poll() is None, process.communicate()[0]
-        assert time.monotonic() < deadline, "the agent never served /healthz"
+    while not any("node-only mode" in line for line in lines):
+        assert process.poll() is None or reader.is_alive(), "".join(lines)
+        assert time.monotonic() < deadline, "no node-only line:\n" + "".join(lines)
         time.sleep(0.05)
+    assert _get(f"http://127.0.0.1:{port}/healthz") == 200
+    assert process.poll() is None, "".join(lines)
     process.send_signal(signal.SIGTERM)
-    output, _ = process.communicate(timeout=30)
-    assert process.returncode == 0, output
-    assert "node-only mode" in output
+    assert process.wait(timeout=30) == 0, "".join(lines)

@@ -50,7 +50,11 @@ from agent.descheduler.evictions.live import (
     ResultListener,
 )
 from agent.descheduler.framework.types import BALANCE
-from agent.descheduler.metrics import RESULT_BLOCKED_BY_PDB, DeschedulerMetrics
+from agent.descheduler.metrics import (
+    RESULT_BLOCKED_BY_PDB,
+    DeschedulerMetrics,
+    NodeReportFreshness,
+)
 from agent.descheduler.model import ClusterSnapshot, NodeUsage, PodInfo
 from agent.descheduler.plan import Plan, PlannedEviction
 from agent.descheduler.plugins.criticaladdonrescue import NAME as RESCUE
@@ -509,6 +513,8 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
         def usage() -> Mapping[str, NodeUsage]:
             return usage_by_node(watched.all_reports(), clock.now())
 
+        registry.register(NodeReportFreshness(watched.all_reports, clock.now))
+
     state = ClusterState(api, PROJECTIONS, usage=usage, decoding=options.decoding)
     owned_taints = OwnedTaints(kube, monotonic=clock.monotonic)
     taint_actions = TaintActions(
@@ -530,6 +536,7 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
         memory=memory,
         taint_actions=taint_actions,
     )
+    metrics.follow_leadership(lambda: descheduler.leading)
     exit_code = 0
     schedule = CycleSchedule(options.interval, options.min_cycle_spacing)
     wake = asyncio.Event()

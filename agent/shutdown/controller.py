@@ -83,6 +83,7 @@ class ShutdownController:
         self.budget = budget_seconds(self.buckets)
         self.paths = paths
         self.metrics = metrics
+        metrics.budget.set(self.budget)
         self.health = health
         self.clock = clock
         self.store = RecordStore(Path(config.shutdown_state_file))

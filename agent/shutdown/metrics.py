@@ -46,6 +46,12 @@ class ShutdownMetrics:
             "1 while the agent holds its logind shutdown delay lock, else 0.",
             registry=registry,
         )
+        self.budget = Gauge(
+            "kubelet_companion_shutdown_budget_seconds",
+            "The graceful shutdown budget (the sum of the priority buckets) this agent holds "
+            "logind's delay lock for; 0 when graceful shutdown is off (and no lock is taken).",
+            registry=registry,
+        )
         self.inhibit_delay_max = Gauge(
             "kubelet_companion_logind_inhibit_delay_max_seconds",
             "logind's InhibitDelayMaxSec as last read over D-Bus, in seconds.",

@@ -262,6 +262,26 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         tracks_generation=True,
         categories=("all",),
     ),
+    # prometheus-operator's kinds, stored, never acted on: served (as a cluster with the
+    # operator installed serves them) so the monitoring overlay can be dry-run created.
+    ResourceType(
+        "monitoring.coreos.com",
+        "v1",
+        "servicemonitors",
+        "ServiceMonitor",
+        namespaced=True,
+        singular="servicemonitor",
+        tracks_generation=True,
+    ),
+    ResourceType(
+        "monitoring.coreos.com",
+        "v1",
+        "prometheusrules",
+        "PrometheusRule",
+        namespaced=True,
+        singular="prometheusrule",
+        tracks_generation=True,
+    ),
     # RBAC and admission policies are stored, never enforced: they are served so that
     # manifests (daemonset/) can be created against the fake, e.g. by kubectl.
     ResourceType(

@@ -184,10 +184,8 @@ class PodListProjector:
         self._affinity: _Memo[bytes, Any] = _Memo(limit)
         # Statuses are equal across pods that started in the same rhythm (condition times
         # are kept relative to creation): one copy of each, and of each ``extra`` holding it.
-        self._statuses: _Memo[PodStatusInfo, PodStatusInfo] = _Memo(limit)
-        self._extras: _Memo[tuple[bytes, bool, PodStatusInfo | None], Mapping[str, Any]] = _Memo(
-            limit
-        )
+        self._statuses: _Memo[_StatusKey, PodStatusInfo | None] = _Memo(limit)
+        self._extras: _Memo[tuple[bytes, bool, _StatusKey], Mapping[str, Any]] = _Memo(limit)
         # Times repeat in bursts (a rollout's pods share their second), not across the
         # cluster: a small table, or it would hold a float per pod.
         self._times: _Memo[str, float | None] = _Memo(4096)
@@ -263,7 +261,7 @@ class PodListProjector:
         if affinity is _MISSING:
             affinity = self._affinity.remember(affinity_bytes, _decode_any(affinity_bytes) or None)
         created = self._time(metadata.creation_timestamp) or 0.0
-        pod_status = self._status(status, created)
+        status_key, pod_status = self._status(status, created)
         local_storage, claims = _volume_facts(spec.volumes) if spec.volumes else (False, ())
         return PodInfo(
             namespace=namespace,
@@ -290,9 +288,9 @@ class PodListProjector:
             pvc_claims=claims,
             images=images,
             ready=_ready(status.conditions),
-            extra=self._extra_of(spec, pod_status)
+            extra=self._extra_of(spec, status_key, pod_status)
             if spec.node_name
-            else _pending_extra(self._extra_of(spec, pod_status), status),
+            else _pending_extra(self._extra_of(spec, status_key, pod_status), status),
         )
 
     def _containers_part(self, spec: ItemSpec, status: ItemStatus) -> _ContainersPart:
@@ -322,38 +320,51 @@ class PodListProjector:
     def _new_map(self, data: bytes) -> Mapping[str, str]:
         return self._maps.remember(data, dict(_LABELS.decode(data) or EMPTY_MAP))
 
-    def _status(self, status: ItemStatus, created: float) -> PodStatusInfo | None:
-        """``projection.pod_status`` of the same status, one copy of each distinct result."""
+    def _status(
+        self, status: ItemStatus, created: float
+    ) -> tuple[_StatusKey, PodStatusInfo | None]:
+        """``projection.pod_status`` of the same status, one copy of each distinct result.
+
+        Every pod has a status, so this runs once per pod at cold start: the memo is keyed
+        by a plain tuple of exactly the values the result is made of (hashed in C), and the
+        frozen dataclasses are built only on a miss. The key is returned too: it keys the
+        ``extra`` memo without hashing the dataclasses.
+        """
+        times = self._times
         conditions = []
         for condition in status.conditions or ():
-            moved = self._time(condition.last_transition_time)
+            moved = times.get(condition.last_transition_time or "", _MISSING)
+            if moved is _MISSING:
+                moved = self._time(condition.last_transition_time)
             conditions.append(
-                PodConditionInfo(
-                    type=intern(condition.type or ""),
-                    status=intern(condition.status or ""),
-                    reason=intern(condition.reason or ""),
-                    since_creation=None if moved is None else moved - created,
+                (
+                    condition.type,
+                    condition.status,
+                    condition.reason,
+                    None if moved is None else moved - created,
                 )
             )
-        info = PodStatusInfo(
-            reason=status.reason or "",
-            containers=_container_statuses(status.container_statuses),
-            init_containers=_container_statuses(status.init_container_statuses),
-            ephemeral_containers=_container_statuses(status.ephemeral_container_statuses),
-            conditions=tuple(conditions),
+        key = (
+            status.reason,
+            tuple(conditions),
+            _container_states(status.container_statuses),
+            _container_states(status.init_container_statuses),
+            _container_states(status.ephemeral_container_statuses),
         )
-        if info.empty:
-            return None
-        found = self._statuses.get(info)
-        return found if found is not None else self._statuses.remember(info, info)
+        found = self._statuses.get(key, _MISSING)
+        if found is _MISSING:
+            found = self._statuses.remember(key, _status_info(key))
+        return key, found
 
-    def _extra_of(self, spec: ItemSpec, status: PodStatusInfo | None) -> Mapping[str, Any]:
+    def _extra_of(
+        self, spec: ItemSpec, status_key: _StatusKey, status: PodStatusInfo | None
+    ) -> Mapping[str, Any]:
         """``PodInfo.extra``: shared by the pods of one template, empty for most pods."""
         spread = bytes(spec.topology_spread_constraints)
         claims = bool(spec.resource_claims)
         if not claims and status is None and spread == b"null":
             return EMPTY_MAP
-        key = (spread, claims, status)
+        key = (spread, claims, status_key)
         found = self._extras.get(key)
         if found is not None:
             return found
@@ -421,25 +432,60 @@ def _pending_extra(extra: Mapping[str, Any], status: ItemStatus) -> Mapping[str,
     return {**extra, projection.UNSCHEDULABLE_SINCE: since}
 
 
-def _container_statuses(
-    statuses: list[ItemContainerStatus] | None,
-) -> tuple[ContainerStatusInfo, ...]:
+_ContainerState = tuple[int, str | None, str | None, int | None]
+_StatusKey = tuple[
+    str | None,
+    tuple[tuple[str | None, str | None, str | None, float | None], ...],
+    tuple[_ContainerState, ...],
+    tuple[_ContainerState, ...],
+    tuple[_ContainerState, ...],
+]
+
+
+def _container_states(statuses: list[ItemContainerStatus] | None) -> tuple[_ContainerState, ...]:
+    """Per container: restarts, the waiting and terminated reasons (``None`` when that
+    state is absent) and the exit code; all ``container_status`` reads."""
     if not statuses:
         return ()
-    kept = []
+    states = []
     for each in statuses:
         state = each.state
         waiting = state.waiting if state is not None else None
         terminated = state.terminated if state is not None else None
-        info = container_status(
-            each.restart_count or 0,
-            None if waiting is None else waiting.reason or "",
-            None if terminated is None else terminated.reason or "",
-            None if terminated is None else terminated.exit_code,
+        states.append(
+            (
+                each.restart_count or 0,
+                None if waiting is None else waiting.reason or "",
+                None if terminated is None else terminated.reason or "",
+                None if terminated is None else terminated.exit_code,
+            )
         )
-        if info is not None:
-            kept.append(info)
-    return tuple(kept)
+    return tuple(states)
+
+
+def _status_info(key: _StatusKey) -> PodStatusInfo | None:
+    reason, conditions, containers, init_containers, ephemeral_containers = key
+    info = PodStatusInfo(
+        reason=reason or "",
+        containers=_kept(containers),
+        init_containers=_kept(init_containers),
+        ephemeral_containers=_kept(ephemeral_containers),
+        conditions=tuple(
+            PodConditionInfo(
+                type=intern(kind or ""),
+                status=intern(value or ""),
+                reason=intern(why or ""),
+                since_creation=since,
+            )
+            for kind, value, why, since in conditions
+        ),
+    )
+    return None if info.empty else info
+
+
+def _kept(states: tuple[_ContainerState, ...]) -> tuple[ContainerStatusInfo, ...]:
+    kept = [container_status(*state) for state in states]
+    return tuple(info for info in kept if info is not None)
 
 
 def _ready(conditions: list[ItemCondition] | None) -> bool:

@@ -1,0 +1,56 @@
+"""Which NodeState events call for a swap audit now: the ones that change what it reads.
+
+A full audit walks the kubepods tree and recomputes every container's limit: milliseconds
+for a full node, in a worker thread. Most pod events on a busy node are status updates that
+touch nothing the audit reads (Ready flips, conditions, a deletion timestamp); auditing on
+each of them was the agent's largest CPU cost under pod churn (``scripts/benchmarks/
+footprint.py``, BENCHMARKS.md). So a pod event wakes the audit only when the pod came or
+went, or its audit view (``pod_view``: UIDs, QoS, each container's memory and runtime ID)
+changed. Everything else waits for the timer (``memorySwap.auditInterval``), which also
+catches cgroup changes that no API event shows.
+
+Called on the event loop (NodeState's listeners), so the remembered views need no lock.
+"""
+
+from __future__ import annotations
+
+from agent.kube.api import JsonObject
+from agent.swap.pods import PodView, pod_view
+
+
+def wakes_audit(obj: JsonObject | None) -> bool:
+    """Whether a NodeState event may call for an audit: pod changes may; Node changes (our
+    own label patches come back as Node events) wait for the timer."""
+    return obj is None or obj.get("kind") != "Node"
+
+
+def _key(obj: JsonObject) -> str:
+    metadata = obj.get("metadata") or {}
+    return str(metadata.get("uid") or f"{metadata.get('namespace')}/{metadata.get('name')}")
+
+
+class AuditInputs:
+    """The audit view of each pod last audited or seen, to tell real changes from noise."""
+
+    def __init__(self) -> None:
+        self._views: dict[str, PodView] = {}
+
+    def remember(self, pods: list[JsonObject]) -> None:
+        """The pods an audit is about to read: their later events are compared with these."""
+        self._views = {_key(pod): pod_view(pod) for pod in pods}
+
+    def changed(self, kind: str, obj: JsonObject | None) -> bool:
+        """Whether this event changes what the audit reads (and remember the pod's view)."""
+        if not wakes_audit(obj):
+            return False
+        if obj is None:  # a relist: anything may have changed
+            return True
+        key = _key(obj)
+        if kind == "DELETED":
+            self._views.pop(key, None)
+            return True
+        view = pod_view(obj)
+        if self._views.get(key) == view:
+            return False
+        self._views[key] = view
+        return True

@@ -4,10 +4,11 @@ A full audit walks the kubepods tree and recomputes every container's limit: mil
 for a full node, in a worker thread. Most pod events on a busy node are status updates that
 touch nothing the audit reads (Ready flips, conditions, a deletion timestamp); auditing on
 each of them was the agent's largest CPU cost under pod churn (``scripts/benchmarks/
-footprint.py``, BENCHMARKS.md). So a pod event wakes the audit only when the pod came or
-went, or its audit view (``pod_view``: UIDs, QoS, each container's memory and runtime ID)
-changed. Everything else waits for the timer (``memorySwap.auditInterval``), which also
-catches cgroup changes that no API event shows.
+footprint.py``, BENCHMARKS.md). So a pod event wakes the audit only when a pod with a
+running container (one with a runtime ID: it has a cgroup to audit) came or went, or its
+audit view (``pod_view``: UIDs, QoS, each container's memory and runtime ID) changed.
+Everything else waits for the timer (``memorySwap.auditInterval``), which also catches
+cgroup changes that no API event shows.
 
 Called on the event loop (NodeState's listeners), so the remembered views need no lock.
 """
@@ -47,10 +48,17 @@ class AuditInputs:
             return True
         key = _key(obj)
         if kind == "DELETED":
-            self._views.pop(key, None)
-            return True
+            gone = self._views.pop(key, None) or pod_view(obj)
+            return _running(gone)
         view = pod_view(obj)
-        if self._views.get(key) == view:
-            return False
+        before = self._views.get(key)
         self._views[key] = view
-        return True
+        if before is None:
+            return _running(view)
+        return before != view and (_running(before) or _running(view))
+
+
+def _running(view: PodView) -> bool:
+    """Whether any container of the pod has a runtime ID: only those have a cgroup to audit
+    (a pending pod's first event, or its deletion before it ever ran, changes nothing)."""
+    return any(container.container_id for container in view.containers)

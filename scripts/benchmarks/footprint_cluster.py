@@ -11,8 +11,9 @@ benchmark's generator), the agent's node with ``NODE_PODS`` pods whose container
 runtime IDs (so the swap audit and the NodeReport sampler find their cgroups in the fixture
 tree the parent builds), three critical DaemonSets in ``kube-system`` with a Ready pod on the
 agent's node, and the NodeReport CRD. Churn: every ``60/RATE`` s a pod is created on the
-node (Pending), the previous one turns Ready, and the one created ``LIVE`` ticks earlier is
-deleted (grace 0, as after its kubelet confirmed the kill): create, ready, delete.
+node (Pending), the previous one starts (a container ID, Running, Ready, as its kubelet
+reports it), and the one created ``LIVE`` ticks earlier is deleted (grace 0, as after its
+kubelet confirmed the kill): create, start and become ready, delete.
 """
 
 from __future__ import annotations
@@ -187,6 +188,14 @@ class Churn:
                     "status": {
                         "phase": "Running",
                         "conditions": [{"type": "Ready", "status": "True"}],
+                        "containerStatuses": [
+                            {
+                                "name": "main",
+                                "ready": True,
+                                "containerID": f"containerd://{container_id(10**6 + number)}",
+                                "state": {"running": {"startedAt": "2026-11-23T00:00:00Z"}},
+                            }
+                        ],
                     }
                 },
                 CHURN_NAMESPACE,

@@ -179,7 +179,7 @@ async def test_pod_events_wake_the_loop_after_the_debounce(tmp_path: Path) -> No
     running = asyncio.ensure_future(swap.run())
     try:
         await wait_until(lambda: swap.stats.audits == 1 and 60.0 in clock.slept, "first wait")
-        pods.emit({"kind": "Pod", "metadata": {"name": "p"}})
+        pods.emit(POD)
         await wait_until(lambda: swap.stats.audits == 2, "the audit the pod event asked for")
         assert clock.slept[:2] == [60.0, swap.debounce]
     finally:

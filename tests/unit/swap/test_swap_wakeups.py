@@ -78,6 +78,31 @@ def test_event_after_an_audit(kind: str, obj: dict[str, Any] | None, wakes: bool
     assert inputs.changed(kind, obj) is wakes
 
 
+def _pending() -> dict[str, Any]:
+    pod = _pod()
+    pod["metadata"]["uid"] = "00000000-0000-4000-8000-000000000002"
+    pod["status"] = {"phase": "Pending"}
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("kind", "obj", "wakes"),
+    [
+        pytest.param("ADDED", _pending(), False, id="pending-pod-added"),
+        pytest.param("DELETED", _pending(), False, id="pod-that-never-ran-deleted"),
+        pytest.param("ADDED", _pod(), True, id="running-pod-added"),
+    ],
+)
+def test_pods_without_a_running_container_have_nothing_to_audit(
+    kind: str, obj: dict[str, Any], wakes: bool
+) -> None:
+    """A pod whose containers have no runtime ID has no cgroup yet: its coming and going
+    waits for the timer; a pod that runs wakes the audit when it comes."""
+    inputs = AuditInputs()
+    inputs.remember([])
+    assert inputs.changed(kind, obj) is wakes
+
+
 def test_a_new_pod_wakes_once_then_its_noise_does_not() -> None:
     """A pod the last audit did not read wakes it; its next status-only update does not."""
     inputs = AuditInputs()

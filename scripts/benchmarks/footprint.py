@@ -333,6 +333,8 @@ class Run:
     """The fake server's request log when the measured run began (after the warm-up)."""
     metrics: str = ""
     """The last /metrics body."""
+    first_metrics: str = ""
+    """The first /metrics body of the measured run."""
 
 
 class Agent:
@@ -429,6 +431,8 @@ def run_agent(
                 now = time.monotonic()
                 if now >= next_scrape:
                     cpu, size = timed_get(port, "/metrics", clock)
+                    if not run.first_metrics:
+                        run.first_metrics = _get(port, "/metrics")[1].decode()
                     run.scrapes.append(cpu)
                     run.scrape_bytes = size
                     run.healthz.append(timed_get(port, "/healthz", clock)[0])
@@ -585,13 +589,29 @@ def _scrape_share(run: Run) -> float:
     return 100 * sum(run.scrapes) / (run.measured_to - run.measured_from)
 
 
+def _metric(body: str, prefix: str) -> float:
+    for line in body.splitlines():
+        if line.startswith(prefix):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
 def _cpu_reason(run: Run, phase: str) -> str:
+    """Why the CPU share is what it is, from the agent's own metrics and the scrapes."""
     shares = [w.share for w in run.windows if phase in {w.phase, "run"}]
+    audits = _metric(run.metrics, _AUDITS) - _metric(run.first_metrics, _AUDITS)
+    minutes = (run.measured_to - run.measured_from) / 60
+    last = 1000 * _metric(run.metrics, "kubelet_companion_swap_audit_duration_seconds ")
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     return (
-        f"{phase}: windows {min(shares):.2f}-{max(shares):.2f} %, of which /metrics scrapes "
-        f"{_scrape_share(run):.3f} points; load average at the end {load}"
+        f"{phase} windows {min(shares):.2f}-{max(shares):.2f} %; swap audits "
+        f"{audits / minutes:.1f}/min over the run (one per pod start or stop; the last took "
+        f"{last:.1f} ms wall); /metrics scrapes {_scrape_share(run):.3f} points; load average "
+        f"at the end {load}"
     )
+
+
+_AUDITS = 'kubelet_companion_swap_audits_total{result="success"}'
 
 
 def api_tables(results: Results, load: ApiLoad, startup: ApiLoad) -> None:

@@ -34,11 +34,19 @@ class AuditInputs:
     """The audit view of each pod last audited or seen, to tell real changes from noise."""
 
     def __init__(self) -> None:
-        self._views: dict[str, PodView] = {}
+        # Each pod's object as last seen, with its view. The reflector replaces an object on
+        # every change and never mutates it, so the same object means the same view: an
+        # audit's ``remember`` recomputes views only for pods that changed since.
+        self._views: dict[str, tuple[JsonObject, PodView]] = {}
 
     def remember(self, pods: list[JsonObject]) -> None:
         """The pods an audit is about to read: their later events are compared with these."""
-        self._views = {_key(pod): pod_view(pod) for pod in pods}
+        views = {}
+        for pod in pods:
+            key = _key(pod)
+            seen = self._views.get(key)
+            views[key] = seen if seen is not None and seen[0] is pod else (pod, pod_view(pod))
+        self._views = views
 
     def changed(self, kind: str, obj: JsonObject | None) -> bool:
         """Whether this event changes what the audit reads (and remember the pod's view)."""
@@ -48,13 +56,14 @@ class AuditInputs:
             return True
         key = _key(obj)
         if kind == "DELETED":
-            gone = self._views.pop(key, None) or pod_view(obj)
-            return _running(gone)
+            seen = self._views.pop(key, None)
+            return _running(seen[1] if seen is not None else pod_view(obj))
         view = pod_view(obj)
-        before = self._views.get(key)
-        self._views[key] = view
-        if before is None:
+        seen = self._views.get(key)
+        self._views[key] = (obj, view)
+        if seen is None:
             return _running(view)
+        before = seen[1]
         return before != view and (_running(before) or _running(view))
 
 

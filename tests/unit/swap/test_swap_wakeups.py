@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from agent.swap.pods import pod_view
 from agent.swap.wakeups import AuditInputs
 from tests.harness.cgroups import container_id
 
@@ -111,3 +112,24 @@ def test_a_new_pod_wakes_once_then_its_noise_does_not() -> None:
     assert inputs.changed("MODIFIED", _ready_false()) is False
     again = copy.deepcopy(_pod())
     assert inputs.changed("MODIFIED", again) is False
+
+
+def test_an_audit_recomputes_views_only_for_pods_that_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reflector replaces a changed pod's object, so an audit reuses the view of every
+    object it saw before: a full node's views are not rebuilt on the event loop per audit."""
+    computed: list[str] = []
+
+    def counting(pod: dict[str, Any]) -> Any:
+        computed.append(pod["metadata"]["uid"])
+        return pod_view(pod)
+
+    first, second = _pod(), _pending()
+    inputs = AuditInputs()
+    inputs.remember([first, second])
+    monkeypatch.setattr("agent.swap.wakeups.pod_view", counting)
+    replaced = _ready_false()
+    inputs.changed("MODIFIED", replaced)
+    inputs.remember([replaced, second])
+    assert computed == [UID]

@@ -30,6 +30,17 @@ ORDER = (
     "descheduler",
 )
 PLACEHOLDER = "{figures}"
+TITLES = {
+    "footprint": "Agent footprint",
+    "startup": "Start-up",
+    "shutdown": "Graceful shutdown",
+    "swap": "Swap audit",
+    "readiness": "Readiness gate",
+    "report": "NodeReport",
+    "kube_json": "Raw JSON versus typed models",
+    "descheduler": "Central descheduler",
+}
+"""Headings of benchmarks with no results yet (a result carries its own title)."""
 
 
 def load_results(directory: Path) -> dict[str, dict[str, Any]]:
@@ -148,7 +159,7 @@ def notes_for(name: str) -> str:
 
 
 def section(name: str, data: dict[str, Any] | None) -> str:
-    title = data["title"] if data else name
+    title = data["title"] if data else TITLES.get(name, name)
     heading = f"## {title} (`scripts/benchmarks/{name}.py`)"
     block = (
         run_block(data)

@@ -148,7 +148,9 @@ class Results:
             target=goal,
             baseline=baseline,
             status=status,
-            reason=(why_missed or "the benchmark gave no reason") if status == "missed" else "",
+            reason=_with_load(why_missed or "the benchmark gave no reason")
+            if status == "missed"
+            else "",
             note=note,
         )
         self.figures.append(figure)
@@ -179,6 +181,15 @@ class Results:
         partial.write_text(json.dumps(self.to_json(), indent=1) + "\n", encoding="utf-8")
         partial.replace(path)
         print(f"results written to {path}")
+
+
+def _with_load(reason: str) -> str:
+    """A miss's reason, with the load average when it was measured (a busy machine is the
+    first thing to rule out)."""
+    load = load_average()
+    return (
+        f"{reason}; load average {load[0]:.1f}" if load and "load average" not in reason else reason
+    )
 
 
 def add_output_argument(parser: argparse.ArgumentParser) -> None:

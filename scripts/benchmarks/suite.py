@@ -97,6 +97,12 @@ def main() -> int:
     parser.add_argument(
         "--render-only", action="store_true", help="rebuild BENCHMARKS.md from the results"
     )
+    parser.add_argument(
+        "extra",
+        nargs="*",
+        help="after --: more arguments for the one benchmark --only names (they override its "
+        "settings, e.g. scripts/bench --only footprint -- --leak-minutes 0)",
+    )
     options = parser.parse_args()
     if options.list:
         for b in BENCHMARKS:
@@ -107,6 +113,9 @@ def main() -> int:
     only = {name for name in options.only.split(",") if name}
     if only - names:
         print(f"unknown benchmark(s): {', '.join(sorted(only - names))}", file=sys.stderr)
+        return 2
+    if options.extra and len(only) != 1:
+        print("arguments after -- need exactly one benchmark in --only", file=sys.stderr)
         return 2
     results = ROOT / "bench-results" / ("quick" if options.quick else "")
     results.mkdir(parents=True, exist_ok=True)
@@ -119,7 +128,7 @@ def main() -> int:
         if benchmark.needs_root and os.geteuid() != 0:
             print(f"## {benchmark.name}: skipped (needs root)\n")
             continue
-        if not run(benchmark, settings, results):
+        if not run(benchmark, (*settings, *options.extra), results):
             failed.append(benchmark.name)
     subprocess.run([sys.executable, str(HERE / "render.py")], cwd=ROOT, check=True)
     print(

@@ -141,7 +141,7 @@ def run_block(data: dict[str, Any]) -> str:
     kind = "quick run (cut-down settings, not the full figures)" if data["quick"] else "run"
     settings = ", ".join(f"{k} {v}" for k, v in data.get("settings", {}).items())
     lines = [
-        f"**{kind.capitalize()} of {data['date']}** (`{data['command']}`"
+        f"**{kind.capitalize()} of {data['date']}** (`{_relative(data['command'])}`"
         + (f"; {settings}" if settings else "")
         + ").",
         f"Machine: {machine_line(data)}.",
@@ -151,6 +151,10 @@ def run_block(data: dict[str, Any]) -> str:
     for extra in data.get("tables") or []:
         lines += ["", f"{extra['title']}:", "", table(extra["columns"], extra["rows"])]
     return "\n".join(lines)
+
+
+def _relative(command: str) -> str:
+    return command.replace(f"{Path(__file__).resolve().parents[2]}/", "")
 
 
 def notes_for(name: str) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 FORMAT = 1
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def cpu_model() -> str:
@@ -164,7 +165,7 @@ class Results:
             "started": self.started,
             "finished": time.time(),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.started)),
-            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]).replace(f"{ROOT}/", ""),
             "settings": self.settings,
             "machine": machine(),
             "load_average": {"start": self.load_start, "end": load_average()},

@@ -486,7 +486,7 @@ def _pod_list_cold_start(nodes: int, runs: int) -> None:
         f"{micros['index']:.1f} us/pod)",
         [result["all_in"] for result in results],
         "s",
-        target=("<=", 3.0),
+        target=("<=", 3.0) if pods >= 150_000 else None,  # issue 10's target is for 150k pods
         baseline=f"json.loads alone of the same bytes: {median['json_loads']:.2f} s "
         f"({median['json_loads'] / median['all_in']:.1f}x the whole cold start)",
         why_missed=f"json.loads alone takes {median['json_loads']:.2f} s of the same bytes here",
@@ -554,7 +554,7 @@ def emit_exponent(
         [exponent],
         "",
         over="run",
-        target=("<=", 1.1),
+        target=("<=", 1.1) if (low, high) == (1000, 5000) else None,  # issue 10: 1k -> 5k
         baseline=f"{figures[low][field]:.2f} s at {low:,}, {figures[high][field]:.2f} "
         f"s at {high:,} nodes",
         why_missed=f"load average {os.getloadavg()[0]:.1f}; the cycles of one size "

@@ -4,7 +4,7 @@
 report's status, so SSA's field ownership buys nothing, and it costs: the server would keep
 ``managedFields`` for every field of every pod entry (about doubling the object each
 descheduler watch receives) and run a structured merge per write. Measured against the fake
-API server (``scripts/bench/report.py``, BENCHMARKS.md), an apply body is larger by its
+API server (``scripts/benchmarks/report.py``, BENCHMARKS.md), an apply body is larger by its
 ``apiVersion``/``kind``/``metadata`` header and no faster to send. A merge patch replaces
 ``status.pods`` whole (JSON merge patch replaces lists), which is what we want: pods gone
 from the node disappear from the report.

@@ -66,6 +66,7 @@ from agent.swap.summary import (
     node_warnings,
     noswap_warning_due,
 )
+from agent.swap.wakeups import AuditInputs
 from agent.telemetry.health import Health
 
 _log = structlog.get_logger(subsystem="swap")
@@ -90,12 +91,6 @@ class PodSource(Protocol):
     def node_object(self) -> JsonObject | None: ...
 
     def subscribe(self, listener: Listener) -> Callable[[], None]: ...
-
-
-def wakes_audit(obj: JsonObject | None) -> bool:
-    """Whether a NodeState event calls for an audit now: pod changes do; Node changes (our
-    own label patches come back as Node events) wait for the timer."""
-    return obj is None or obj.get("kind") != "Node"
 
 
 @dataclass(frozen=True)
@@ -151,6 +146,7 @@ class SwapController:
         self.report: AuditReport | None = None
         self.stats = AuditStats()
         self._poke = asyncio.Event()
+        self._inputs = AuditInputs()
         self._noswap_event_sent = False
         self._drift_logged: dict[str, tuple[object, int]] = {}
         self._once: set[str] = set()
@@ -172,8 +168,8 @@ class SwapController:
             if unsubscribe is not None:
                 unsubscribe()
 
-    def _on_change(self, kind: str, obj: JsonObject | None) -> None:  # noqa: ARG002 - Listener signature
-        if wakes_audit(obj):
+    def _on_change(self, kind: str, obj: JsonObject | None) -> None:
+        if self._inputs.changed(kind, obj):
             self._poke.set()
 
     async def _wait_for_next(self) -> None:
@@ -223,6 +219,7 @@ class SwapController:
         self._poke.clear()
         started = self.clock.monotonic()
         pods, node = self._pods_and_node()
+        self._inputs.remember(pods)
         try:
             sample, report = await asyncio.to_thread(self._audit, pods, node)
         except OSError as error:

@@ -232,7 +232,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         query: Query = {k: v[-1] for k, v in query_lists.items()}
         raw = self._read_body()
         content_type = self.headers.get("Content-Type")
-        entry = ctx.log.record(
+        entry = self._entry = ctx.log.record(
             RecordedRequest(
                 monotonic=time.monotonic(),
                 wall_time=time.time(),
@@ -352,7 +352,14 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         for key, value in response.headers.items():
             self.send_header(key, value)
         self.end_headers()
+        self._count(len(data))  # before the write: a client that has the body sees the count
         self.wfile.write(data)
+
+    def _count(self, sent: int) -> None:
+        """Add body bytes to the request being answered (what a client received)."""
+        entry: RecordedRequest | None = getattr(self, "_entry", None)
+        if entry is not None:
+            entry.response_bytes += sent
 
     def _send_error(self, error: ApiError) -> None:
         headers = {"Retry-After": str(error.retry_after)} if error.retry_after else {}
@@ -374,6 +381,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
 
     def _write_chunk(self, event: JSON) -> None:
         data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
+        self._count(len(data))
         self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
 
     def _stream_watch(

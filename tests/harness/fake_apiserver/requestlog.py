@@ -32,6 +32,7 @@ class RecordedRequest:
     content_type: str | None
     headers: dict[str, str] = field(default_factory=dict)
     status: int | None = None  # None: no response was sent (dropped connection) or in flight
+    response_bytes: int = 0  # body bytes sent so far (a watch: every chunk, as it streams)
     in_flight: bool = field(default=True, repr=False)
 
     def header(self, name: str, default: str | None = None) -> str | None:

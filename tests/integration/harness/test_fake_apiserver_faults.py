@@ -154,3 +154,22 @@ def test_request_log_is_not_blocked_by_a_hanging_request(
     assert time.monotonic() - started < 0.25
     worker.join(timeout=5)
     assert [r.status for r in fake_apiserver.requests("POST")] == [201]
+
+
+def test_request_log_counts_response_bytes(
+    fake_apiserver: FakeApiServer, core: client.CoreV1Api
+) -> None:
+    """A logged request carries the body bytes it was answered with: a list's whole body, and
+    for a watch every event chunk sent so far (what the benchmarks report as received)."""
+    fake_apiserver.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
+    response = core.list_namespaced_pod("default", _preload_content=False)
+    body = response.data
+    listed = fake_apiserver.requests("GET", "/pods")[-1]
+    assert listed.response_bytes == len(body)
+    stream = core.list_namespaced_pod(
+        "default", watch=True, timeout_seconds=1, _preload_content=False
+    )
+    received = stream.data
+    watched = [r for r in fake_apiserver.requests("GET", "/pods") if r.is_watch][-1]
+    assert b'"ADDED"' in received
+    assert watched.response_bytes == len(received)

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.root
 # starts inside its own deadline, and the lock goes by the budget's end. RELEASE_MARGIN
 # covers logind noticing the closed fd and the stand-in recording StartUnit; it is far
 # below logind's InhibitDelayMaxSec (20 s here), so a lock held on past the budget still
-# fails. How fast things happen is measured by scripts/bench/shutdown.py, not asserted.
+# fails. How fast things happen is measured by scripts/benchmarks/shutdown.py, not asserted.
 #
 # Every bound is measured from the agent's own recorded start (``rig.started_at()``),
 # the moment its deadlines count from, on the clock the request log and the systemd1

@@ -18,8 +18,9 @@ from agent.node.kernel import KernelFacts
 from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir
 from agent.node.memory import read_memory
 from agent.node.tmpfs import NoswapSupport
-from agent.swap.controller import SwapController, wakes_audit
+from agent.swap.controller import SwapController
 from agent.swap.limits import KUBELET_CALC_ERROR
+from agent.swap.wakeups import wakes_audit
 from agent.telemetry.health import Health
 from tests.harness.cgroups import GIB, container_id
 from tests.harness.hosttree import HostTree
@@ -178,7 +179,7 @@ async def test_pod_events_wake_the_loop_after_the_debounce(tmp_path: Path) -> No
     running = asyncio.ensure_future(swap.run())
     try:
         await wait_until(lambda: swap.stats.audits == 1 and 60.0 in clock.slept, "first wait")
-        pods.emit({"kind": "Pod", "metadata": {"name": "p"}})
+        pods.emit(POD)
         await wait_until(lambda: swap.stats.audits == 2, "the audit the pod event asked for")
         assert clock.slept[:2] == [60.0, swap.debounce]
     finally:
@@ -266,3 +267,21 @@ async def test_no_enforcement_while_kubelets_swap_capacity_is_not_the_nodes(
         await swap.run_once()
     assert tree.writes == [(DRIFTED.path, 268435456)]
     assert "swap limit enforcement allowed again" in [entry["event"] for entry in logs]
+
+
+async def test_status_noise_of_an_audited_pod_does_not_poke_the_loop(tmp_path: Path) -> None:
+    """A Ready flip of a pod the last audit read does not ask for an audit; a restarted
+    container (a new runtime ID) does."""
+    swap = controller(tmp_path, FakeTree(), FakeClock(), pods=FakePods([POD]))
+    await swap.run_once()
+    flipped = {**POD, "status": {**POD["status"], "conditions": [{"type": "Ready"}]}}
+    swap._on_change("MODIFIED", flipped)
+    assert not swap._poke.is_set()
+    restarted = {
+        **POD,
+        "status": {
+            "containerStatuses": [{"name": "c", "containerID": f"cri-o://{container_id(2)}"}]
+        },
+    }
+    swap._on_change("MODIFIED", restarted)
+    assert swap._poke.is_set()

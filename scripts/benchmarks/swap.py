@@ -9,7 +9,7 @@ like the systemd driver's, with 100 pods (Guaranteed, Burstable, BestEffort).
 Baseline, measured in the same run: plainly reading the same 500 cgroup files with
 ``Path.read_text`` (the unavoidable I/O), so the ratio shows what the audit adds.
 
-Run: .venv/bin/python scripts/bench/swap.py [--runs N] [--containers N]
+Run: .venv/bin/python scripts/benchmarks/swap.py [--runs N] [--containers N] [--json FILE]
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for tests.harness
 
-from timing import machine, wall_times  # beside this script
+from results import Results, add_output_argument  # beside this script
+from timing import machine, wall_times
 
 from agent.config.swap import MemorySwapConfig  # after the path set-up above
 from agent.node.cgroups import CgroupFacts, CgroupMode
@@ -95,7 +96,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=51)
     parser.add_argument("--containers", type=int, default=250)
+    add_output_argument(parser)
     args = parser.parse_args()
+    results = Results("swap", "Swap audit")
     with tempfile.TemporaryDirectory(prefix="kc-bench-swap-") as tmp:
         paths, pods, files = build_node(Path(tmp), args.containers)
         report = full_audit(paths, pods)  # warm-up, and a check that the audit saw them all
@@ -115,6 +118,18 @@ def main() -> None:
         f"baseline plain read of the same {len(files)} cgroup files: median "
         f"{base_median * 1000:.2f} ms; ratio {audit_median / base_median:.1f}x"
     )
+    results.add(
+        "full_audit",
+        f"one full audit, {args.containers} containers ({len(pods)} pods), fixture kubepods "
+        "tree on disk",
+        [1000 * value for value in audit],
+        "ms",
+        target=("<=", 50.0),
+        baseline=f"plain read of the same {len(files)} cgroup files: {base_median * 1000:.2f} ms "
+        f"({audit_median / base_median:.1f}x)",
+        why_missed=f"the plain reads alone took {base_median * 1000:.2f} ms",
+    )
+    results.write(args.json)
 
 
 if __name__ == "__main__":

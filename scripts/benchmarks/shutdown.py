@@ -34,7 +34,8 @@ phase runs to its deadline:
 And a node-only controller (no cluster): PrepareForShutdown(true) -> StartUnit, against
 logind's own floor.
 
-Needs root (the logind harness). Run: .venv/bin/python scripts/bench/shutdown.py [--rounds N]
+Needs root (the logind harness).
+Run: .venv/bin/python scripts/benchmarks/shutdown.py [--rounds N] [--json FILE]
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, f
 from dbus_fast import BusType, Message, MessageType
 from dbus_fast.aio import MessageBus
 from prometheus_client import CollectorRegistry
+from results import Results, add_output_argument  # beside this script
 
 from agent.config import AgentConfig, parse_document
 from agent.daemon import build_cluster
@@ -437,6 +439,7 @@ def report(
     ]
     for label, values in rows:
         print(f"{label:44}{ms(median(values))}{ms(min(values))}{ms(max(values))}")
+    emit(args, column, bare, late, node_only)
     print()
     print(
         f"first DELETE: median {first * 1000:.1f} ms (target <= 100 ms: "
@@ -458,12 +461,72 @@ def report(
     )
 
 
+def emit(
+    args: argparse.Namespace,
+    column: dict[str, list[float]],
+    bare: list[float],
+    late: dict[str, list[float]],
+    node_only: list[float],
+) -> None:
+    """The figures as JSON (``--json``), for scripts/bench's BENCHMARKS.md."""
+    results = Results("shutdown", "Graceful shutdown")
+    results.settings = {
+        "rounds": args.rounds,
+        "pods per round": args.pods,
+        "grace (s)": args.grace,
+        "fake kubelet time scale": args.time_scale,
+    }
+    floor, own = median(column["floor_delete"]), median(column["own_termination"])
+    results.add(
+        "first_delete",
+        "PrepareForShutdown(true) -> first pod DELETE",
+        [1000 * v for v in column["first_delete"]],
+        "ms",
+        target=("<=", 100.0),
+        baseline=f"a bare dbus-fast listener sending one DELETE: {floor * 1000:.1f} ms "
+        f"({median(column['first_delete']) / floor:.1f}x)",
+        why_missed=f"the bare listener alone took {floor * 1000:.1f} ms",
+    )
+    results.add(
+        "overhead",
+        "shutdown overhead beyond the pods' own termination",
+        [1000 * v for v in column["overhead"]],
+        "ms",
+        target=("<=", 1000.0),
+        baseline=f"the whole shutdown took {median(column['total']) / own:.3f}x the pods' own "
+        f"termination ({own * 1000:.0f} ms)",
+        why_missed=f"the pods' own termination took {own * 1000:.0f} ms",
+    )
+    results.add(
+        "next_phase_late",
+        "a phase's deadline -> next phase's first DELETE (stuck pods)",
+        [1000 * v for v in late["next_phase_late"]],
+        "ms",
+    )
+    results.add(
+        "release_late",
+        "budget end -> StartUnit (stuck pods: released by the deadline)",
+        [1000 * v for v in late["release_late"]],
+        "ms",
+        baseline=f"logind alone, PowerOff -> StartUnit: {median(bare) * 1000:.2f} ms",
+    )
+    results.add(
+        "node_only",
+        "node-only: PrepareForShutdown(true) -> StartUnit",
+        [1000 * v for v in node_only],
+        "ms",
+        baseline=f"logind alone: {median(bare) * 1000:.2f} ms",
+    )
+    results.write(args.json)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--pods", type=int, default=30, help="pods per round (3 phases)")
     parser.add_argument("--grace", type=int, default=2, help="terminationGracePeriodSeconds")
     parser.add_argument("--time-scale", type=float, default=0.25, help="fake kubelet scale")
+    add_output_argument(parser)
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("the logind harness needs root", file=sys.stderr)

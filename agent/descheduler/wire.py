@@ -6,7 +6,7 @@ that garbage is most of the cold start and of the peak memory. msgspec decodes i
 structs that name only the fields some projection reads and skips everything else while
 parsing. The structs are then turned back into (much smaller) JSON-shaped dicts, so the one
 projection in ``projection`` serves both paths: a parity test checks that the two paths
-give identical projections on the same bytes. Measured in ``scripts/bench/descheduler.py``
+give identical projections on the same bytes. Measured in ``scripts/benchmarks/descheduler.py``
 (figures in BENCHMARKS.md and the README's dependency table).
 
 A field a projection starts reading must be added here too; the parity test fails until it

@@ -1,6 +1,6 @@
 """What the benchmarks share: run an action N times and keep each run's time, and the machine line.
 
-The benchmarks run as scripts (``python scripts/bench/<name>.py``), so this module is found
+The benchmarks run as scripts (``python scripts/benchmarks/<name>.py``), so this module is found
 beside them on ``sys.path``; they are not a package, and nothing in ``agent`` imports this.
 """
 

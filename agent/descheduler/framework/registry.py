@@ -1,9 +1,8 @@
 """The single list of built-in plugins: name -> args type, factory, extension points.
 
 Upstream fills its registry in ``setupplugins.go`` and derives each plugin's extension points
-from its Go type (``profile.go``); here each entry says them outright. Upstream plugins we do
-not implement yet are listed apart, so a policy naming one gets a clear error instead of
-"unknown plugin".
+from its Go type (``profile.go``); here each entry says them outright. Every upstream v0.36
+plugin is here, and two of ours (CriticalAddonRescue, NodeShutdownRecovery).
 """
 
 from __future__ import annotations
@@ -122,11 +121,6 @@ REGISTRY: Mapping[str, PluginSpec] = {
     )
 }
 
-NOT_YET_IMPLEMENTED: frozenset[str] = frozenset()
-"""Upstream v0.36 plugins this version does not implement (yet)."""
-
 
 def unknown_reason(name: str) -> str:
-    if name in NOT_YET_IMPLEMENTED:
-        return f"plugin {name!r} is an upstream plugin this version does not implement yet"
     return f"unknown plugin {name!r} (known: {', '.join(sorted(REGISTRY))})"

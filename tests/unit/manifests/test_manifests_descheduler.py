@@ -20,7 +20,8 @@ DESCHEDULER_CLUSTER_GRANTS = {
     *(("scheduling.k8s.io", "priorityclasses", verb) for verb in READ),
     *(("kubelet-companion.io", "nodereports", verb) for verb in READ),
     ("", "pods/eviction", "create"),
-    ("", "nodes", "patch"),  # CriticalAddonRescue and NodeShutdownRecovery taints
+    ("", "nodes", "get"),  # CriticalAddonRescue and NodeShutdownRecovery: a fresh read
+    ("", "nodes", "patch"),  # ... then the guarded patch of our own taint
     ("", "events", "create"),
     ("", "events", "patch"),
 }

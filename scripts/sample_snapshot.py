@@ -143,7 +143,7 @@ def owner(kind: str, name: str, namespace: str) -> JSON:
     }
 
 
-def pod(  # noqa: PLR0913 - a manifest builder: every knob is a keyword
+def pod(
     name: str,
     namespace: str,
     node_name: str,
@@ -393,7 +393,15 @@ def workloads() -> list[JSON]:
         for index in range(1, 5)
     ]
     pods.append(
-        pod("debug-shell", "default", "node-a1", app="debug", cpu="100m", memory="128Mi", owner_kind=None)
+        pod(
+            "debug-shell",
+            "default",
+            "node-a1",
+            app="debug",
+            cpu="100m",
+            memory="128Mi",
+            owner_kind=None,
+        )
     )
     return pods
 
@@ -463,7 +471,9 @@ def snapshot() -> JSON:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(Path(__file__).parents[1] / "examples" / "snapshot.json.gz"))
+    parser.add_argument(
+        "--out", default=str(Path(__file__).parents[1] / "examples" / "snapshot.json.gz")
+    )
     out = Path(parser.parse_args().out)
     text = json.dumps(snapshot(), indent=1, sort_keys=True) + "\n"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -199,10 +199,23 @@ class SnapshotReader:
             try:
                 self._add(kind, bytes(raw))
             except msgspec.ValidationError as error:
-                errors.add(_path(prefix, error))
+                errors.add(_path(prefix, self._located(kind, bytes(raw), error)))
             except (TypeError, ValueError, AttributeError) as error:
                 errors.add(FieldError(prefix, f"cannot be read as a {kind}: {error}"))
         errors.raise_any()
+
+    def _located(
+        self, kind: str, raw: bytes, error: msgspec.ValidationError
+    ) -> msgspec.ValidationError:
+        """The error with its path: the pod-list path decodes repeating parts on their own
+        (without the path), so a bad pod is decoded again by the watch path's struct."""
+        if kind != "Pod":
+            return error
+        try:
+            self._decode(kind, raw)
+        except msgspec.ValidationError as located:
+            return located
+        return error
 
     def _add(self, kind: str, raw: bytes) -> None:
         if kind == "Pod":

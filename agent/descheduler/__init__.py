@@ -9,7 +9,10 @@ Layout (one concern per module):
   - ``projection``: API JSON -> the model, and ``snapshot_from_list`` for a List;
   - ``policy``: ``load_policy`` reads a ``descheduler/v1alpha2`` policy, every error at once;
   - ``framework``: plugin interfaces (``types``), the built-in plugins (``registry``), profiles;
-  - ``plugins``: DefaultEvictor, LowNodeUtilization/HighNodeUtilization, RemoveDuplicates;
+  - ``plugins``: DefaultEvictor, LowNodeUtilization/HighNodeUtilization, RemoveDuplicates,
+    RemovePodsViolating{NodeTaints,NodeAffinity,InterPodAntiAffinity,TopologySpreadConstraint};
+  - matching rules the plugins share: ``nodefit`` (upstream's ``NodeFit``), ``antiaffinity``,
+    ``topology`` (spread constraints and domains), ``podorder`` (low to high priority);
   - ``evictions``: the limits and the recording ``Planner`` (PDBs as the API server applies
     them); ``budgets`` says which PDBs select a pod;
   - ``cycle``: ``run_cycle(policy, snapshot, options) -> Plan``;

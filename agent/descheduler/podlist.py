@@ -73,6 +73,7 @@ class ItemSpec(_Item):
     resources: msgspec.Raw = _NULL
     volumes: list[Volume] | None = None
     resource_claims: Any = None
+    topology_spread_constraints: msgspec.Raw = _NULL
 
 
 class ItemStatus(_Item):
@@ -133,6 +134,7 @@ class PodListProjector:
         self._owners: _Memo[bytes, tuple[OwnerRef, ...]] = _Memo(limit)
         self._tolerations: _Memo[bytes, tuple[Mapping[str, Any], ...]] = _Memo(limit)
         self._affinity: _Memo[bytes, Any] = _Memo(limit)
+        self._extras: _Memo[tuple[bytes, bool], Mapping[str, Any]] = _Memo(limit)
         # Times repeat in bursts (a rollout's pods share their second), not across the
         # cluster: a small table, or it would hold a float per pod.
         self._times: _Memo[str, float | None] = _Memo(4096)
@@ -209,7 +211,7 @@ class PodListProjector:
             pvc_claims=_claims(spec.volumes),
             images=images,
             ready=_ready(status.conditions),
-            extra={"resourceClaims": True} if spec.resource_claims else EMPTY_MAP,
+            extra=self._extra_of(spec),
         )
 
     def _containers_part(self, spec: ItemSpec, status: ItemStatus) -> _ContainersPart:
@@ -256,6 +258,23 @@ class PodListProjector:
 
     def _affinity_of(self, raw: msgspec.Raw) -> Any:
         return self._cached(self._affinity, raw, lambda data: _decode_any(data) or None)
+
+    def _extra_of(self, spec: ItemSpec) -> Mapping[str, Any]:
+        """``PodInfo.extra``: shared by the pods of one template, empty for most pods."""
+        spread = bytes(spec.topology_spread_constraints)
+        claims = bool(spec.resource_claims)
+        if not claims and spread == b"null":
+            return EMPTY_MAP
+        key = (spread, claims)
+        found = self._extras.get(key)
+        if found is not None:
+            return found
+        extra: dict[str, Any] = {}
+        if claims:
+            extra["resourceClaims"] = True
+        if constraints := _decode_any(spread):
+            extra[projection.SPREAD_CONSTRAINTS] = tuple(constraints)
+        return self._extras.remember(key, extra or EMPTY_MAP)
 
     @staticmethod
     def _cached(memo: _Memo[bytes, V], raw: msgspec.Raw, make: Callable[[bytes], V]) -> V:

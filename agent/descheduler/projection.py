@@ -45,6 +45,10 @@ PREFER_NO_EVICTION_ANNOTATION = "descheduler.alpha.kubernetes.io/prefer-no-evict
 KEPT_ANNOTATIONS = frozenset({EVICT_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION})
 """The only annotations a rule reads; the rest are dropped from the projection."""
 
+SPREAD_CONSTRAINTS = "topologySpreadConstraints"
+"""``PodInfo.extra`` key: ``spec.topologySpreadConstraints`` as sent, a tuple (rare: most pods
+carry none, so it lives in ``extra`` and costs the common pod nothing)."""
+
 JsonObject = Mapping[str, Any]
 
 
@@ -223,6 +227,8 @@ def project_pod(pod: JsonObject) -> PodInfo:
     extra: dict[str, Any] = {}
     if spec.get("resourceClaims"):
         extra["resourceClaims"] = True
+    if spread := spec.get("topologySpreadConstraints"):
+        extra[SPREAD_CONSTRAINTS] = tuple(spread)
     return PodInfo(
         namespace=namespace,
         name=name,

@@ -80,6 +80,11 @@ class Sharing:
                 shared = self.shared(key, value)
                 if shared is not value:
                     changes[name] = shared
+        if pod.extra:
+            # Spread constraints come from the pod template: the same for every replica.
+            extra = self.shared(("x", _frozen(pod.extra)), pod.extra)
+            if extra is not pod.extra:
+                changes["extra"] = extra
         return dataclasses.replace(pod, **changes) if changes else pod
 
     def node(self, node: NodeInfo) -> NodeInfo:

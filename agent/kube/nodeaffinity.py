@@ -115,3 +115,27 @@ def required_affinity_mismatch(
     if problems:
         return "required node affinity does not match (unparsable: " + "; ".join(problems) + ")"
     return "required node affinity does not match"
+
+
+def preferred_affinity_weight(
+    pod_spec: Mapping[str, Any], labels: Mapping[str, str], name: str
+) -> int:
+    """The summed weights of the preferred node affinity terms the node matches.
+
+    ``GetNodeWeightGivenPodPreferredAffinity``: each ``preference`` is one node selector
+    term; a term that does not parse adds nothing.
+    """
+    preferred = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    )
+    total = 0
+    for term in preferred or []:
+        weight = term.get("weight")
+        if not isinstance(weight, int) or isinstance(weight, bool):
+            continue
+        try:
+            if _term_matches(term.get("preference") or {}, labels, name):
+                total += weight
+        except _BadTerm:
+            continue
+    return total

@@ -12,7 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent.descheduler.framework.types import BALANCE, FILTER, PRE_EVICTION_FILTER, PluginFactory
+from agent.descheduler.framework.types import (
+    BALANCE,
+    DESCHEDULE,
+    FILTER,
+    PRE_EVICTION_FILTER,
+    PluginFactory,
+)
 from agent.descheduler.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from agent.descheduler.plugins.nodeutilization.highnodeutilization import (
     HighNodeUtilization,
@@ -23,6 +29,22 @@ from agent.descheduler.plugins.nodeutilization.lownodeutilization import (
     LowNodeUtilizationArgs,
 )
 from agent.descheduler.plugins.removeduplicates import RemoveDuplicates, RemoveDuplicatesArgs
+from agent.descheduler.plugins.removepodsviolatinginterpodantiaffinity import (
+    RemovePodsViolatingInterPodAntiAffinity,
+    RemovePodsViolatingInterPodAntiAffinityArgs,
+)
+from agent.descheduler.plugins.removepodsviolatingnodeaffinity import (
+    RemovePodsViolatingNodeAffinity,
+    RemovePodsViolatingNodeAffinityArgs,
+)
+from agent.descheduler.plugins.removepodsviolatingnodetaints import (
+    RemovePodsViolatingNodeTaints,
+    RemovePodsViolatingNodeTaintsArgs,
+)
+from agent.descheduler.plugins.removepodsviolatingtopologyspreadconstraint import (
+    RemovePodsViolatingTopologySpreadConstraint,
+    RemovePodsViolatingTopologySpreadConstraintArgs,
+)
 
 
 @dataclass(frozen=True)
@@ -44,6 +66,30 @@ REGISTRY: Mapping[str, PluginSpec] = {
         _spec("LowNodeUtilization", LowNodeUtilizationArgs, LowNodeUtilization, BALANCE),
         _spec("HighNodeUtilization", HighNodeUtilizationArgs, HighNodeUtilization, BALANCE),
         _spec("RemoveDuplicates", RemoveDuplicatesArgs, RemoveDuplicates, BALANCE),
+        _spec(
+            "RemovePodsViolatingInterPodAntiAffinity",
+            RemovePodsViolatingInterPodAntiAffinityArgs,
+            RemovePodsViolatingInterPodAntiAffinity,
+            DESCHEDULE,
+        ),
+        _spec(
+            "RemovePodsViolatingNodeAffinity",
+            RemovePodsViolatingNodeAffinityArgs,
+            RemovePodsViolatingNodeAffinity,
+            DESCHEDULE,
+        ),
+        _spec(
+            "RemovePodsViolatingNodeTaints",
+            RemovePodsViolatingNodeTaintsArgs,
+            RemovePodsViolatingNodeTaints,
+            DESCHEDULE,
+        ),
+        _spec(
+            "RemovePodsViolatingTopologySpreadConstraint",
+            RemovePodsViolatingTopologySpreadConstraintArgs,
+            RemovePodsViolatingTopologySpreadConstraint,
+            BALANCE,
+        ),
     )
 }
 
@@ -52,10 +98,6 @@ NOT_YET_IMPLEMENTED = frozenset(
         "PodLifeTime",
         "RemoveFailedPods",
         "RemovePodsHavingTooManyRestarts",
-        "RemovePodsViolatingInterPodAntiAffinity",
-        "RemovePodsViolatingNodeAffinity",
-        "RemovePodsViolatingNodeTaints",
-        "RemovePodsViolatingTopologySpreadConstraint",
     }
 )
 """Upstream v0.36 plugins this version does not implement (yet)."""

@@ -9,9 +9,8 @@ Follows upstream's ``defaultevictor.go``, ``constraints.go`` and ``validation.go
   boolean form or the ``podProtections`` form (never both), the priority threshold,
   ``labelSelector``, ``minReplicas`` (> 1 only) and ``minPodAge`` (from ``status.startTime``);
 - ``preEvictionFilter``: with ``nodeFit``, some other Ready node (of the args' own
-  ``nodeSelector``) must be schedulable, match the pod's nodeSelector and required affinity,
-  carry no untolerated NoSchedule/NoExecute taint, host no pod the pod's required
-  anti-affinity rejects, and have room for its requests with a pod slot free; then the
+  ``nodeSelector``) must fit the pod (``nodefit.NodeFit``: schedulable, nodeSelector and
+  required affinity, NoSchedule/NoExecute taints, required anti-affinity, room); then the
   ``namespaceLabelSelector``.
 
 Where we differ on purpose: a node whose agent reports it shutting down, gated or stopped is
@@ -23,9 +22,8 @@ unknown name fails the plugin's build as upstream's lookup error does.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from agent.config.errors import FieldError
 from agent.config.schema import Duration, setting
@@ -33,11 +31,10 @@ from agent.descheduler.budgets import BudgetIndex
 from agent.descheduler.errors import DeschedulerError
 from agent.descheduler.framework.args import LabelSelector
 from agent.descheduler.framework.types import Handle
-from agent.descheduler.model import PODS, NodeInfo, PodInfo
+from agent.descheduler.model import NodeInfo, PodInfo
+from agent.descheduler.nodefit import NodeFit
 from agent.descheduler.projection import EVICT_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION
-from agent.kube.labelselector import SelectorError, from_label_selector, matches, parse_selector
-from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
-from agent.kube.tolerations import untolerated
+from agent.kube.labelselector import SelectorError, matches, parse_selector
 
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 """``utils.SystemCriticalPriority``: the default priority threshold."""
@@ -216,7 +213,7 @@ class DefaultEvictor:
         self.fit_selector = parse_selector(args.node_selector)
         self._owner_pods: Counter[str] | None = None
         self._verdicts: dict[str, bool] = {}
-        self._requested: dict[str, dict[str, int]] = {}
+        self.node_fit = NodeFit(handle.snapshot)
         self._budgets = BudgetIndex(handle.snapshot)
 
     def _threshold(self, threshold: PriorityThreshold | None) -> int | None:
@@ -343,64 +340,6 @@ class DefaultEvictor:
                 return True
         return False
 
-    def fit_reason(self, pod: PodInfo, node: NodeInfo) -> str | None:  # noqa: PLR0911 - one exit per predicate
+    def fit_reason(self, pod: PodInfo, node: NodeInfo) -> str | None:
         """``NodeFit``: why the pod does not fit the node, or ``None`` when it does."""
-        if node.unschedulable:
-            return "node is not schedulable"
-        usage = self.handle.snapshot.node_usage.get(node.name)
-        if usage is not None and not usage.usable_as_destination:
-            return "node's agent reports it shutting down, gated or stopped"
-        if reason := node_selector_mismatch(pod.node_selector, node.labels):
-            return reason
-        if reason := required_affinity_mismatch(
-            {"affinity": pod.affinity or {}}, node.labels, node.name
-        ):
-            return reason
-        if untolerated(node.taints, list(pod.tolerations)):
-            return "pod does not tolerate taints on the node"
-        if self._anti_affinity_conflict(pod, node):
-            return "pod matches inter-pod anti-affinity rule of other pod on node"
-        if pod.node_name != node.name:
-            available = self._available(node)
-            for name, amount in sorted(pod.requests.items()):
-                if amount > available.get(name, 0):
-                    return f"insufficient {name}"
-            if available.get(PODS, 0) <= 0:
-                return f"insufficient {PODS}"
-        return None
-
-    def _available(self, node: NodeInfo) -> Mapping[str, int]:
-        requested = self._requested.get(node.name)
-        if requested is None:
-            requested = {}
-            for each in self.handle.snapshot.pods_on(node.name):
-                if each.phase in ("Succeeded", "Failed"):
-                    continue
-                for name, amount in each.requests.items():
-                    requested[name] = requested.get(name, 0) + amount
-            self._requested[node.name] = requested
-        # A resource the node does not offer has zero allocatable, as in nodeAvailableResources.
-        names = set(node.allocatable) | set(requested)
-        return {name: node.allocatable.get(name, 0) - requested.get(name, 0) for name in names}
-
-    def _anti_affinity_conflict(self, pod: PodInfo, node: NodeInfo) -> bool:
-        terms: Sequence[Mapping[str, Any]] = (
-            (pod.affinity or {}).get("podAntiAffinity") or {}
-        ).get("requiredDuringSchedulingIgnoredDuringExecution") or ()
-        for term in terms:
-            topology_key = str(term.get("topologyKey") or "")
-            if topology_key not in node.labels:
-                continue
-            try:
-                selector = from_label_selector(term.get("labelSelector"))
-            except SelectorError:
-                continue
-            if selector is None:
-                continue
-            namespaces = set(term.get("namespaces") or ()) or {pod.namespace}
-            for other in self.handle.snapshot.pods_on(node.name):
-                if other.uid == pod.uid or other.namespace not in namespaces:
-                    continue
-                if matches(selector, other.labels):
-                    return True
-        return False
+        return self.node_fit.reason(pod, node)

@@ -106,6 +106,16 @@ def _with(pod: dict[str, Any], path: list[str], value: Any) -> dict[str, Any]:
     return changed
 
 
+SPREAD = [
+    {
+        "maxSkew": 1,
+        "topologyKey": "zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "shop"}},
+        "matchLabelKeys": ["pod-template-hash"],
+    }
+]
+
 ODD_PODS = [
     pytest.param(RICH_POD, id="rich"),
     pytest.param(_with(RICH_POD, ["status", "qosClass"], None), id="qos-computed"),
@@ -137,6 +147,16 @@ ODD_PODS = [
         _with(RICH_POD, ["metadata", "creationTimestamp"], "2026-11-22T01:02:03.123456789+02:00"),
         id="nano-time",
     ),
+    pytest.param(_with(RICH_POD, ["spec", "topologySpreadConstraints"], SPREAD), id="spread"),
+    pytest.param(
+        _with(
+            _with(RICH_POD, ["spec", "topologySpreadConstraints"], SPREAD),
+            ["spec", "resourceClaims"],
+            [{"name": "gpu"}],
+        ),
+        id="spread-and-claims",
+    ),
+    pytest.param(_with(RICH_POD, ["spec", "topologySpreadConstraints"], []), id="spread-empty"),
     pytest.param({"metadata": {"name": "bare"}}, id="bare"),
     pytest.param({}, id="empty"),
 ]

@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from agent.descheduler import projection
+from agent.descheduler.model import EMPTY_MAP
 from agent.descheduler.projection import pod_requests, project_node, project_pod, snapshot_from_list
 from tests.harness.deschedulerstate import node, pod
 
@@ -119,3 +121,12 @@ def test_snapshot_from_list_reads_every_kind() -> None:
     assert state.claims["default/c"].storage_class == "fast"
     assert state.priority_classes == {"high": 1000}
     assert state.now == 5.0
+
+
+def test_spread_constraints_are_kept_in_extra_only_when_present() -> None:
+    """``spec.topologySpreadConstraints`` is projected into ``extra``; a pod without any keeps
+    the shared empty map."""
+    constraint = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+    spread = projection.project_pod({"spec": {"topologySpreadConstraints": [constraint]}})
+    assert spread.extra[projection.SPREAD_CONSTRAINTS] == (constraint,)
+    assert projection.project_pod({"spec": {}}).extra is EMPTY_MAP

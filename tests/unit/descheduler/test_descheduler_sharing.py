@@ -61,3 +61,18 @@ def test_table_starts_over_past_its_limit() -> None:
     for index in range(5):
         sharing.labels({"app": str(index)})
     assert len(sharing._canonical) <= 2
+
+
+def test_equal_spread_constraints_are_shared() -> None:
+    """Replicas with the same topology spread constraints share one ``extra`` mapping, and a
+    pod without constraints carries none."""
+    spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]
+    first_raw, second_raw = _pod("a"), _pod("b")
+    first_raw["spec"]["topologySpreadConstraints"] = spread
+    second_raw["spec"]["topologySpreadConstraints"] = [dict(spread[0])]
+    sharing = Sharing()
+    first = sharing.pod(projection.project_pod(first_raw))
+    second = sharing.pod(projection.project_pod(second_raw))
+    assert second.extra is first.extra
+    assert first.extra == {"topologySpreadConstraints": tuple(spread)}
+    assert not sharing.pod(projection.project_pod(_pod("c"))).extra

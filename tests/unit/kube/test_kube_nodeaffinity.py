@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from agent.kube import nodeaffinity
 from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
 
 LABELS = {"zone": "a", "pool": "gpu", "cores": "8", "kubernetes.io/hostname": "node-1"}
@@ -112,3 +113,47 @@ def test_no_required_affinity_matches_every_node() -> None:
     }
     assert required_affinity_mismatch(spec, LABELS, "node-1") is None
     assert required_affinity_mismatch({}, LABELS, "node-1") is None
+
+
+def _preferred(*terms: tuple[int, dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "affinity": {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": weight, "preference": preference} for weight, preference in terms
+                ]
+            }
+        }
+    }
+
+
+def _prefers(key: str, *values: str) -> dict[str, Any]:
+    return {"matchExpressions": [{"key": key, "operator": "In", "values": list(values)}]}
+
+
+@pytest.mark.parametrize(
+    ("spec", "labels", "weight"),
+    [
+        pytest.param(_preferred((10, _prefers("zone", "a"))), {"zone": "a"}, 10, id="one-match"),
+        pytest.param(_preferred((10, _prefers("zone", "a"))), {"zone": "b"}, 0, id="no-match"),
+        pytest.param(
+            _preferred((10, _prefers("zone", "a")), (5, _prefers("disk", "ssd"))),
+            {"zone": "a", "disk": "ssd"},
+            15,
+            id="weights-add-up",
+        ),
+        pytest.param(
+            _preferred((10, {"matchExpressions": [{"key": "zone", "operator": "Near"}]})),
+            {"zone": "a"},
+            0,
+            id="unparsable-term-adds-nothing",
+        ),
+        pytest.param(_preferred((10, {})), {"zone": "a"}, 0, id="empty-term-matches-nothing"),
+        pytest.param({}, {"zone": "a"}, 0, id="no-affinity"),
+    ],
+)
+def test_preferred_affinity_weight(
+    spec: dict[str, Any], labels: dict[str, str], weight: int
+) -> None:
+    """A node's weight is the sum of the weights of the preferred terms it matches."""
+    assert nodeaffinity.preferred_affinity_weight(spec, labels, "n1") == weight

@@ -37,7 +37,7 @@ from agent.descheduler.errors import (
 from agent.descheduler.framework.args import Namespaces
 from agent.descheduler.framework.types import Handle
 from agent.descheduler.model import CPU, MEMORY, PODS, NodeInfo, PodInfo
-from agent.descheduler.projection import PREFER_NO_EVICTION_ANNOTATION
+from agent.descheduler.podorder import eviction_key, eviction_order
 from agent.kube.tolerations import tolerates
 
 UNDER = "underutilized"
@@ -46,7 +46,6 @@ APPROPRIATE = "appropriately utilized"
 NODE_REPORTS = "NodeReports"
 REQUESTS = "requests"
 FINISHED = frozenset({"Succeeded", "Failed"})
-QOS_ORDER = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
 
 
 @dataclass(frozen=True)
@@ -244,22 +243,6 @@ def order_sources(
             key=lambda s: (sign * sum(s.percent.get(n, 0.0) for n in names), s.node.name),
         )
     return sorted(states, key=lambda s: (sign * raw_sum(s), s.node.name))
-
-
-def eviction_key(pod: PodInfo) -> tuple[bool, int, int, bool]:
-    """``SortPodsBasedOnPriorityLowToHigh``'s order: nil priority first, then low to high;
-    then BestEffort < Burstable < Guaranteed; then pods without prefer-no-eviction first."""
-    return (
-        pod.priority is not None,
-        pod.priority or 0,
-        QOS_ORDER.get(pod.qos, 2),
-        PREFER_NO_EVICTION_ANNOTATION in pod.annotations,
-    )
-
-
-def eviction_order(pods: list[PodInfo]) -> list[PodInfo]:
-    """Upstream's order, ties by namespace and name (upstream's are arbitrary)."""
-    return sorted(pods, key=lambda p: (eviction_key(p), p.namespace, p.name))
 
 
 def tolerates_some_node(

@@ -17,7 +17,11 @@ default kube-scheduler would schedule it, on the snapshot as the plan leaves it 
 - NodeResourcesFit: each requested resource fits allocatable minus the requests of the pods
   there (pods this plan placed there earlier included, pods it evicted from there gone), and
   a pod slot is free;
-- InterPodAffinity, PodTopologySpread: see ``constraints`` below.
+- InterPodAffinity, its required anti-affinity half (``antiaffinity``): no pod the pod's
+  terms select in the node's topology domain, and no pod whose terms select the pod there;
+- PodTopologySpread, ``DoNotSchedule`` constraints (``topology``): the node carries the key
+  and placing the pod there keeps the skew within ``maxSkew``, counted (once per pod, as
+  the scheduler's PreFilter) on the cluster as the plan leaves it so far.
 
 **Score:** NodeResourcesFit's ``LeastAllocated`` on cpu and memory, weight 1 each: per
 resource ``(allocatable - requested) * 100 // allocatable`` with the pod added (0 when it
@@ -48,8 +52,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from agent.descheduler.antiaffinity import (
+    has_required_anti_affinity,
+    scheduler_anti_affinity_rejection,
+)
 from agent.descheduler.model import CPU, MEMORY, PODS, ClusterSnapshot, NodeInfo, PodInfo
 from agent.descheduler.plan import Plan, PlannedEviction
+from agent.descheduler.topology import scheduler_spread_counts, spread_rejection
+from agent.kube.labelselector import SelectorError
 from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
 from agent.kube.tolerations import NO_SCHEDULE, tolerates, untolerated
 
@@ -95,10 +105,6 @@ class PlacementResult:
     """One per planned eviction, in the plan's order."""
     loads: tuple[NodeLoad, ...]
     """Every node of the snapshot, by name."""
-
-
-ConstraintCheck = Callable[[PodInfo, NodeInfo], str | None]
-"""Why a placed pod may not go to a node (inter-pod and spread rules), or ``None``."""
 
 
 @dataclass
@@ -211,10 +217,6 @@ def _static_key(pod: PodInfo) -> str:
     )
 
 
-def _no_constraints(pod: PodInfo, node: NodeInfo) -> str | None:  # noqa: ARG001 - a ConstraintCheck
-    return None
-
-
 class _Ranking:
     """Every node ordered by the score a pod of one size gets there: best first, then by name.
 
@@ -243,11 +245,7 @@ class Simulation:
     ``MAX_RANKINGS``, the least recently used dropped), updated as pods move.
     """
 
-    def __init__(
-        self,
-        snapshot: ClusterSnapshot,
-        constraints: Callable[[Simulation], ConstraintCheck] | None = None,
-    ) -> None:
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
         self.snapshot = snapshot
         self.nodes = [_new_node(snapshot.nodes[name]) for name in sorted(snapshot.nodes)]
         self._index = {node.info.name: index for index, node in enumerate(self.nodes)}
@@ -264,15 +262,22 @@ class Simulation:
         self.placed: list[PodInfo] = []
         """The replacement pods placed so far, each with ``node_name`` its destination."""
         self._static: dict[str, tuple[frozenset[int], Counter[str]]] = {}
-        self.constraints = constraints(self) if constraints else _no_constraints
+        self._placed_on: dict[str, list[PodInfo]] = {}
+        self._anti_affinity = [pod for pod in self.pods() if has_required_anti_affinity(pod)]
+        """Pods with required anti-affinity, as the plan leaves them: every newcomer is
+        checked against their terms (few clusters have many)."""
 
     def pods(self) -> Iterable[PodInfo]:
         """Every pod as the plan leaves the cluster so far: evicted ones gone, placed ones in."""
-        for pods in self.snapshot.pods_by_node.values():
-            for pod in pods:
-                if pod.node_name and pod.uid not in self.gone:
-                    yield pod
-        yield from self.placed
+        for node in self.nodes:
+            yield from self.pods_on(node.info.name)
+
+    def pods_on(self, node_name: str) -> Iterable[PodInfo]:
+        """The pods on a node as the plan leaves it so far."""
+        for pod in self.snapshot.pods_on(node_name):
+            if pod.uid not in self.gone:
+                yield pod
+        yield from self._placed_on.get(node_name, ())
 
     def _statically_feasible(self, pod: PodInfo) -> tuple[frozenset[int], Counter[str]]:
         key = _static_key(pod)
@@ -314,11 +319,17 @@ class Simulation:
         if index is not None and pod.uid not in self.gone and pod.phase not in FINISHED:
             self._move(index, pod, -1)
         self.gone.add(pod.uid)
+        if has_required_anti_affinity(pod):
+            self._anti_affinity = [p for p in self._anti_affinity if p.uid != pod.uid]
 
     def pick(self, pod: PodInfo) -> Placement:
         """The node the scheduler would pick for a new pod like ``pod``, not on its node."""
         feasible, rejected = self._statically_feasible(pod)
         reasons = Counter(rejected)
+        try:
+            inter_pod = self._inter_pod_check(pod)
+        except SelectorError as error:
+            return Placement(None, f"topology spread selector does not parse: {error}")
         for _, index in self._ranking(pod).order:
             if index not in feasible:
                 continue
@@ -326,18 +337,37 @@ class Simulation:
             if node.info.name == pod.node_name:
                 reasons[OWN_NODE] += 1
                 continue
-            reason = resource_misfit(node, pod) or self.constraints(pod, node.info)
-            if reason is not None:
-                reasons[reason] += 1
+            reason = resource_misfit(node, pod) or (inter_pod and inter_pod(node.info))
+            if reason:
+                reasons[_reason_kind(reason)] += 1
                 continue
             return Placement(node.info.name)  # the best score, the first name among equals
         return Placement(None, _no_fit(len(self.nodes), reasons))
+
+    def _inter_pod_check(self, pod: PodInfo) -> Callable[[NodeInfo], str | None] | None:
+        """The anti-affinity and spread filters for ``pod`` (spread counted once, as the
+        scheduler's PreFilter does); ``None`` when neither can reject it (most pods)."""
+        spread = scheduler_spread_counts(pod, self.snapshot.nodes.values(), self.pods_on)
+        if not spread and not self._anti_affinity and not has_required_anti_affinity(pod):
+            return None
+        nodes = self.snapshot.nodes
+        with_terms = self._anti_affinity
+
+        def check(node: NodeInfo) -> str | None:
+            return spread_rejection(spread, node) or scheduler_anti_affinity_rejection(
+                pod, node, nodes, self.pods_on, with_terms
+            )
+
+        return check
 
     def land(self, pod: PodInfo, node_name: str) -> None:
         """Put the replacement of ``pod`` on ``node_name``."""
         ghost = replace(pod, uid=f"{pod.uid}/replacement", node_name=node_name, deleting=False)
         self._move(self._index[node_name], ghost, +1)
         self.placed.append(ghost)
+        self._placed_on.setdefault(node_name, []).append(ghost)
+        if has_required_anti_affinity(ghost):
+            self._anti_affinity = [*self._anti_affinity, ghost]
 
     def loads(self) -> tuple[NodeLoad, ...]:
         return tuple(
@@ -355,6 +385,16 @@ class Simulation:
         )
 
 
+def _reason_kind(reason: str) -> str:
+    """A filter's reason without the names in it, so that nodes count together in the no-fit
+    summary ("3 node(s) didn't match pod anti-affinity rules", as the scheduler says)."""
+    if "anti-affinity" in reason:
+        return "pod anti-affinity"
+    if "topology spread" in reason:
+        return "topology spread constraints"
+    return reason
+
+
 def _no_fit(total: int, reasons: Counter[str]) -> str:
     """The scheduler's "0/N nodes are available: ..." summary."""
     parts = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
@@ -366,12 +406,7 @@ def _is_daemon_pod(pod: PodInfo) -> bool:
     return controller is not None and controller.kind == "DaemonSet"
 
 
-def place(
-    snapshot: ClusterSnapshot,
-    evictions: Sequence[PlannedEviction],
-    *,
-    constraints: Callable[[Simulation], ConstraintCheck] | None = None,
-) -> PlacementResult:
+def place(snapshot: ClusterSnapshot, evictions: Sequence[PlannedEviction]) -> PlacementResult:
     """Every planned eviction's destination, in the plan's order, and the nodes' loads."""
     wanted = {(e.node, e.uid) for e in evictions}
     by_uid = {
@@ -380,7 +415,7 @@ def place(
         for pod in snapshot.pods_on(node)
         if (node, pod.uid) in wanted
     }
-    simulation = Simulation(snapshot, constraints)
+    simulation = Simulation(snapshot)
     placements: list[Placement] = []
     for eviction in evictions:
         pod = by_uid.get(eviction.uid)

@@ -365,3 +365,151 @@ def test_with_destinations_fills_the_plan_shape() -> None:
     plan = Plan(evictions=[_eviction(state, "mover"), _eviction(state, "bare")])
     filled = with_destinations(plan, place(state, plan.evictions))
     assert [e["destination"] for e in filled.as_json()["evictions"]] == ["other", None]
+
+
+def _anti(app: str, key: str = "kubernetes.io/hostname") -> dict[str, Any]:
+    return {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}
+            ]
+        }
+    }
+
+
+def _spread(app: str, key: str = "zone", skew: int = 1, when: str = "DoNotSchedule") -> Any:
+    return {
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": skew,
+                "topologyKey": key,
+                "whenUnsatisfiable": when,
+                "labelSelector": {"matchLabels": {"app": app}},
+            }
+        ]
+    }
+
+
+def _hosts(*names: str, zone: str = "a", **kwargs: Any) -> list[dict[str, Any]]:
+    return [
+        node(name, labels={"kubernetes.io/hostname": name, "zone": zone}, **kwargs)
+        for name in names
+    ]
+
+
+# "a" is the emptiest node (it wins unless a rule keeps the pod away), "b" the next best.
+@pytest.mark.parametrize(
+    ("items", "expected"),
+    [
+        pytest.param(
+            [
+                *_hosts("a", cpu="8"),
+                *_hosts("b", "src"),
+                pod("mover", "src", labels={"app": "web"}, affinity=_anti("web")),
+                pod("web-on-a", "a", labels={"app": "web"}),
+            ],
+            "b",
+            id="own-anti-affinity-rejects-the-node",
+        ),
+        pytest.param(
+            [
+                *_hosts("a", cpu="8"),
+                *_hosts("b", "src"),
+                pod("mover", "src", labels={"app": "web"}),
+                pod("guard-on-a", "a", labels={"app": "guard"}, affinity=_anti("web")),
+            ],
+            "b",
+            id="existing-pods-anti-affinity-rejects-the-newcomer",
+        ),
+        pytest.param(
+            [
+                *_hosts("a", cpu="8"),
+                *_hosts("a2", zone="a"),
+                *_hosts("b", zone="b"),
+                *_hosts("src", zone="c"),
+                pod("mover", "src", labels={"app": "web"}, affinity=_anti("web", key="zone")),
+                pod("web-in-zone-a", "a2", labels={"app": "web"}),
+            ],
+            "b",
+            id="anti-affinity-covers-the-whole-zone",
+        ),
+        pytest.param(
+            [
+                *_hosts("a", cpu="16", memory="64Gi"),
+                *_hosts("b", "src"),
+                pod("mover", "src", labels={"app": "web"}, affinity=_anti("web")),
+                pod("other-on-a", "a", labels={"app": "db"}),
+                pod("web-elsewhere", "a", labels={"app": "web"}, namespace="other"),
+            ],
+            "a",
+            id="anti-affinity-other-labels-and-namespace-do-not-count",
+        ),
+        pytest.param(
+            [
+                *_hosts("a", cpu="16", memory="64Gi", zone="a"),
+                *_hosts("b", zone="b"),
+                *_hosts("src", zone="c"),
+                pod("mover", "src", labels={"app": "web"}, extra_spec=_spread("web")),
+                pod("web-a", "a", labels={"app": "web"}),
+            ],
+            "b",
+            id="spread-do-not-schedule-skew",
+        ),
+        pytest.param(
+            [
+                *_hosts("a", cpu="16", memory="64Gi", zone="a"),
+                *_hosts("b", zone="b"),
+                *_hosts("src", zone="c"),
+                pod(
+                    "mover",
+                    "src",
+                    labels={"app": "web"},
+                    extra_spec=_spread("web", when="ScheduleAnyway"),
+                ),
+                pod("web-a", "a", labels={"app": "web"}),
+            ],
+            "a",
+            id="spread-schedule-anyway-never-filters",
+        ),
+        pytest.param(
+            [
+                node("a", cpu="8"),
+                *_hosts("b", zone="b"),
+                *_hosts("src", zone="c"),
+                pod("mover", "src", labels={"app": "web"}, extra_spec=_spread("web")),
+            ],
+            "b",
+            id="spread-node-without-the-key",
+        ),
+    ],
+)
+def test_inter_pod_rules(items: list[dict[str, Any]], expected: str) -> None:
+    """Required anti-affinity (the pod's own terms and existing pods' terms, over the whole
+    topology domain) and DoNotSchedule spread keep the pod off the node that scores best."""
+    assert _destinations(snapshot(*items), "mover") == [expected]
+
+
+def test_pods_placed_earlier_count_for_anti_affinity() -> None:
+    """Two replicas that must not share a node, evicted one after the other, land on two
+    different nodes: the first's replacement counts against the second."""
+    state = snapshot(
+        *_hosts("a", "b", "src", cpu="8"),
+        *[pod(f"web-{i}", "src", labels={"app": "web"}, affinity=_anti("web")) for i in range(2)],
+    )
+    assert _destinations(state, "web-0", "web-1") == ["a", "b"]
+
+
+def test_pods_placed_earlier_count_for_spread() -> None:
+    """Replicas spread over zones with maxSkew 1 alternate between the zones as they land."""
+    state = snapshot(
+        *_hosts("a1", "a2", zone="a", cpu="16"),
+        *_hosts("b1", zone="b"),
+        node("src", cpu="16"),  # no zone: it takes no part in the spread
+        *[
+            pod(f"web-{i}", "src", labels={"app": "web"}, extra_spec=_spread("web"))
+            for i in range(3)
+        ],
+    )
+    # zone counts (a, b) before each: (0, 0) -> a1 scores best; (1, 0) -> zone a would make
+    # skew 2, so b1; (1, 1) -> zone a again, where a2 is the emptier node.
+    assert _destinations(state, "web-0", "web-1", "web-2") == ["a1", "b1", "a2"]

@@ -13,9 +13,10 @@ The cluster: ten nodes in three zones. node-a1 and node-a2 are over-committed; n
 node-b3 are nearly empty; node-gpu1 is big, empty and tainted for GPU jobs; node-edge1 takes
 only edge pods (NoExecute taint); node-c1 is cordoned. Workloads: web (a PodDisruptionBudget
 lets only two of its pods go), cart (required node affinity to zone-a), checkout (required
-anti-affinity: one per node), redis (three replicas piled on one node), postgres (a
-StatefulSet with claims), GPU trainers, edge gateways, DaemonSets, finished Job pods and a
-bare debug pod.
+anti-affinity: one per node, but two share node-b2), redis (three replicas piled on one
+node), postgres (a StatefulSet with claims), GPU trainers, a metrics proxy on the GPU node
+without the toleration (it ran there before the taint), edge gateways, DaemonSets, finished
+Job pods and a bare debug pod.
 """
 
 from __future__ import annotations
@@ -325,7 +326,7 @@ def workloads() -> list[JSON]:
     pods += replicas(
         "checkout",
         "shop",
-        {"node-a1": 1, "node-a2": 1, "node-b2": 1},
+        {"node-a1": 1, "node-a4": 1, "node-b2": 2, "node-b3": 1},
         cpu="200m",
         memory="256Mi",
         affinity=one_per_node("checkout"),
@@ -361,6 +362,13 @@ def workloads() -> list[JSON]:
         memory="8Gi",
         tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
         node_selector={"accelerator": "nvidia"},
+    )
+    pods += replicas(
+        "metrics-proxy",
+        "monitoring",
+        {"node-gpu1": 1},
+        cpu="100m",
+        memory="128Mi",
     )
     pods += replicas(
         "gateway",

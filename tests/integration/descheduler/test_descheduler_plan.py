@@ -113,7 +113,8 @@ def test_sample_destinations_respect_taints_cordons_and_affinity(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """On the sample, no pod is sent to the GPU or edge node (tainted, and emptiest) or the
-    cordoned one, the zone-a-only cart pods land in zone-a, and no pod lands where it was."""
+    cordoned one, the zone-a-only cart pods land in zone-a, the checkout pod evicted for its
+    anti-affinity lands on a node without checkout, and no pod lands where it was."""
     items = _sample_items()
     zones = {
         i["metadata"]["name"]: i["metadata"]["labels"]["topology.kubernetes.io/zone"]
@@ -130,6 +131,14 @@ def test_sample_destinations_respect_taints_cordons_and_affinity(
     assert carts
     assert {zones[e["destination"]] for e in carts} == {"zone-a"}
     assert all(e["destination"] != e["node"] for e in placed)
+    checkout_nodes = {
+        i["spec"]["nodeName"]
+        for i in items
+        if i["kind"] == "Pod" and i["metadata"]["name"].startswith("checkout-")
+    }
+    [checkout] = [e for e in placed if e["pod"].startswith("shop/checkout-")]
+    assert checkout["plugin"] == "RemovePodsViolatingInterPodAntiAffinity"
+    assert checkout["destination"] not in checkout_nodes  # one checkout per node
 
 
 def test_plan_table_on_the_sample(capsys: pytest.CaptureFixture[str]) -> None:

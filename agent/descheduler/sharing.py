@@ -81,8 +81,13 @@ class Sharing:
                 if shared is not value:
                     changes[name] = shared
         if pod.extra:
-            # Spread constraints come from the pod template: the same for every replica.
-            extra = self.shared(("x", _frozen(pod.extra)), pod.extra)
+            # Rarer fields (the pod-state plugins' status among them) are equal across the
+            # pods of one owner too; values that are not JSON-like or frozen stay unshared.
+            try:
+                key = ("x", frozenset((k, _frozen(v)) for k, v in pod.extra.items()))
+                extra = self.shared(key, pod.extra)
+            except TypeError:
+                extra = pod.extra
             if extra is not pod.extra:
                 changes["extra"] = extra
         return dataclasses.replace(pod, **changes) if changes else pod

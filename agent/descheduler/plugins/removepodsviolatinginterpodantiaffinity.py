@@ -44,7 +44,7 @@ class RemovePodsViolatingInterPodAntiAffinity:
     def __init__(self, args: RemovePodsViolatingInterPodAntiAffinityArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.pod_filter = PodFilter.of(args.namespaces, args.label_selector)
+        self.pod_filter = PodFilter.build(handle.evictor, args.namespaces, args.label_selector)
 
     def deschedule(self, nodes: Sequence[NodeInfo]) -> None:
         evictor = self.handle.evictor
@@ -55,7 +55,7 @@ class RemovePodsViolatingInterPodAntiAffinity:
             pods = [
                 pod
                 for pod in self.handle.snapshot.pods_on(node.name)
-                if pod.phase not in FINISHED and self.pod_filter.admits(pod)
+                if pod.phase not in FINISHED and self.pod_filter.admits_scope(pod)
             ]
             by_node[node.name] = pods
             for pod in pods:
@@ -65,7 +65,7 @@ class RemovePodsViolatingInterPodAntiAffinity:
                 other = violated_by(pod, node_map, by_namespace)
                 if other is None:
                     continue
-                if not (evictor.filter(pod) and evictor.pre_eviction_filter(pod)):
+                if not self.pod_filter.admits_eviction(pod):
                     continue
                 reason = f"required pod anti-affinity rejects {other.key} in its domain"
                 try:

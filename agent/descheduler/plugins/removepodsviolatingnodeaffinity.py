@@ -86,7 +86,7 @@ class RemovePodsViolatingNodeAffinity:
     def __init__(self, args: RemovePodsViolatingNodeAffinityArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.pod_filter = PodFilter.of(args.namespaces, args.label_selector)
+        self.pod_filter = PodFilter.build(handle.evictor, args.namespaces, args.label_selector)
         self.node_fit = NodeFit(handle.snapshot)
 
     def required_verdict(
@@ -135,9 +135,9 @@ class RemovePodsViolatingNodeAffinity:
                 # common pod (no node affinity) never reaches the evictor's nodeFit.
                 if not has_node_affinity(pod, affinity_type):
                     continue
-                if pod.phase in FINISHED or not self.pod_filter.admits(pod):
+                if pod.phase in FINISHED or not self.pod_filter.admits_scope(pod):
                     continue
-                if not (evictor.filter(pod) and evictor.pre_eviction_filter(pod)):
+                if not self.pod_filter.admits_eviction(pod):
                     continue
                 reason = verdict(pod, node, nodes)
                 if reason is None:

@@ -64,7 +64,7 @@ class RemovePodsViolatingNodeTaints:
     def __init__(self, args: RemovePodsViolatingNodeTaintsArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.pod_filter = PodFilter.of(args.namespaces, args.label_selector)
+        self.pod_filter = PodFilter.build(handle.evictor, args.namespaces, args.label_selector)
         self.effects = frozenset(
             {NO_SCHEDULE, PREFER_NO_SCHEDULE} if args.include_prefer_no_schedule else {NO_SCHEDULE}
         )
@@ -85,12 +85,10 @@ class RemovePodsViolatingNodeTaints:
         return None
 
     def _candidate(self, pod: PodInfo) -> bool:
-        evictor = self.handle.evictor
         return (
             pod.phase not in FINISHED
-            and self.pod_filter.admits(pod)
-            and evictor.filter(pod)
-            and evictor.pre_eviction_filter(pod)
+            and self.pod_filter.admits_scope(pod)
+            and self.pod_filter.admits_eviction(pod)
         )
 
     def deschedule(self, nodes: Sequence[NodeInfo]) -> None:

@@ -90,12 +90,12 @@ class RemovePodsViolatingTopologySpreadConstraint:
     ) -> None:
         self.args = args
         self.handle = handle
-        self.pod_filter = PodFilter.of(args.namespaces, args.label_selector)
+        self.pod_filter = PodFilter.build(handle.evictor, args.namespaces, args.label_selector)
         self.allowed = frozenset(args.constraints or (DO_NOT_SCHEDULE,))
         self.node_fit = NodeFit(handle.snapshot)
 
     def _admits(self, pod: PodInfo) -> bool:
-        return self.pod_filter.admits(pod) and self.handle.evictor.filter(pod)
+        return self.pod_filter.admits_scope(pod) and self.handle.evictor.filter(pod)
 
     def constraints_of(self, pods: Sequence[PodInfo]) -> list[SpreadConstraint]:
         """The distinct allowed constraints the pods carry, in first-seen order."""

@@ -217,3 +217,12 @@ def test_the_readme_excerpt_is_real_output(capsys: pytest.CaptureFixture[str]) -
     printed = set(capsys.readouterr().out.splitlines())
     assert len(excerpt) > 10
     assert [line for line in excerpt if line != "…" and line not in printed] == []
+
+
+def test_the_shipped_sample_is_what_its_script_writes(tmp_path: Path) -> None:
+    """``scripts/sample_snapshot.py`` writes the committed sample byte for byte (the script
+    is deterministic, and the file was not edited by hand)."""
+    out = tmp_path / "snapshot.json.gz"
+    script = ROOT / "scripts" / "sample_snapshot.py"
+    subprocess.run([sys.executable, str(script), "--out", str(out)], check=True)
+    assert out.read_bytes() == SAMPLE.read_bytes()

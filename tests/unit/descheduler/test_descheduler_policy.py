@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agent.config.errors import ConfigError
-from agent.descheduler.framework.registry import REGISTRY
+from agent.descheduler.framework.registry import NOT_YET_IMPLEMENTED, REGISTRY
 from agent.descheduler.framework.types import BALANCE, FILTER, PRE_EVICTION_FILTER
 from agent.descheduler.plugins.defaultevictor import DefaultEvictorArgs
 from agent.descheduler.plugins.nodeutilization.lownodeutilization import LowNodeUtilizationArgs
@@ -62,6 +62,10 @@ profiles:
           - "RemoveDuplicates"
 """
 
+KNOWN = ", ".join(sorted(REGISTRY))
+NOT_YET = min(NOT_YET_IMPLEMENTED, default="")
+"""An upstream plugin not implemented yet, while there is one."""
+
 
 def _policy(
     plugin_config: list[dict[str, Any]], plugins: dict[str, Any], **top: Any
@@ -72,10 +76,6 @@ def _policy(
         "profiles": [{"name": "p", "pluginConfig": plugin_config, "plugins": plugins}],
         **top,
     }
-
-
-KNOWN = ", ".join(sorted(REGISTRY))
-"""Every registered plugin, as the unknown-plugin error lists them."""
 
 
 def _errors(raw: Any) -> list[str]:
@@ -165,15 +165,13 @@ class TestParsing:
             id="unknown-plugin-enabled",
         ),
         pytest.param(
-            _policy([], {"deschedule": {"enabled": ["PodLifeTime"]}}),
+            _policy([], {"deschedule": {"enabled": [NOT_YET]}}),
             [
-                (
-                    "profiles[0].plugins.deschedule.enabled[0]: plugin "
-                    "'PodLifeTime' is an upstream plugin this version does not "
-                    "implement yet"
-                )
+                f"profiles[0].plugins.deschedule.enabled[0]: plugin {NOT_YET!r} is an "
+                "upstream plugin this version does not implement yet"
             ],
             id="upstream-plugin-not-implemented",
+            marks=pytest.mark.skipif(not NOT_YET, reason="every upstream plugin is implemented"),
         ),
         pytest.param(
             _policy([], {"deschedule": {"enabled": ["LowNodeUtilization"]}}),

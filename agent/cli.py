@@ -53,6 +53,12 @@ def _cmd_descheduler(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _cmd_descheduler_plan(args: argparse.Namespace) -> int:
+    from agent.descheduler.offline import run  # noqa: PLC0415 - keep start-up of other commands light
+
+    return run(args)
+
+
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from agent.doctor.command import gather  # noqa: PLC0415
     from agent.doctor.render import render_json, render_table  # noqa: PLC0415
@@ -116,6 +122,20 @@ def _descheduler_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _descheduler_plan_flags(parser: argparse.ArgumentParser) -> None:
+    """``descheduler plan``: the cycle on a snapshot file (flags as in ``agent.descheduler``)."""
+    add = parser.add_argument
+    add(
+        "--snapshot",
+        metavar="FILE",
+        required=True,
+        help="kubectl get nodes,pods,pdb,namespaces,priorityclasses -A -o json (gzip accepted)",
+    )
+    add("--policy-config-file", metavar="FILE", required=True, help="DeschedulerPolicy")
+    add("--node-reports", metavar="FILE", help="kubectl get nodereports -o json (gzip accepted)")
+    add("--output", choices=("table", "json"), default="table", help="output format")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from agent.readiness import commands as readiness_commands  # noqa: PLC0415
     from agent.report import commands as report_commands  # noqa: PLC0415
@@ -137,6 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _descheduler_flags(descheduler)
     descheduler.set_defaults(handler=_cmd_descheduler)
+    offline = descheduler.add_subparsers(dest="descheduler_command", metavar="plan")
+    plan = offline.add_parser(
+        "plan", help="plan offline on a snapshot file: evictions, destinations, utilization"
+    )
+    _descheduler_plan_flags(plan)
+    plan.set_defaults(handler=_cmd_descheduler_plan)
     doctor = sub.add_parser("doctor", parents=[common], help="check this node and the config")
     doctor.add_argument("--json", action="store_true", help="print JSON instead of a table")
     doctor.set_defaults(handler=_cmd_doctor)

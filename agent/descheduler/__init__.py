@@ -18,10 +18,13 @@ Layout (one concern per module):
   - ``evictions``: the limits and the recording ``Planner`` (PDBs as the API server applies
     them); ``budgets`` says which PDBs select a pod;
   - ``cycle``: ``run_cycle(policy, snapshot, options) -> Plan``;
+  - ``placement``: where each evicted pod would land (a default kube-scheduler's pick);
 - the runtime side (caches, the live and dry-run evictors, leader election, the app) feeds
   snapshots in and carries plans out; ``taintactions`` applies a plan's taints of ours
   (CriticalAddonRescue, NodeShutdownRecovery) before its evictions, and ``triggers`` decides
-  when an event-driven cycle starts (pure, fed by the caches' events).
+  when an event-driven cycle starts (pure, fed by the caches' events);
+- the offline plan (``offline``: ``descheduler plan``) reads its snapshot from a file
+  (``snapshotfile``, through the caches' own decoders and projections) instead.
 
 Plugins never call the API and never count evictions: they ask the evictor handle.
 """

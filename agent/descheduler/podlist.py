@@ -200,6 +200,10 @@ class PodListProjector:
         metadata = page.metadata if isinstance(page.metadata, dict) else {}
         return {"metadata": metadata, "items": self._one_by_one(raws)}
 
+    def decode_item(self, data: bytes) -> PodItem:
+        """One pod's bytes (an item of a List read from a file), as a page item would be."""
+        return self._item.decode(data)
+
     def _one_by_one(self, raws: list[Any]) -> Iterator[PodItem]:
         decode = self._item.decode
         for index, raw in enumerate(raws):

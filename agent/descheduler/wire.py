@@ -204,6 +204,10 @@ class WireCodec:
             "items": _one_by_one(raws, self._item),
         }
 
+    def decode_item(self, data: bytes) -> JsonObject:
+        """One object's bytes (an item of a List read from a file), as a page item would be."""
+        return msgspec.to_builtins(self._item.decode(data))  # type: ignore[no-any-return]  # a struct's builtins: a dict
+
     def decode_event(self, data: bytes) -> JsonObject:
         event = self._event.decode(data)
         if event.type == "ERROR":

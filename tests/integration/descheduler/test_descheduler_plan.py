@@ -1,0 +1,228 @@
+"""``descheduler plan`` against the live loop: the shipped sample snapshot, loaded into the fake
+API server, gives the same evictions offline as a ``--dry-run`` of the live loop online; and
+the 1,000-node parity state plans within the descheduler's memory target."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+
+from agent.cli import main
+from tests.harness.fake_apiserver import FakeApiServer
+
+ROOT = Path(__file__).parents[3]
+SAMPLE = ROOT / "examples" / "snapshot.json.gz"
+SAMPLE_POLICY = ROOT / "examples" / "policy.yaml"
+PARITY = ROOT / "tests" / "fixtures" / "descheduler"
+PEAK_RSS_TARGET_MIB = 260
+"""The descheduler's 1k-node peak RSS target (BENCHMARKS.md)."""
+KINDS_IN_ORDER = ("Namespace", "PriorityClass", "Node", "Pod", "PodDisruptionBudget")
+RESOURCES = {
+    "Namespace": "namespaces",
+    "PriorityClass": "priorityclasses",
+    "Node": "nodes",
+    "Pod": "pods",
+    "PodDisruptionBudget": "poddisruptionbudgets",
+}
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """The commands configure logging onto the captured stderr: undo it after each test."""
+    handlers, level = logging.getLogger().handlers[:], logging.getLogger().level
+    yield
+    structlog.reset_defaults()
+    logging.getLogger().handlers[:] = handlers
+    logging.getLogger().setLevel(level)
+
+
+def _sample_items() -> list[dict[str, Any]]:
+    with gzip.open(SAMPLE) as stream:
+        items: list[dict[str, Any]] = json.load(stream)["items"]
+    return items
+
+
+def _load_into(server: FakeApiServer, items: list[dict[str, Any]]) -> None:
+    """The snapshot's objects, created as kubectl would re-create them (what the fresh
+    server already holds, the system namespaces and priority classes, is left as it is)."""
+    objects = []
+    for kind in KINDS_IN_ORDER:
+        for item in items:
+            if item["kind"] != kind:
+                continue
+            namespace = item["metadata"].get("namespace")
+            if server.exists(RESOURCES[kind], item["metadata"]["name"], namespace):
+                continue
+            obj = json.loads(json.dumps(item))
+            obj["metadata"].pop("uid", None)
+            objects.append(obj)
+    server.seed(objects)
+
+
+def _without_destination(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in e.items() if k != "destination"} for e in plan["evictions"]]
+
+
+def test_plan_on_the_sample_matches_the_live_dry_run(
+    fake_apiserver: FakeApiServer, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The sample's objects in the fake API server: ``--dry-run --output json`` of the live
+    loop and ``plan`` on the file list the same evictions, in the same order, with the same
+    PDB verdicts and summary; only ``plan`` fills in destinations."""
+    _load_into(fake_apiserver, _sample_items())
+    live_code = main(
+        [
+            "descheduler",
+            "--policy-config-file", str(SAMPLE_POLICY),
+            "--kubeconfig", str(kubeconfig),
+            "--dry-run", "--output", "json",
+            "--metrics-bind-address", "127.0.0.1:0",
+        ]
+    )  # fmt: skip
+    live = json.loads(capsys.readouterr().out)
+    offline_code = main(
+        [
+            "descheduler", "plan",
+            "--snapshot", str(SAMPLE),
+            "--policy-config-file", str(SAMPLE_POLICY),
+            "--output", "json",
+        ]
+    )  # fmt: skip
+    offline = json.loads(capsys.readouterr().out)
+    assert (live_code, offline_code) == (0, 0)
+    assert _without_destination(offline) == _without_destination(live)
+    assert offline["summary"] == live["summary"]
+    assert offline["nodes"] == live["nodes"]
+    assert live["summary"]["allowed"] > 10
+    assert live["summary"]["blockedByPDB"] > 0
+    assert {e["destination"] for e in live["evictions"]} == {None}
+    assert all(e["destination"] is not None for e in offline["evictions"] if not e["blockedByPDB"])
+    assert not [r for r in fake_apiserver.requests(method="POST") if "eviction" in r.path]
+
+
+def test_sample_destinations_respect_taints_cordons_and_affinity(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """On the sample, no pod is sent to the GPU or edge node (tainted, and emptiest) or the
+    cordoned one, the zone-a-only cart pods land in zone-a, the checkout pod evicted for its
+    anti-affinity lands on a node without checkout, and no pod lands where it was."""
+    items = _sample_items()
+    zones = {
+        i["metadata"]["name"]: i["metadata"]["labels"]["topology.kubernetes.io/zone"]
+        for i in items
+        if i["kind"] == "Node"
+    }
+    argv = ["descheduler", "plan", "--snapshot", str(SAMPLE), "--policy-config-file"]
+    assert main([*argv, str(SAMPLE_POLICY), "--output", "json"]) == 0
+    evictions = json.loads(capsys.readouterr().out)["evictions"]
+    placed = [e for e in evictions if e["destination"] is not None]
+    assert placed
+    assert not {e["destination"] for e in placed} & {"node-gpu1", "node-edge1", "node-c1"}
+    carts = [e for e in placed if e["pod"].startswith("shop/cart-")]
+    assert carts
+    assert {zones[e["destination"]] for e in carts} == {"zone-a"}
+    assert all(e["destination"] != e["node"] for e in placed)
+    checkout_nodes = {
+        i["spec"]["nodeName"]
+        for i in items
+        if i["kind"] == "Pod" and i["metadata"]["name"].startswith("checkout-")
+    }
+    [checkout] = [e for e in placed if e["pod"].startswith("shop/checkout-")]
+    assert checkout["plugin"] == "RemovePodsViolatingInterPodAntiAffinity"
+    assert checkout["destination"] not in checkout_nodes  # one checkout per node
+
+
+def test_plan_table_on_the_sample(capsys: pytest.CaptureFixture[str]) -> None:
+    """The table shows the evictions with destinations, every node's requests before and
+    after as bars, and the summary."""
+    argv = ["descheduler", "plan", "--snapshot", str(SAMPLE), "--policy-config-file"]
+    assert main([*argv, str(SAMPLE_POLICY)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split() == [
+        "POD",
+        "NODE",
+        "PLUGIN",
+        "REASON",
+        "BLOCKED-BY-PDB",
+        "DESTINATION",
+    ]
+    assert any(line.startswith("node-a1 ") and "% -> [" in line for line in lines)
+    assert "blocked by a PodDisruptionBudget" in out
+    assert "destinations: " in out
+
+
+PEAK_CHILD = """
+import sys
+from agent.cli import main
+code = main(sys.argv[1:])
+with open("/proc/self/status") as status:
+    peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+sys.stderr.write(f"VmHWM_KIB={peak}\\n")
+sys.exit(code)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc/self/status")
+def test_plan_on_the_1k_node_parity_state_stays_within_the_memory_target(
+    tmp_path: Path,
+) -> None:
+    """``plan`` on the 1,000-node, 30,024-pod parity state (converted to the kubectl List a
+    user would dump) plans every eviction with a destination, and the process's peak RSS
+    (VmHWM, printed by the child) stays within the 1k-node target of 260 MiB."""
+    with gzip.open(PARITY / "cluster-1k.json.gz") as stream:
+        state = json.load(stream)
+    state["metadata"] = {"resourceVersion": ""}  # as kubectl prints it; gzipped as users send
+    snapshot = tmp_path / "cluster-1k.json.gz"
+    snapshot.write_bytes(gzip.compress(json.dumps(state).encode(), compresslevel=1))
+    del state
+    child = subprocess.run(
+        [
+            sys.executable, "-c", PEAK_CHILD,
+            "descheduler", "plan",
+            "--snapshot", str(snapshot),
+            "--policy-config-file", str(PARITY / "policy-lnu-dup.yaml"),
+            "--output", "json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )  # fmt: skip
+    assert child.returncode == 0, child.stderr
+    plan = json.loads(child.stdout)
+    assert plan["summary"]["allowed"] > 9000
+    assert all(e["destination"] is not None for e in plan["evictions"])
+    peak_kib = int(child.stderr.rsplit("VmHWM_KIB=", 1)[1].split()[0])
+    assert peak_kib / 1024 <= PEAK_RSS_TARGET_MIB, f"peak RSS {peak_kib / 1024:.0f} MiB"
+
+
+def test_the_readme_excerpt_is_real_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every line the README shows of ``plan`` on the sample (besides the "…" elisions) is a
+    line the command prints today, so the excerpt cannot drift from the product."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("```\nPOD ", readme.index("### Offline plan")) + 4
+    excerpt = readme[start : readme.index("```\n", start)].splitlines()
+    argv = ["descheduler", "plan", "--snapshot", str(SAMPLE), "--policy-config-file"]
+    assert main([*argv, str(SAMPLE_POLICY)]) == 0
+    printed = set(capsys.readouterr().out.splitlines())
+    assert len(excerpt) > 10
+    assert [line for line in excerpt if line != "…" and line not in printed] == []
+
+
+def test_the_shipped_sample_is_what_its_script_writes(tmp_path: Path) -> None:
+    """``scripts/sample_snapshot.py`` writes the committed sample byte for byte (the script
+    is deterministic, and the file was not edited by hand)."""
+    out = tmp_path / "snapshot.json.gz"
+    script = ROOT / "scripts" / "sample_snapshot.py"
+    subprocess.run([sys.executable, str(script), "--out", str(out)], check=True)
+    assert out.read_bytes() == SAMPLE.read_bytes()

@@ -1,0 +1,58 @@
+"""The offline plan's tables: destinations, why a pod goes nowhere, utilization bars."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.descheduler.placement import place, with_destinations
+from agent.descheduler.plan import Plan, PlannedEviction
+from agent.descheduler.render import bar, render_plan_table
+from tests.harness.deschedulerstate import node, pod, snapshot
+
+
+@pytest.mark.parametrize(
+    ("used", "capacity", "expected"),
+    [
+        pytest.param(0, 4000, "[----------]   0%", id="empty"),
+        pytest.param(1900, 4000, "[#####-----]  48%", id="rounded-to-the-nearest-cell"),
+        pytest.param(4000, 4000, "[##########] 100%", id="full"),
+        pytest.param(6000, 4000, "[##########] 150%", id="over-committed-stays-full"),
+        pytest.param(5, 0, "[----------]   0%", id="no-capacity"),
+    ],
+)
+def test_bar(used: int, capacity: int, expected: str) -> None:
+    """A ten-cell bar of requests over allocatable, then the percentage."""
+    assert bar(used, capacity) == expected
+
+
+def test_table_lists_destinations_and_why_none() -> None:
+    """Each row ends with its destination ("-" when a PDB blocks it, "none" when no node
+    takes it), pods going nowhere are explained below, then the bars and the summary."""
+    state = snapshot(
+        node("src"),
+        node("other", cpu="1"),
+        pod("fits", "src", cpu="500m"),
+        pod("too-big", "src", cpu="2"),
+        pod("kept", "src"),
+    )
+    by_name = {p.name: p for p in state.pods_on("src")}
+
+    def eviction(name: str, blocked: str = "") -> PlannedEviction:
+        found = by_name[name]
+        return PlannedEviction(
+            found.namespace, found.name, found.uid, "src", "P", "p", "why", blocked
+        )
+
+    plan = Plan(evictions=[eviction("fits"), eviction("too-big"), eviction("kept", "default/b")])
+    placed = place(state, plan.evictions)
+    lines = render_plan_table(with_destinations(plan, placed), placed).splitlines()
+    assert [line.split()[-1] for line in lines[1:4]] == ["other", "none", "-"]
+    assert (
+        "  default/too-big: 0/2 nodes are available: 1 insufficient cpu, "
+        "1 the node it is evicted from"
+    ) in lines
+    [other] = [line for line in lines if line.startswith("other ")]
+    assert "[----------]   0% -> [#####-----]  50%" in other  # its cpu, before and after
+    assert lines[-1] == (
+        "destinations: 1 pods would move to another node, 0 come back where they were, 1 go nowhere"
+    )

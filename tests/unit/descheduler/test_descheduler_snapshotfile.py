@@ -1,0 +1,241 @@
+"""Snapshot files: a kubectl List (gzipped or not) read as the live caches project it, NodeReports
+judged at capture time, and bad input named item by item (exit 2 from the CLI)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+
+from agent.cli import main
+from agent.config.errors import ConfigError
+from agent.descheduler.projection import project_node, project_pod
+from agent.descheduler.snapshotfile import load_snapshot
+from tests.harness.deschedulerstate import node, pdb, pod
+
+EXAMPLES = Path(__file__).parents[3] / "examples"
+NOW = 1_800_000_000.0
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """The plan command configures logging onto the captured stderr: undo it after each test."""
+    handlers, level = logging.getLogger().handlers[:], logging.getLogger().level
+    yield
+    structlog.reset_defaults()
+    logging.getLogger().handlers[:] = handlers
+    logging.getLogger().setLevel(level)
+
+
+def _list(*items: dict[str, Any], kind: str = "List") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": kind, "items": list(items)}
+
+
+def _write(path: Path, document: Any, *, gzipped: bool = False) -> Path:
+    data = json.dumps(document).encode()
+    path.write_bytes(gzip.compress(data) if gzipped else data)
+    return path
+
+
+def _report(name: str, observed: str, **status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubelet-companion.io/v1alpha1",
+        "kind": "NodeReport",
+        "metadata": {"name": name},
+        "status": {
+            "observedTime": observed,
+            "heartbeatSeconds": 60,
+            "usage": {"cpu": 0.5, "memory": 2**30},
+            **status,
+        },
+    }
+
+
+def test_items_are_projected_as_the_caches_project_them(tmp_path: Path) -> None:
+    """Every pod and node of the shipped sample equals the dict path's projection of it; the
+    PDBs, namespaces and priority classes are all there."""
+    snapshot, ignored = load_snapshot(EXAMPLES / "snapshot.json.gz", now=NOW)
+    with gzip.open(EXAMPLES / "snapshot.json.gz") as stream:
+        items = json.load(stream)["items"]
+    pods = {f"{p.namespace}/{p.name}": p for ps in snapshot.pods_by_node.values() for p in ps}
+    for item in items:
+        if item["kind"] == "Pod":
+            expected = project_pod(item)
+            assert pods[f"{expected.namespace}/{expected.name}"] == expected
+        elif item["kind"] == "Node":
+            assert snapshot.nodes[item["metadata"]["name"]] == project_node(item)
+    assert sum(len(p) for p in snapshot.pods_by_node.values()) == sum(
+        1 for i in items if i["kind"] == "Pod"
+    )
+    assert sorted(b.name for bs in snapshot.disruption_budgets.values() for b in bs) == [
+        "postgres",
+        "web",
+    ]
+    assert snapshot.priority_classes["shop-critical"] == 100_000
+    assert snapshot.namespaces["shop"] == {"kubernetes.io/metadata.name": "shop"}
+    assert snapshot.now == NOW
+    assert ignored == {}
+
+
+def test_gzip_is_recognised_by_its_bytes_not_its_name(tmp_path: Path) -> None:
+    """A gzipped file named ``.json`` and a plain one named ``.gz`` read the same."""
+    document = _list(node("n1"), pod("p", "n1"))
+    zipped = load_snapshot(_write(tmp_path / "a.json", document, gzipped=True), now=NOW)
+    plain = load_snapshot(_write(tmp_path / "b.json.gz", document), now=NOW)
+    assert zipped == plain
+    assert [p.name for p in zipped[0].pods_on("n1")] == ["p"]
+
+
+def test_typed_lists_and_unknown_kinds(tmp_path: Path) -> None:
+    """Items of a typed list (``PodList``) need no kind; other kinds are counted, not read."""
+    pods = _list({**pod("p", "n1"), "kind": None}, kind="PodList")
+    snapshot, _ = load_snapshot(_write(tmp_path / "pods.json", pods), now=NOW)
+    assert [p.name for p in snapshot.pods_on("n1")] == ["p"]
+    mixed = _list(node("n1"), {"kind": "Service", "metadata": {"name": "s"}})
+    _, ignored = load_snapshot(_write(tmp_path / "mixed.json", mixed), now=NOW)
+    assert ignored == {"Service": 1}
+
+
+def test_node_reports_are_judged_when_they_were_captured(tmp_path: Path) -> None:
+    """Reports are stale only against the newest report of the file (not against today), and
+    a report saying shutdown makes its node no room."""
+    snapshot_file = _write(tmp_path / "s.json", _list(node("a"), node("b"), node("c")))
+    reports = _write(
+        tmp_path / "r.json.gz",
+        _list(
+            _report("a", "2026-11-01T10:00:00Z"),
+            _report("b", "2026-11-01T09:00:00Z"),
+            _report("c", "2026-11-01T10:00:00Z", shutdown={"state": "inProgress"}),
+        ),
+        gzipped=True,
+    )
+    snapshot, _ = load_snapshot(snapshot_file, now=NOW, node_reports=reports)
+    usage = snapshot.node_usage
+    assert (usage["a"].stale, usage["b"].stale) == (False, True)
+    assert usage["a"].usage == {"cpu": 500, "memory": 2**30}
+    assert not usage["c"].usable_as_destination
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        pytest.param(b"{not json", ["not JSON"], id="not-json"),
+        pytest.param(b"\x1f\x8bnot really gzip", ["not a valid gzip file"], id="bad-gzip"),
+        pytest.param(
+            json.dumps(node("n1")).encode(), ["kind: expected a List", "'Node'"], id="not-a-list"
+        ),
+        pytest.param(
+            json.dumps({"kind": "List", "items": {"a": 1}}).encode(),
+            ["items: Expected `array | null`, got `object`"],
+            id="items-not-an-array",
+        ),
+        pytest.param(
+            json.dumps(
+                _list(
+                    node("n1"),
+                    {"kind": "Pod", "metadata": {}},
+                    {"metadata": {"name": "x"}},
+                    {**pod("p", "n1"), "metadata": {"name": "p", "labels": ["a"]}},
+                    {**node("n2"), "status": {"allocatable": "4"}},
+                    7,
+                )
+            ).encode(),
+            [
+                "items[1].metadata.name: is required",
+                "items[2].kind: is required",
+                "items[3].metadata.labels: Expected `object | null`, got `array`",
+                "items[4].status.allocatable: Expected `object | null`, got `str`",
+                "items[5]: Expected `object`, got `int`",
+            ],
+            id="every-bad-item-by-path",
+        ),
+    ],
+)
+def test_bad_snapshots_name_every_problem(
+    tmp_path: Path, content: bytes, expected: list[str]
+) -> None:
+    """Bad input raises ConfigError naming each bad item with its path, not just the first."""
+    path = tmp_path / "snapshot.json"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError) as raised:
+        load_snapshot(path, now=NOW)
+    text = str(raised.value)
+    for part in expected:
+        assert part in text
+
+
+def test_node_reports_file_takes_only_node_reports(tmp_path: Path) -> None:
+    """A NodeReports file holding something else is an error at that item."""
+    snapshot_file = _write(tmp_path / "s.json", _list(node("a")))
+    reports = _write(tmp_path / "r.json", _list(_report("a", "2026-11-01T10:00:00Z"), node("b")))
+    with pytest.raises(ConfigError, match=r"items\[1\]\.kind: expected NodeReport, got 'Node'"):
+        load_snapshot(snapshot_file, now=NOW, node_reports=reports)
+
+
+def test_cli_exits_2_naming_the_bad_policy_and_the_bad_snapshot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``descheduler plan`` with a bad policy arg and a bad snapshot item exits 2 and names
+    both, each with its file and path, with no traceback."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n"
+        "- name: p\n  pluginConfig:\n  - name: LowNodeUtilization\n    args:\n"
+        "      thresholds: {cpu: 120}\n  plugins:\n    balance:\n"
+        "      enabled: [LowNodeUtilization]\n"
+    )
+    snapshot = _write(tmp_path / "s.json", _list(node("n1"), {"kind": "Pod", "metadata": {}}))
+    code = main(
+        ["descheduler", "plan", "--snapshot", str(snapshot), "--policy-config-file", str(policy)]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{policy}: profiles[0].pluginConfig[0].args.thresholds" in err
+    assert f"{snapshot}: items[1].metadata.name: is required" in err
+    assert "Traceback" not in err
+
+
+def test_cli_exits_2_for_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A snapshot that cannot be read is exit 2 naming the file."""
+    code = main(
+        [
+            "descheduler",
+            "plan",
+            "--snapshot",
+            str(tmp_path / "absent.json"),
+            "--policy-config-file",
+            str(EXAMPLES / "policy.yaml"),
+        ]
+    )
+    assert code == 2
+    assert "absent.json: cannot read" in capsys.readouterr().err
+
+
+def test_budgets_in_a_snapshot_block_as_the_api_server_would(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A PDB with no disruption left in the file blocks the eviction in the plan, as in
+    ``--dry-run``; the JSON is the plan shape with destinations."""
+    items = [node("n1"), node("n2"), node("n3")]
+    items += [pod(f"db-{i}", "n1", labels={"app": "db"}) for i in range(3)]
+    items += [pdb("db", match_labels={"app": "db"}, disruptions_allowed=1)]
+    snapshot = _write(tmp_path / "s.json", _list(*items))
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n"
+        "- name: p\n  plugins:\n    balance:\n      enabled: [RemoveDuplicates]\n"
+    )
+    argv = ["descheduler", "plan", "--snapshot", str(snapshot), "--policy-config-file"]
+    assert main([*argv, str(policy), "--output", "json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert [(e["pod"], e["blockedByPDB"], e["destination"]) for e in plan["evictions"]] == [
+        ("default/db-1", False, "n2"),
+        ("default/db-2", True, None),
+    ]
+    assert plan["summary"]["blockedByPDB"] == 1

@@ -52,6 +52,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+import msgspec
+
 from agent.descheduler.antiaffinity import (
     has_required_anti_affinity,
     scheduler_anti_affinity_rejection,
@@ -362,7 +364,9 @@ class Simulation:
 
     def land(self, pod: PodInfo, node_name: str) -> None:
         """Put the replacement of ``pod`` on ``node_name``."""
-        ghost = replace(pod, uid=f"{pod.uid}/replacement", node_name=node_name, deleting=False)
+        ghost = msgspec.structs.replace(
+            pod, uid=f"{pod.uid}/replacement", node_name=node_name, deleting=False
+        )
         self._move(self._index[node_name], ghost, +1)
         self.placed.append(ghost)
         self._placed_on.setdefault(node_name, []).append(ghost)

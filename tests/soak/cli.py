@@ -88,8 +88,8 @@ def run_one(
     verdict = judge(obs) if obs.error is None else None
     faults = dict(obs.faults)
     faults.update(scenario.shape_counts())
-    faults.pop("cancelled-shutdown", None)
-    faults.pop("readiness-flap", None)
+    if obs.power_offs:
+        faults["power-off"] = len(obs.power_offs)
     if cancels := sum(1 for value, _ in obs.signals if not value):
         faults["cancelled-shutdown"] = cancels
     if obs.foreign_writes:

@@ -46,9 +46,7 @@ def _relock_on_logind_restart() -> None:
         manager = self.session.manager
         if isinstance(event, LogindOwnerChanged) and event.owner is not None and manager:
             # BROKEN ON PURPOSE: no ListInhibitors, and the old lock is never closed.
-            leaked.append(
-                await manager.inhibit("shutdown", inhibitor.WHO, inhibitor.WHY, "delay")
-            )
+            leaked.append(await manager.inhibit("shutdown", inhibitor.WHO, inhibitor.WHY, "delay"))
             return
         await original(self, event)
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tests.soak.breaks import BREAKS
 from tests.soak.invariants import INVARIANTS, judge
-from tests.soak.launch import LaunchMode, Launcher
+from tests.soak.launch import Launcher, LaunchMode
 from tests.soak.plan import FAULT_KINDS, draw
 from tests.soak.scenario import run_scenario
 
@@ -69,7 +69,7 @@ def _worker_launcher(mode: LaunchMode, break_name: str | None) -> Launcher:
     return _launcher
 
 
-def run_one(
+def run_one(  # noqa: PLR0917 - a pool task: positional arguments pickle plainly
     seed: int,
     index: int,
     mode: LaunchMode,
@@ -193,9 +193,11 @@ def _table(title: str, rows: Sequence[tuple[str, str, str]], head: tuple[str, st
 
 
 def render(summary: Summary, args: argparse.Namespace) -> str:
-    fault_rows = [(k, str(summary.faults[k]), "") for k in (*FAULT_KINDS, *sorted(
-        k for k in summary.faults if k not in FAULT_KINDS
-    )) if summary.faults.get(k)]
+    fault_rows = [
+        (k, str(summary.faults[k]), "")
+        for k in (*FAULT_KINDS, *sorted(k for k in summary.faults if k not in FAULT_KINDS))
+        if summary.faults.get(k)
+    ]
     invariant_rows = [
         (k, str(summary.checks.get(k, 0)), str(summary.violations.get(k, 0))) for k in INVARIANTS
     ]

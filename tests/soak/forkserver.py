@@ -15,6 +15,7 @@ exit, and each one dies with the server (``PR_SET_PDEATHSIG``).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import json
@@ -84,10 +85,8 @@ def main() -> int:
         out.write(json.dumps({"pid": pid}) + "\n")
         out.flush()
     for pid in list(_children):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     return 0
 
 

@@ -84,9 +84,7 @@ def episodes(obs: Observations) -> list[Episode]:
         ends += [(i.start, "logind-restart") for i in obs.logind_down if i.start > start]
         end, ended_by = min(ends, default=(obs.ended, "end"))
         recorded = [
-            mono
-            for _, mono, _ in obs.records
-            if mono is not None and start - 0.5 <= mono <= end
+            mono for _, mono, _ in obs.records if mono is not None and start - 0.5 <= mono <= end
         ]
         found.append(Episode(start, end, ended_by, min(recorded, default=start)))
     return found
@@ -186,7 +184,8 @@ def _phase_order(obs: Observations, found: list[Episode], verdict: Verdict) -> N
                     verdict.violations.append(
                         Violation(
                             "phase-order",
-                            f"{name} (phase {phase}) deleted at +{when - episode.agent_start:.2f} s "
+                            f"{name} (phase {phase}) deleted at "
+                            f"+{when - episode.agent_start:.2f} s "
                             f"of the shutdown, before phase {earlier}'s deadline "
                             f"(+{deadlines[earlier] - episode.agent_start:.0f} s) while "
                             f"{', '.join(pending)} still there",
@@ -203,7 +202,6 @@ def _cancel_undone(obs: Observations, found: list[Episode], verdict: Verdict) ->
     for episode in found:
         if episode.ended_by == "end":
             continue
-        verdict.checks["cancel-undone"] += 1
         end = episode.end
         lock_ref = end
         taint_ref, taint_allowance = end, CANCEL_SECONDS
@@ -223,19 +221,19 @@ def _cancel_undone(obs: Observations, found: list[Episode], verdict: Verdict) ->
                     taint_allowance = CANCEL_SECONDS + TAINT_BACKOFF_SECONDS
             if (lock_ref, taint_ref, taint_allowance) == before:
                 break
-        _check_lock_back(obs, episode, lock_ref, verdict)
-        _check_taint_gone(obs, episode, taint_ref + taint_allowance, verdict)
+        judged = _check_lock_back(obs, episode, lock_ref, verdict)
+        judged += _check_taint_gone(obs, episode, taint_ref + taint_allowance, verdict)
+        verdict.checks["cancel-undone"] += judged
 
 
-def _check_lock_back(obs: Observations, episode: Episode, ref: float, verdict: Verdict) -> None:
+def _check_lock_back(obs: Observations, episode: Episode, ref: float, verdict: Verdict) -> int:
+    """Judge the lock after a called-off shutdown; 0 when the scenario ended too soon."""
     after = [s for s in obs.lock_samples if s[0] >= ref + CANCEL_SECONDS]
     if not after:
-        return  # the scenario ended first: nothing to judge
+        return 0
     until = after[0][0]
-    if any(
-        len(pids) == 1 for sent, pids in obs.lock_samples if episode.end <= sent <= until
-    ):
-        return
+    if any(len(pids) == 1 for sent, pids in obs.lock_samples if episode.end <= sent <= until):
+        return 1
     verdict.violations.append(
         Violation(
             "cancel-undone",
@@ -243,22 +241,26 @@ def _check_lock_back(obs: Observations, episode: Episode, ref: float, verdict: V
             f"({episode.ended_by} at +{episode.end - obs.armed:.2f} s)",
         )
     )
+    return 1
 
 
-def _check_taint_gone(obs: Observations, episode: Episode, limit: float, verdict: Verdict) -> None:
-    if obs.ended < limit:
-        return
+def _check_taint_gone(obs: Observations, episode: Episode, limit: float, verdict: Verdict) -> int:
+    """Judge the taint after a called-off shutdown; 0 when the scenario ended too soon."""
     present = False
     for when, value in obs.shutdown_taint:
         if when <= episode.end:
             present = value
         elif when <= limit and not value:
-            return
-    if present:
-        verdict.violations.append(
-            Violation(
-                "cancel-undone",
-                f"shutting-down taint still on the Node {limit - episode.end:.2f} s after the "
-                f"shutdown was called off ({episode.ended_by} at +{episode.end - obs.armed:.2f} s)",
-            )
+            return 1
+    if not present:
+        return 1
+    if obs.ended < limit:
+        return 0
+    verdict.violations.append(
+        Violation(
+            "cancel-undone",
+            f"shutting-down taint still on the Node {limit - episode.end:.2f} s after the "
+            f"shutdown was called off ({episode.ended_by} at +{episode.end - obs.armed:.2f} s)",
         )
+    )
+    return 1

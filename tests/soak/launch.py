@@ -86,7 +86,9 @@ class AgentProcess:
         deadline = time.monotonic() + timeout
         while self.alive():
             if time.monotonic() > deadline:
-                raise TimeoutError(f"agent {self.pid} still alive {timeout} s after signal {signum}")
+                raise TimeoutError(
+                    f"agent {self.pid} still alive {timeout} s after signal {signum}"
+                )
             time.sleep(0.005)
 
 

@@ -75,9 +75,7 @@ class LockMonitor:
             listed = self.harness.list_inhibitors(timeout=1)
         except Exception:  # noqa: BLE001 - logind restarting or gone: no sample
             return
-        pids = tuple(
-            pid for what, who, _, mode, _, pid in listed if who == WHO and mode == "delay"
-        )
+        pids = tuple(pid for what, who, _, mode, _, pid in listed if who == WHO and mode == "delay")
         self.samples.append(LockSample(sent, pids))
 
     def latest_pids(self) -> tuple[int, ...] | None:

@@ -316,7 +316,7 @@ class _Run:
 
         return inject
 
-    def inject(self, fault: Fault) -> None:  # noqa: PLR0912 - one branch per fault kind
+    def inject(self, fault: Fault) -> None:
         server, now = self.server, time.monotonic()
         if fault.kind in ("logind-restart", "logind-restart-wiped"):
             start = time.monotonic()

@@ -18,6 +18,7 @@ import os
 import platform
 import random
 import shutil
+import signal
 import sys
 import time
 from collections import Counter
@@ -57,6 +58,7 @@ class Summary:
     violations: Counter[str] = field(default_factory=Counter)
     failed_runs: list[RunResult] = field(default_factory=list)
     errors: int = 0
+    interrupted: bool = False
 
 
 _launcher: Launcher | None = None
@@ -96,7 +98,10 @@ def run_one(  # noqa: PLR0917 - a pool task: positional arguments pickle plainly
         faults["foreign-writes"] = obs.foreign_writes
     violations = [(v.invariant, v.detail) for v in verdict.violations] if verdict else []
     kept = keep or bool(violations) or obs.error is not None
-    if not kept:
+    if kept:  # what the observers saw, for a look at a violation without a replay
+        document = {"observations": asdict(obs), "violations": violations}
+        Path(obs.workdir, "observations.json").write_text(json.dumps(document, default=str))
+    else:
         shutil.rmtree(obs.workdir, ignore_errors=True)
     return RunResult(
         seed=seed,
@@ -156,7 +161,8 @@ def _results(args: argparse.Namespace, seed: int) -> Iterator[RunResult]:
             yield run_one(seed, index, *common)
         return
     context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
+    pool = concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=context)
+    try:
         pending: set[concurrent.futures.Future[RunResult]] = set()
         queue = iter(indices)
         while True:
@@ -172,6 +178,9 @@ def _results(args: argparse.Namespace, seed: int) -> Iterator[RunResult]:
             )
             for future in sorted(done, key=lambda f: f.result().index):
                 yield future.result()
+    finally:
+        # Interrupted or done: no new scenario starts; running ones end on their own.
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _line(result: RunResult) -> str:
@@ -213,6 +222,8 @@ def render(summary: Summary, args: argparse.Namespace) -> str:
         "",
         _table("invariants", invariant_rows, ("invariant", "checks", "violations")),
     ]
+    if summary.interrupted:
+        out.append("\ninterrupted: the summary covers the runs that finished")
     if summary.errors:
         out.append(f"\nruns that could not be carried out: {summary.errors}")
     for result in summary.failed_runs:
@@ -226,8 +237,22 @@ def render(summary: Summary, args: argparse.Namespace) -> str:
     return "\n".join(out)
 
 
+def _add(summary: Summary, result: RunResult, *, quiet: bool) -> None:
+    summary.runs += 1
+    summary.faults.update(result.faults)
+    summary.checks.update(result.checks)
+    summary.violations.update(invariant for invariant, _ in result.violations)
+    if result.error:
+        summary.errors += 1
+    if result.error or result.violations:
+        summary.failed_runs.append(result)
+    if not quiet:
+        print(_line(result), flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a stop still prints the summary
     if args.runs < 1 or args.jobs < 1:
         print("scripts/soak: --runs and --jobs must be at least 1", file=sys.stderr)
         return EXIT_USAGE
@@ -241,17 +266,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     if not args.quiet:
         print(f"soak: seed {seed}, up to {args.runs} runs from scenario {args.scenario}")
-    for result in _results(args, seed):
-        summary.runs += 1
-        summary.faults.update(result.faults)
-        summary.checks.update(result.checks)
-        summary.violations.update(invariant for invariant, _ in result.violations)
-        if result.error:
-            summary.errors += 1
-        if result.error or result.violations:
-            summary.failed_runs.append(result)
-        if not args.quiet:
-            print(_line(result), flush=True)
+    results = _results(args, seed)
+    try:
+        for result in results:
+            _add(summary, result, quiet=args.quiet)
+    except KeyboardInterrupt:
+        summary.interrupted = True
+        results.close()
     summary.seconds = time.monotonic() - started
     print(render(summary, args), flush=True)
     if args.json_path:
@@ -265,7 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "errors": summary.errors,
             "failed": [asdict(r) for r in summary.failed_runs],
             "break": args.break_name,
+            "interrupted": summary.interrupted,
         }
         Path(args.json_path).write_text(json.dumps(document, indent=2) + "\n")
-    failed = summary.errors or sum(summary.violations.values())
+    failed = summary.errors or summary.interrupted or sum(summary.violations.values())
     return EXIT_VIOLATION if failed else EXIT_OK

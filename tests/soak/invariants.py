@@ -199,9 +199,11 @@ def _overlaps(interval: Interval, start: float, end: float) -> bool:
 
 
 def _cancel_undone(obs: Observations, found: list[Episode], verdict: Verdict) -> None:
-    for episode in found:
+    for number, episode in enumerate(found):
         if episode.ended_by == "end":
             continue
+        # A new PowerOff puts the taint back and uses the lock: judge only the time before it.
+        next_start = found[number + 1].start if number + 1 < len(found) else float("inf")
         end = episode.end
         lock_ref = end
         taint_ref, taint_allowance = end, CANCEL_SECONDS
@@ -221,19 +223,22 @@ def _cancel_undone(obs: Observations, found: list[Episode], verdict: Verdict) ->
                     taint_allowance = CANCEL_SECONDS + TAINT_BACKOFF_SECONDS
             if (lock_ref, taint_ref, taint_allowance) == before:
                 break
-        judged = _check_lock_back(obs, episode, lock_ref, verdict)
-        judged += _check_taint_gone(obs, episode, taint_ref + taint_allowance, verdict)
+        judged = _check_lock_back(obs, episode, lock_ref, next_start, verdict)
+        judged += _check_taint_gone(obs, episode, taint_ref + taint_allowance, next_start, verdict)
         verdict.checks["cancel-undone"] += judged
 
 
-def _check_lock_back(obs: Observations, episode: Episode, ref: float, verdict: Verdict) -> int:
-    """Judge the lock after a called-off shutdown; 0 when the scenario ended too soon."""
+def _check_lock_back(
+    obs: Observations, episode: Episode, ref: float, next_start: float, verdict: Verdict
+) -> int:
+    """Judge the lock after a called-off shutdown; 0 when it cannot be judged (the scenario
+    ended, or the next shutdown began, before the time was up)."""
     after = [s for s in obs.lock_samples if s[0] >= ref + CANCEL_SECONDS]
-    if not after:
-        return 0
-    until = after[0][0]
+    until = min(after[0][0] if after else float("inf"), next_start)
     if any(len(pids) == 1 for sent, pids in obs.lock_samples if episode.end <= sent <= until):
         return 1
+    if not after or next_start < after[0][0]:
+        return 0
     verdict.violations.append(
         Violation(
             "cancel-undone",
@@ -244,17 +249,20 @@ def _check_lock_back(obs: Observations, episode: Episode, ref: float, verdict: V
     return 1
 
 
-def _check_taint_gone(obs: Observations, episode: Episode, limit: float, verdict: Verdict) -> int:
-    """Judge the taint after a called-off shutdown; 0 when the scenario ended too soon."""
+def _check_taint_gone(
+    obs: Observations, episode: Episode, limit: float, next_start: float, verdict: Verdict
+) -> int:
+    """Judge the taint after a called-off shutdown; 0 when it cannot be judged (the scenario
+    ended, or the next shutdown began, before the time was up)."""
     present = False
     for when, value in obs.shutdown_taint:
         if when <= episode.end:
             present = value
-        elif when <= limit and not value:
+        elif when <= min(limit, next_start) and not value:
             return 1
     if not present:
         return 1
-    if obs.ended < limit:
+    if obs.ended < limit or next_start < limit:
         return 0
     verdict.violations.append(
         Violation(

@@ -199,7 +199,10 @@ class ForeignWriter:
         self._thread.join(5)
 
     def _run(self) -> None:
-        while not self._stop.wait(self.rng.uniform(0.02, 0.12)):
+        # About four writes a second: a busy controller. Much faster, and the agent's own
+        # guarded patches lose the resourceVersion race again and again (correctly retried,
+        # but then its backoff, not the rule under test, decides how long a write takes).
+        while not self._stop.wait(self.rng.uniform(0.05, 0.4)):
             self.write_once()
 
     def write_once(self) -> None:

@@ -89,6 +89,12 @@ def _taint_late_after_api_fault(obs: Observations) -> None:
     obs.ended = 115.0
 
 
+def _next_shutdown_before_the_time_is_up(obs: Observations) -> None:
+    obs.signals.append((True, 105.4))
+    obs.lock_samples = [(sent, pids) for sent, pids in obs.lock_samples if sent < 108.5]
+    obs.shutdown_taint = [(101.05, True)]  # the removal lost its races, then the taint is wanted
+
+
 def _torn(obs: Observations) -> None:
     obs.torn_reads = ["JSONDecodeError in '{\"versi'"]
 
@@ -106,6 +112,9 @@ def _torn(obs: Observations) -> None:
         pytest.param(_lock_late_after_agent_restart, [], id="agent-down-allowance"),
         pytest.param(_taint_stays, ["cancel-undone"], id="taint-stays"),
         pytest.param(_taint_late_after_api_fault, [], id="api-fault-allowance"),
+        pytest.param(
+            _next_shutdown_before_the_time_is_up, [], id="next-shutdown-within-the-second"
+        ),
         pytest.param(_torn, ["state-file"], id="torn-state-file"),
     ],
 )

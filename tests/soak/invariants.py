@@ -16,9 +16,9 @@ the delay makes it more lenient, never stricter; the stated slacks are the only 
   and annotations outside ``kubelet-companion.io/`` that the foreign writer's own record says.
 - ``cancel-undone``: after a called-off shutdown, logind lists a lock of ours within
   ``CANCEL_SECONDS``, and the shutting-down taint is gone within ``CANCEL_SECONDS``, counted
-  from when nothing blocked it (logind back, a restarted agent given ``AGENT_START_SECONDS``,
-  the API server answering again; after an API fault the taint's retry backoff, capped at
-  ``TAINT_BACKOFF_SECONDS``, is allowed on top).
+  from when nothing blocked it (logind back on the bus, a restarted agent given
+  ``AGENT_START_SECONDS``, the API server answering again for the taint; after an API fault
+  the taint's retry backoff, capped at ``TAINT_BACKOFF_SECONDS``, is allowed on top).
 - ``state-file``: every read of the state file parses as a shutdown record.
 - ``readiness-gate``: the gate taint is lifted only after the critical pod is Ready, and in
   bootstrap mode it is never put back.
@@ -209,9 +209,11 @@ def _cancel_undone(obs: Observations, found: list[Episode], verdict: Verdict) ->
         taint_ref, taint_allowance = end, CANCEL_SECONDS
         for _ in range(10):  # blockers can chain; a few rounds reach the fixed point
             before = (lock_ref, taint_ref, taint_allowance)
-            for interval in obs.logind_down:
+            for interval in obs.logind_down:  # the agent learns of the end from logind
                 if _overlaps(interval, end - 1e-6, lock_ref + CANCEL_SECONDS):
                     lock_ref = max(lock_ref, interval.end)
+                if _overlaps(interval, end - 1e-6, taint_ref + taint_allowance):
+                    taint_ref = max(taint_ref, interval.end)
             for interval in obs.agent_down:
                 if _overlaps(interval, end - 1e-6, lock_ref + CANCEL_SECONDS):
                     lock_ref = max(lock_ref, interval.end + AGENT_START_SECONDS)

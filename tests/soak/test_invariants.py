@@ -95,6 +95,12 @@ def _next_shutdown_before_the_time_is_up(obs: Observations) -> None:
     obs.shutdown_taint = [(101.05, True)]  # the removal lost its races, then the taint is wanted
 
 
+def _taint_late_after_logind_restart(obs: Observations) -> None:
+    obs.signals = [(True, 101.0)]  # logind restarted at 105 and forgot the shutdown
+    obs.logind_down = [Interval("logind-restart", 105.0, 106.0)]
+    obs.shutdown_taint = [(101.05, True), (106.6, False)]
+
+
 def _torn(obs: Observations) -> None:
     obs.torn_reads = ["JSONDecodeError in '{\"versi'"]
 
@@ -115,6 +121,7 @@ def _torn(obs: Observations) -> None:
         pytest.param(
             _next_shutdown_before_the_time_is_up, [], id="next-shutdown-within-the-second"
         ),
+        pytest.param(_taint_late_after_logind_restart, [], id="logind-down-allowance"),
         pytest.param(_torn, ["state-file"], id="torn-state-file"),
     ],
 )

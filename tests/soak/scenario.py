@@ -144,8 +144,9 @@ class _Run:
         self.obs = Observations(scenario, workdir=str(workdir))
         self.rng = random.Random(f"{scenario.seed}:{scenario.index}:writer")  # noqa: S311
         self.harness = LogindHarness(
+            # Its own directory under /tmp: a deep --workdir would make the bus socket's path
+            # longer than a Unix socket allows.
             inhibit_delay_max_sec=1 if scenario.short_logind_delay else scenario.budget + 2,
-            base_dir=workdir,
         )
         self.server = FakeApiServer()
         self.kubelet: FakeKubelet | None = None

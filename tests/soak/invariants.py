@@ -6,7 +6,7 @@ observer can only see an event after the agent acted on it, the rule is written 
 the delay makes it more lenient, never stricter; the stated slacks are the only allowances.
 
 - ``lock-released``: no lock of ours is listed more than ``BUDGET_SLACK`` after the budget's
-  end, counted from the start the agent recorded (else from logind's PrepareForShutdown), until
+  end, counted from the start of the record the agent runs (else from the signal), until
   the shutdown is called off (PrepareForShutdown(false), or logind restarted and forgot it).
 - ``one-lock``: logind never lists two ``kubelet-companion`` delay locks at once.
 - ``phase-order``: a pod deletion (or eviction) of phase *i* before phase *j < i*'s deadline
@@ -63,7 +63,8 @@ class Episode:
     ended_by: str
     """``cancel`` (PrepareForShutdown(false)), ``logind-restart``, or ``end`` (still on)."""
     agent_start: float
-    """The start the agent recorded for this shutdown (else the signal's)."""
+    """The start of the record the agent runs: its own for this shutdown, else an older one
+    it resumed, else (nothing recorded) the signal's."""
 
 
 @dataclass
@@ -83,10 +84,13 @@ def episodes(obs: Observations) -> list[Episode]:
         ends = [(t, "cancel") for v, t in signals if not v and t > start]
         ends += [(i.start, "logind-restart") for i in obs.logind_down if i.start > start]
         end, ended_by = min(ends, default=(obs.ended, "end"))
-        recorded = [
-            mono for _, mono, _ in obs.records if mono is not None and start - 0.5 <= mono <= end
-        ]
-        found.append(Episode(start, end, ended_by, min(recorded, default=start)))
+        # The deadlines are those of the record the agent runs: one it began for this
+        # shutdown, or an older one it resumed (a restarted agent that missed a cancellation
+        # cannot tell a new PowerOff from the old one, and resumes the old record).
+        starts = [mono for _, mono, _ in obs.records if mono is not None and mono <= end]
+        own = [mono for mono in starts if mono >= start - 0.5]
+        agent_start = min(own) if own else max(starts, default=start)
+        found.append(Episode(start, end, ended_by, agent_start))
     return found
 
 
@@ -214,11 +218,12 @@ def _cancel_undone(obs: Observations, found: list[Episode], verdict: Verdict) ->
                     lock_ref = max(lock_ref, interval.end)
                 if _overlaps(interval, end - 1e-6, taint_ref + taint_allowance):
                     taint_ref = max(taint_ref, interval.end)
-            for interval in obs.agent_down:
-                if _overlaps(interval, end - 1e-6, lock_ref + CANCEL_SECONDS):
-                    lock_ref = max(lock_ref, interval.end + AGENT_START_SECONDS)
-                if _overlaps(interval, end - 1e-6, taint_ref + taint_allowance):
-                    taint_ref = max(taint_ref, interval.end + AGENT_START_SECONDS)
+            for down in obs.agent_down:  # down until started again, then starting up
+                starting = Interval(down.kind, down.start, down.end + AGENT_START_SECONDS)
+                if _overlaps(starting, end - 1e-6, lock_ref + CANCEL_SECONDS):
+                    lock_ref = max(lock_ref, starting.end)
+                if _overlaps(starting, end - 1e-6, taint_ref + taint_allowance):
+                    taint_ref = max(taint_ref, starting.end)
             for interval in obs.api_faults:
                 if _overlaps(interval, end - 1e-6, taint_ref + taint_allowance):
                     taint_ref = max(taint_ref, interval.end)

@@ -91,6 +91,7 @@ def _taint_late_after_api_fault(obs: Observations) -> None:
 
 def _next_shutdown_before_the_time_is_up(obs: Observations) -> None:
     obs.signals.append((True, 105.4))
+    obs.records.append((1_700_000_004.4, 105.4, 3))
     obs.lock_samples = [(sent, pids) for sent, pids in obs.lock_samples if sent < 108.5]
     obs.shutdown_taint = [(101.05, True)]  # the removal lost its races, then the taint is wanted
 
@@ -99,6 +100,22 @@ def _taint_late_after_logind_restart(obs: Observations) -> None:
     obs.signals = [(True, 101.0)]  # logind restarted at 105 and forgot the shutdown
     obs.logind_down = [Interval("logind-restart", 105.0, 106.0)]
     obs.shutdown_taint = [(101.05, True), (106.6, False)]
+
+
+def _agent_starting_when_cancelled(obs: Observations) -> None:
+    obs.agent_down = [Interval("agent-kill", 104.0, 104.8)]  # started again, still starting
+    obs.lock_samples = [(s, ()) if 104.0 <= s < 106.5 else (s, p) for s, p in obs.lock_samples]
+
+
+def _old_shutdown_resumed_in_a_new_one(obs: Observations) -> None:
+    # Killed in the first shutdown; it was called off and a new PowerOff came while the
+    # agent was away: the restarted agent resumes the first record, its deadlines passed.
+    obs.signals = [(True, 101.0), (False, 101.3), (True, 101.6)]
+    obs.agent_down = [Interval("agent-kill", 101.2, 101.8)]
+    obs.lock_samples = [(s, ()) if s >= 101.2 else (s, p) for s, p in obs.lock_samples]
+    obs.deletions = [(101.01, "low"), (102.05, "low"), (102.06, "mid")]
+    obs.removed = {"low": 102.5, "mid": 102.3}
+    obs.shutdown_taint = [(101.05, True)]
 
 
 def _torn(obs: Observations) -> None:
@@ -122,6 +139,8 @@ def _torn(obs: Observations) -> None:
             _next_shutdown_before_the_time_is_up, [], id="next-shutdown-within-the-second"
         ),
         pytest.param(_taint_late_after_logind_restart, [], id="logind-down-allowance"),
+        pytest.param(_agent_starting_when_cancelled, [], id="agent-starting-allowance"),
+        pytest.param(_old_shutdown_resumed_in_a_new_one, [], id="resumed-record-deadlines"),
         pytest.param(_torn, ["state-file"], id="torn-state-file"),
     ],
 )

@@ -67,6 +67,8 @@ class Observations:
     logind_down: list[Interval] = field(default_factory=list)
     agent_down: list[Interval] = field(default_factory=list)
     api_faults: list[Interval] = field(default_factory=list)
+    watch_breaks: list[float] = field(default_factory=list)
+    """When the agent's watch streams were broken (cut, compacted, API unreachable)."""
     power_offs: list[float] = field(default_factory=list)
     lock_samples: list[tuple[float, tuple[int, ...]]] = field(default_factory=list)
     records: list[tuple[float, float | None, int]] = field(default_factory=list)
@@ -337,14 +339,17 @@ class _Run:
 
             self.at(killed + fault.duration, "agent-restart", respawn)
         elif fault.kind == "watch-cut":
+            self.obs.watch_breaks.append(now)
             server.cut_watches()
         elif fault.kind == "compaction-410":
+            self.obs.watch_breaks.append(now)
             server.compact()
             server.cut_watches()
         else:
             faults = server.faults
             if fault.kind == "api-unreachable":
                 rule = faults.drop_connections(None, None, times=None)
+                self.obs.watch_breaks.append(now)
                 server.cut_watches()
             elif fault.kind == "api-slow":
                 rule = faults.hang(None, None, seconds=fault.hang, times=None)

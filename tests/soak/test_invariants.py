@@ -3,6 +3,7 @@ the same story told within its stated allowances."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pytest
@@ -118,6 +119,22 @@ def _old_shutdown_resumed_in_a_new_one(obs: Observations) -> None:
     obs.shutdown_taint = [(101.05, True)]
 
 
+def _unseen_pod_in_the_previous_phase(obs: Observations) -> None:
+    # A phase-0 pod created while the watches were broken: the agent's plan cannot have it.
+    obs.scenario = dataclasses.replace(
+        SCENARIO, pods=(*SCENARIO.pods, PodPlan("late", 0, 5, "normal"))
+    )
+    obs.created["late"] = 100.5
+    obs.watch_breaks = [100.4]
+    obs.deletions = [(101.01, "low"), (101.5, "mid")]
+
+
+def _seen_pod_in_the_previous_phase(obs: Observations) -> None:
+    _unseen_pod_in_the_previous_phase(obs)
+    obs.watch_breaks = []
+    obs.created["late"] = 99.5
+
+
 def _torn(obs: Observations) -> None:
     obs.torn_reads = ["JSONDecodeError in '{\"versi'"]
 
@@ -141,6 +158,8 @@ def _torn(obs: Observations) -> None:
         pytest.param(_taint_late_after_logind_restart, [], id="logind-down-allowance"),
         pytest.param(_agent_starting_when_cancelled, [], id="agent-starting-allowance"),
         pytest.param(_old_shutdown_resumed_in_a_new_one, [], id="resumed-record-deadlines"),
+        pytest.param(_unseen_pod_in_the_previous_phase, [], id="pod-the-agent-could-not-see"),
+        pytest.param(_seen_pod_in_the_previous_phase, ["phase-order"], id="pod-the-agent-saw"),
         pytest.param(_torn, ["state-file"], id="torn-state-file"),
     ],
 )

@@ -60,6 +60,8 @@ class HttpContext:
     # Guards active_watches and is notified whenever a watch stream opens or closes.
     watches_changed: threading.Condition = field(default_factory=threading.Condition)
     active_watches: list[ResourceRoute] = field(default_factory=list)
+    # The sockets of the open watch streams (under watches_changed), for `cut_watches`.
+    watch_connections: set[socket.socket] = field(default_factory=set)
 
 
 @dataclass
@@ -394,6 +396,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         self.end_headers()
         with ctx.watches_changed:
             ctx.active_watches.append(route)
+            ctx.watch_connections.add(self.connection)
             ctx.watches_changed.notify_all()
         try:
             for event in session.start():
@@ -418,4 +421,5 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         finally:
             with ctx.watches_changed:
                 ctx.active_watches.remove(route)
+                ctx.watch_connections.discard(self.connection)
                 ctx.watches_changed.notify_all()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -420,6 +421,16 @@ class FakeApiServer:
     def _count_watches(self, resource: str | None) -> int:
         key = self.resource(resource).key if resource else None
         return sum(1 for r in self._context.active_watches if key is None or r.rt.key == key)
+
+    def cut_watches(self) -> int:
+        """Break every open watch stream mid-stream (no final chunk), as a lost connection
+        would; returns how many were cut. Clients see a read error and reconnect."""
+        with self._context.watches_changed:
+            connections = list(self._context.watch_connections)
+        for conn in connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        return len(connections)
 
     def wait_for_watches(self, resource: str, count: int = 1, timeout: float = 10.0) -> None:
         """Block until at least `count` watches on `resource` are open (TimeoutError)."""

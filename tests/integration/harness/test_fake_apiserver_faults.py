@@ -173,3 +173,19 @@ def test_request_log_counts_response_bytes(
     watched = [r for r in fake_apiserver.requests("GET", "/pods") if r.is_watch][-1]
     assert b'"ADDED"' in received
     assert watched.response_bytes == len(received)
+
+
+def test_cut_watches_breaks_open_streams_mid_stream(
+    fake_apiserver: FakeApiServer, core: client.CoreV1Api
+) -> None:
+    """cut_watches() ends every open watch without its final chunk; the client sees an error."""
+    response = core.list_namespaced_pod(
+        "default", watch=True, timeout_seconds=30, _preload_content=False
+    )
+    fake_apiserver.wait_for_watches("pods")
+    assert fake_apiserver.cut_watches() == 1
+    with pytest.raises(urllib3.exceptions.ProtocolError):
+        for _ in response.stream(1024):
+            pass
+    fake_apiserver.wait_for_watches_closed("pods")
+    assert fake_apiserver.cut_watches() == 0

@@ -124,3 +124,14 @@ def container_status(
         exit_code=None if terminated is None else (exit_code or 0),
     )
     return None if info.plain else info
+
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+"""Upstream's exit codes and restart counts are ``int32``."""
+
+
+def exit_codes_reason(codes: tuple[int, ...]) -> str | None:
+    """An ``exitCodes`` arg's problem, if any: upstream decodes them as ``int32``, so anything
+    wider fails there."""
+    bad = [code for code in codes if not INT32_MIN <= code <= INT32_MAX]
+    return f"{', '.join(map(str, bad))}: must be 32-bit integers" if bad else None

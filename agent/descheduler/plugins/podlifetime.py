@@ -37,9 +37,12 @@ from agent.descheduler.framework.args import LabelSelector, Namespaces
 from agent.descheduler.framework.podfilter import PodFilter
 from agent.descheduler.framework.types import Handle
 from agent.descheduler.model import NodeInfo, PodInfo
-from agent.descheduler.podstatus import PodConditionInfo, status_of, transition_time
-
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+from agent.descheduler.podstatus import (
+    PodConditionInfo,
+    exit_codes_reason,
+    status_of,
+    transition_time,
+)
 
 ALLOWED_STATES = frozenset(
     {
@@ -140,12 +143,6 @@ def _states_reason(states: tuple[str, ...]) -> str | None:
     return None
 
 
-def _exit_codes_reason(codes: tuple[int, ...]) -> str | None:
-    """Exit codes are ``int32`` upstream; anything wider fails its decoding."""
-    bad = [code for code in codes if not INT32_MIN <= code <= INT32_MAX]
-    return f"{', '.join(map(str, bad))}: must be 32-bit integers" if bad else None
-
-
 @dataclass(frozen=True)
 class PodLifeTimeArgs:
     namespaces: Namespaces | None = setting(None)
@@ -154,7 +151,7 @@ class PodLifeTimeArgs:
     max_pod_life_time_seconds: int | None = setting(None, minimum=0)
     states: tuple[str, ...] = setting(factory=tuple, check=_states_reason)
     conditions: tuple[PodConditionFilter, ...] = setting(factory=tuple)
-    exit_codes: tuple[int, ...] = setting(factory=tuple, check=_exit_codes_reason)
+    exit_codes: tuple[int, ...] = setting(factory=tuple, check=exit_codes_reason)
     including_init_containers: bool = setting(False)
     including_ephemeral_containers: bool = setting(False)
 

@@ -30,17 +30,10 @@ from agent.descheduler.framework.args import LabelSelector, Namespaces
 from agent.descheduler.framework.podfilter import PodFilter
 from agent.descheduler.framework.types import Handle
 from agent.descheduler.model import NodeInfo, PodInfo
-from agent.descheduler.podstatus import status_of
+from agent.descheduler.podstatus import exit_codes_reason, status_of
 
 FAILED = "Failed"
 DEFAULT_MIN_POD_LIFETIME_SECONDS = 3600
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-
-
-def _exit_codes_reason(codes: tuple[int, ...]) -> str | None:
-    """Exit codes are ``int32`` upstream; anything wider fails its decoding."""
-    bad = [code for code in codes if not INT32_MIN <= code <= INT32_MAX]
-    return f"{', '.join(map(str, bad))}: must be 32-bit integers" if bad else None
 
 
 @dataclass(frozen=True)
@@ -51,7 +44,7 @@ class RemoveFailedPodsArgs:
     min_pod_lifetime_seconds: int | None = setting(DEFAULT_MIN_POD_LIFETIME_SECONDS, minimum=0)
     """``null`` takes the default too, as upstream's defaulting of a nil pointer."""
     reasons: tuple[str, ...] = setting(factory=tuple)
-    exit_codes: tuple[int, ...] = setting(factory=tuple, check=_exit_codes_reason)
+    exit_codes: tuple[int, ...] = setting(factory=tuple, check=exit_codes_reason)
     including_init_containers: bool = setting(False)
 
     @property

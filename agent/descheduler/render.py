@@ -19,12 +19,7 @@ def render_table(plan: Plan) -> str:
         (e.pod, e.node, e.plugin, e.reason, e.blocked_by_pdb or "-") for e in plan.evictions
     ]
     summary = plan.summary()
-    lines = aligned(rows)
-    for change in plan.taints:
-        verb = "add" if change.add else "remove"
-        lines.append(
-            f"{verb} taint {change.taint} on {change.node} ({change.plugin}: {change.reason})"
-        )
+    lines = aligned(rows) + taint_lines(plan)
     if plan.skipped:
         lines.append(f"cycle skipped: {plan.skipped}")
     lines.append(
@@ -32,6 +27,15 @@ def render_table(plan: Plan) -> str:
         f"{summary['blockedByPDB']} blocked by a PodDisruptionBudget"
     )
     return "\n".join(lines) + "\n"
+
+
+def taint_lines(plan: Plan) -> list[str]:
+    """One line per taint of ours the plan adds or removes (applied before its evictions)."""
+    return [
+        f"{'add' if change.add else 'remove'} taint {change.taint} on {change.node} "
+        f"({change.plugin}: {change.reason})"
+        for change in plan.taints
+    ]
 
 
 def render_json(plan: Plan) -> str:
@@ -67,7 +71,7 @@ def render_plan_table(plan: Plan, placed: PlacementResult) -> str:
         (e.pod, e.node, e.plugin, e.reason, e.blocked_by_pdb or "-", _destination_cell(e, p))
         for e, p in zip(plan.evictions, placed.placements, strict=True)
     ]
-    lines = aligned(rows)
+    lines = aligned(rows) + taint_lines(plan)
     nowhere = [
         (e, p)
         for e, p in zip(plan.evictions, placed.placements, strict=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent.descheduler.placement import place, with_destinations
-from agent.descheduler.plan import Plan, PlannedEviction
+from agent.descheduler.plan import Plan, PlannedEviction, TaintChange
 from agent.descheduler.render import bar, render_plan_table
 from tests.harness.deschedulerstate import node, pod, snapshot
 
@@ -55,4 +55,29 @@ def test_table_lists_destinations_and_why_none() -> None:
     assert "[----------]   0% -> [#####-----]  50%" in other  # its cpu, before and after
     assert lines[-1] == (
         "destinations: 1 pods would move to another node, 0 come back where they were, 1 go nowhere"
+    )
+
+
+def test_offline_table_lists_the_taints_of_ours_the_plan_applies() -> None:
+    """A plan that adds a taint of ours (a rescue) says so in the offline table, as the live
+    dry run's table does, right after the eviction rows."""
+    state = snapshot(node("a"), pod("web", "a"))
+    [web] = state.pods_on("a")
+    eviction = PlannedEviction(web.namespace, web.name, web.uid, "a", "P", "p", "why")
+    taint = TaintChange(
+        node="a",
+        key="CriticalAddonsOnly",
+        value="kube-system_dns",
+        effect="NoSchedule",
+        add=True,
+        plugin="CriticalAddonRescue",
+        profile="p",
+        reason="make room for kube-system/dns",
+    )
+    plan = Plan(evictions=[eviction], taints=[taint])
+    placed = place(state, plan.evictions)
+    lines = render_plan_table(with_destinations(plan, placed), placed).splitlines()
+    assert lines[2] == (
+        "add taint CriticalAddonsOnly=kube-system_dns:NoSchedule on a "
+        "(CriticalAddonRescue: make room for kube-system/dns)"
     )

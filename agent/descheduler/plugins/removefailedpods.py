@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.config.schema import setting
-from agent.descheduler.errors import NamespaceLimitReached, NodeLimitReached, TotalLimitReached
 from agent.descheduler.framework.args import LabelSelector, Namespaces
+from agent.descheduler.framework.nodeeviction import evict_in_order
 from agent.descheduler.framework.podfilter import PodFilter
 from agent.descheduler.framework.types import Handle
 from agent.descheduler.model import NodeInfo, PodInfo
@@ -105,15 +105,8 @@ class RemoveFailedPods:
                 (pod for pod in self.handle.snapshot.pods_on(node.name) if self.candidate(pod)),
                 key=lambda pod: (pod.namespace, pod.name),
             )
-            for pod in pods:
-                try:
-                    evictor.evict(pod, self.name, _reason(pod))
-                except NodeLimitReached:
-                    break
-                except TotalLimitReached:
-                    return
-                except NamespaceLimitReached:
-                    continue  # upstream's default branch: log and try the next pod
+            if not evict_in_order(evictor, self.name, ((pod, _reason(pod)) for pod in pods)):
+                return
 
 
 def _reason(pod: PodInfo) -> str:

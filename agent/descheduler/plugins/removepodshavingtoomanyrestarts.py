@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from agent.config.errors import FieldError
 from agent.config.schema import setting
-from agent.descheduler.errors import NamespaceLimitReached, NodeLimitReached, TotalLimitReached
 from agent.descheduler.framework.args import LabelSelector, Namespaces
+from agent.descheduler.framework.nodeeviction import evict_in_order
 from agent.descheduler.framework.podfilter import PodFilter
 from agent.descheduler.framework.types import Handle
 from agent.descheduler.model import NodeInfo, PodInfo
@@ -98,12 +98,8 @@ class RemovePodsHavingTooManyRestarts:
                 ),
                 key=lambda entry: (-entry[0], entry[1].namespace, entry[1].name),
             )
-            for restarts, pod in ranked:
-                try:
-                    evictor.evict(pod, self.name, f"{restarts} restarts (threshold {threshold})")
-                except NodeLimitReached:
-                    break
-                except TotalLimitReached:
-                    return
-                except NamespaceLimitReached:
-                    continue  # upstream's default branch: log and try the next pod
+            condemned = (
+                (pod, f"{restarts} restarts (threshold {threshold})") for restarts, pod in ranked
+            )
+            if not evict_in_order(evictor, self.name, condemned):
+                return

@@ -25,14 +25,14 @@ the policy loads. Pods go by namespace and name, not informer order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from agent.config.errors import FieldError
 from agent.config.schema import setting
-from agent.descheduler.errors import NamespaceLimitReached, NodeLimitReached, TotalLimitReached
 from agent.descheduler.framework.args import LabelSelector, Namespaces
+from agent.descheduler.framework.nodeeviction import evict_in_order
 from agent.descheduler.framework.podfilter import PodFilter
 from agent.descheduler.framework.types import Handle
 from agent.descheduler.model import NodeInfo, PodInfo
@@ -128,26 +128,25 @@ class RemovePodsViolatingNodeAffinity:
     def _process(self, nodes: Sequence[NodeInfo], affinity_type: str, verdict: Verdict) -> bool:
         """Evict what ``verdict`` condemns; ``False`` once the total limit is reached."""
         evictor = self.handle.evictor
-        pods_on = self.handle.snapshot.pods_on
         for node in nodes:
-            for pod in sorted(pods_on(node.name), key=lambda p: (p.namespace, p.name)):
-                # The checks are ANDed, as upstream's; the cheap ones go first, so the
-                # common pod (no node affinity) never reaches the evictor's nodeFit.
-                if not has_node_affinity(pod, affinity_type):
-                    continue
-                if pod.phase in FINISHED or not self.pod_filter.admits_scope(pod):
-                    continue
-                if not self.pod_filter.admits_eviction(pod):
-                    continue
-                reason = verdict(pod, node, nodes)
-                if reason is None:
-                    continue
-                try:
-                    evictor.evict(pod, self.name, reason)
-                except NodeLimitReached:
-                    break
-                except TotalLimitReached:
-                    return False
-                except NamespaceLimitReached:
-                    continue  # upstream's default branch: log and try the next pod
+            condemned = self._condemned(node, nodes, affinity_type, verdict)
+            if not evict_in_order(evictor, self.name, condemned):
+                return False
         return True
+
+    def _condemned(
+        self, node: NodeInfo, nodes: Sequence[NodeInfo], affinity_type: str, verdict: Verdict
+    ) -> Iterator[tuple[PodInfo, str]]:
+        pods = sorted(self.handle.snapshot.pods_on(node.name), key=lambda p: (p.namespace, p.name))
+        for pod in pods:
+            # The checks are ANDed, as upstream's; the cheap ones go first, so the
+            # common pod (no node affinity) never reaches the evictor's nodeFit.
+            if not has_node_affinity(pod, affinity_type):
+                continue
+            if pod.phase in FINISHED or not self.pod_filter.admits_scope(pod):
+                continue
+            if not self.pod_filter.admits_eviction(pod):
+                continue
+            reason = verdict(pod, node, nodes)
+            if reason is not None:
+                yield pod, reason

@@ -15,14 +15,14 @@ node's pods in informer order; we go by namespace and name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agent.config.errors import FieldError
 from agent.config.schema import setting
-from agent.descheduler.errors import NamespaceLimitReached, NodeLimitReached, TotalLimitReached
 from agent.descheduler.framework.args import LabelSelector, Namespaces
+from agent.descheduler.framework.nodeeviction import evict_in_order
 from agent.descheduler.framework.podfilter import PodFilter
 from agent.descheduler.framework.types import Handle
 from agent.descheduler.model import NodeInfo, PodInfo
@@ -96,20 +96,14 @@ class RemovePodsViolatingNodeTaints:
         for node in nodes:
             if not any(self.counts(taint) for taint in node.taints):
                 continue  # most nodes: nothing to check, no pod listed
-            pods = sorted(
-                self.handle.snapshot.pods_on(node.name), key=lambda p: (p.namespace, p.name)
-            )
-            for pod in pods:
-                # ANDed as upstream's checks; the taint first, so tolerating pods never
-                # reach the evictor's nodeFit.
-                taint = self.untolerated(pod, node)
-                if taint is None or not self._candidate(pod):
-                    continue
-                try:
-                    evictor.evict(pod, self.name, f"does not tolerate {describe_taint(taint)}")
-                except NodeLimitReached:
-                    break
-                except TotalLimitReached:
-                    return
-                except NamespaceLimitReached:
-                    continue  # upstream's default branch: log and try the next pod
+            if not evict_in_order(evictor, self.name, self._condemned(node)):
+                return
+
+    def _condemned(self, node: NodeInfo) -> Iterator[tuple[PodInfo, str]]:
+        pods = sorted(self.handle.snapshot.pods_on(node.name), key=lambda p: (p.namespace, p.name))
+        for pod in pods:
+            # ANDed as upstream's checks; the taint first, so tolerating pods never
+            # reach the evictor's nodeFit.
+            taint = self.untolerated(pod, node)
+            if taint is not None and self._candidate(pod):
+                yield pod, f"does not tolerate {describe_taint(taint)}"

@@ -232,8 +232,11 @@ class KubeApi:
         resource_version: str | None = None,
         page_size: int = 500,
         decode: Decode = json.loads,
+        timeout: float | None = None,
     ) -> JsonObject:
         """List every page; returns ``{"items": [...], "metadata": {"resourceVersion": ...}}``.
+
+        ``timeout`` bounds each page's request (default: the client's request timeout).
 
         ``decode`` reads each page's bytes; it must return the page's JSON shape (a dict with
         ``items`` and ``metadata``), though it may leave out fields nobody reads."""
@@ -247,7 +250,11 @@ class KubeApi:
         items: list[JsonObject] = []
         while True:
             page = self.request(
-                "GET", resource.path(namespace=namespace), query=query, decode=decode
+                "GET",
+                resource.path(namespace=namespace),
+                query=query,
+                decode=decode,
+                timeout=timeout,
             )
             metadata = page.get("metadata") or {}
             token = metadata.get("continue")

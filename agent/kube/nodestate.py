@@ -1,8 +1,9 @@
 """NodeState: the one in-memory view of this node's Node object and its pods.
 
-Controllers read snapshots from here and wait on changes; they never list pods themselves,
-least of all when something must happen fast, such as a shutdown. All access is from the
-event loop thread (the reflectors deliver there).
+Controllers read snapshots from here and wait on changes; they never list pods themselves.
+The one exception is ``relist_pods``, for a shutdown that starts while the pod watch is
+down: then the cache may lack pods created meanwhile, and a pod the shutdown never sees is
+never terminated. All access is from the event loop thread (the reflectors deliver there).
 """
 
 from __future__ import annotations
@@ -56,6 +57,30 @@ class NodeState:
     @property
     def synced(self) -> bool:
         return self.pods.synced.is_set() and self.node.synced.is_set()
+
+    @property
+    def pods_synced(self) -> bool:
+        return self.pods.synced.is_set()
+
+    @property
+    def pods_live(self) -> bool:
+        """The pod cache is synced and its watch open (see ``Reflector.live``)."""
+        return self.pods.live
+
+    async def relist_pods(self, timeout: float) -> None:
+        """List this node's pods from the API server itself (a consistent read, not its
+        watch cache) and make the list the pod cache's contents; raises ``KubeError``.
+
+        The blocking call runs on a thread of its own, bounded by ``timeout`` per request,
+        so it never waits behind the requests it is meant to help (the shutdown's pool).
+        """
+        listing = await asyncio.to_thread(
+            self.pods.api.list,
+            PODS,
+            field_selector=self.pods.field_selector,
+            timeout=timeout,
+        )
+        self.pods.adopt(listing)
 
     async def wait_synced(self) -> None:
         await self.pods.synced.wait()

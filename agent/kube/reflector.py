@@ -106,6 +106,9 @@ class ProjectingReflector(Generic[T]):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._config_problem: str | None = None
         """The configuration problem last logged (watch thread only)."""
+        self.watching = False
+        """Whether a watch response is open and being read: written by the watch thread,
+        read by the loop as a hint (see ``live``)."""
         self.last_error: KubeError | None = None
         """The error of the last failed list or watch; ``None`` once a list succeeded.
         Written by the watch thread, read by the loop as a hint only (one reference
@@ -118,6 +121,23 @@ class ProjectingReflector(Generic[T]):
 
     def get(self, key: str) -> T | None:
         return self.store.get(key)
+
+    @property
+    def live(self) -> bool:
+        """Synced, with a watch open now: the store lags the server by the watch's latency
+        only. Not live (listing, reconnecting after a cut, backing off after an error), the
+        store may miss objects created meanwhile until the watch catches up."""
+        return self.synced.is_set() and self.watching
+
+    def adopt(self, listing: JsonObject) -> None:
+        """Replace the store with a list the caller fetched itself (on the loop).
+
+        For a caller that cannot wait for a broken watch to recover. It is what a relist
+        does, so the watch thread needs no telling: when its watch resumes, the events it
+        replays from its older resourceVersion end in the same state or a newer one.
+        """
+        resource_version = str((listing.get("metadata") or {}).get("resourceVersion", ""))
+        self._apply("REPLACE", self._project_all(listing), resource_version)
 
     def by_index(self, value: str) -> list[T]:
         return list(self.indexed.get(value, {}).values())
@@ -313,6 +333,7 @@ class ProjectingReflector(Generic[T]):
             decode=self.decode_event,
         )
         self._stream = stream
+        self.watching = True
         delivered = 0
         try:
             if self._stopping.is_set():
@@ -339,6 +360,7 @@ class ProjectingReflector(Generic[T]):
                 if self._stopping.is_set():
                     break
         finally:
+            self.watching = False
             self._stream = None
             stream.close()
         return resource_version, delivered

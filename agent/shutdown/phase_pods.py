@@ -60,6 +60,12 @@ class PhasePods:
         for target in self.targets:
             spawn(self._terminate(target, deadline, spawn))
 
+    def add(self, targets: tuple[PodTarget, ...], deadline: float, spawn: Spawn) -> None:
+        """More pods for this phase (they reached NodeState late), told to stop at once."""
+        self.targets += targets
+        for target in targets:
+            spawn(self._terminate(target, deadline, spawn))
+
     def present(self, target: PodTarget) -> bool:
         if target.key in self._confirmed_gone:
             return False

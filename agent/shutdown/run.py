@@ -7,10 +7,17 @@ whatever the API server does.
 - The record is persisted first (so a restarted agent can resume), but a write that hangs
   (a stuck disk) holds the phases for ``FIRST_SAVE_SECONDS`` at most; the taint and the
   Node Event go out in the background: neither may hold up the phases.
-- Phases run from low priority to high. Each one is planned when it starts, from NodeState
-  (never a fresh list), so pods that arrived meanwhile are not missed. All pods of a phase
-  are terminated concurrently; the phase ends when they are gone from NodeState or at its
-  absolute deadline.
+- Phases run from low priority to high. Each one is planned when it starts, from NodeState,
+  so pods that arrived meanwhile are not missed. All pods of a phase are terminated
+  concurrently; the phase ends when they are gone from NodeState or at its absolute
+  deadline.
+- A phase ends early only on a view of the node we trust: the pod watch is open, or, when
+  it is not (the API server was unreachable, the watch was cut and has not resumed), a list
+  of the node's pods straight from the API server. Otherwise a pod created while the watch
+  was down would be missing from the cache, its phase would look done, and the next phase
+  would start with it still running (or it would never be terminated at all). Before it
+  ends, a phase is planned again: pods of it, or of an earlier phase, that no phase has
+  targeted yet (they reached the cache late) join it and are waited for too.
 - The whole run sits inside ``asyncio.timeout`` at the budget's end, and a watchdog thread
   releases the lock at the same moment in case the loop itself is stuck. ``start`` arms
   the watchdog before anything else, synchronously: nothing that happens on the loop
@@ -38,6 +45,8 @@ from typing import Literal
 import structlog
 
 from agent.config.shutdown import PriorityBucket
+from agent.kube.backoff import Backoff
+from agent.kube.errors import KubeError
 from agent.kube.events import EventRecorder, ObjectRef
 from agent.kube.nodestate import NodeState
 from agent.runtime.clock import Clock
@@ -60,6 +69,9 @@ _log = structlog.get_logger(subsystem="shutdown.run")
 LATE_LOOP_SECONDS = 0.25
 FIRST_SAVE_SECONDS = 0.5
 """How long the first pod deletion may wait for the record to reach the disk."""
+RELIST_TIMEOUT_SECONDS = 2.0
+"""One request of the list that stands in for a broken pod watch."""
+RELIST_RETRY = Backoff(initial=0.2, factor=2.0, cap=1.0)
 
 
 @dataclass(frozen=True)
@@ -115,6 +127,8 @@ class ShutdownRun:
         self.watchdog: BudgetWatchdog | None = None
         self._background: set[asyncio.Task[object]] = set()
         self._results: dict[str, int] = {}
+        self._targeted: set[tuple[str, str]] = set()
+        """(key, uid) of every pod a phase of this run has told to stop."""
         self.halted: Literal["", "cancelled", "stopped"] = ""
         """Why the controller is about to cancel this run (logind's cancellation, or the
         agent stopping), so the interrupted phase is recorded for what it is."""
@@ -232,6 +246,7 @@ class ShutdownRun:
         if not targets:
             self._update_phase(index, status=PhaseStatus.EMPTY, start_time=now, end_time=now)
             return
+        self._targeted.update((target.key, target.uid) for target in targets)
         for target in targets:
             self._send_late(target)
             self._count(priority, "timed-out")
@@ -248,13 +263,17 @@ class ShutdownRun:
         priority = self.record.phases[index].priority
         targets = await self._targets(index, deadline)
         now = self.clock.now()
-        if targets is None:  # NodeState never synced before the deadline: nothing known
+        if targets == () and self.cluster is not None:
+            # Empty by the cache: make sure the cache is not just missing them.
+            targets = self._plan(index) if await self._trusted_view(deadline) else None
+        if targets is None:  # no pods known before the deadline (no watch, no list)
             self._update_phase(index, status=PhaseStatus.TIMED_OUT, start_time=now, end_time=now)
             return
         if not targets:
             self._update_phase(index, status=PhaseStatus.EMPTY, start_time=now, end_time=now)
             return
         assert self.cluster is not None  # noqa: S101 - targets come from the cluster
+        self._targeted.update((target.key, target.uid) for target in targets)
         pods = PhasePods(
             targets,
             node_state=self.cluster.node_state,
@@ -269,62 +288,114 @@ class ShutdownRun:
         _log.info("shutdown phase started", priority=priority, pods=len(targets))
         all_gone = False
         try:
-            all_gone = await pods.wait_gone(deadline)
+            all_gone = await self._wait_phase(index, pods, deadline)
         finally:  # also when the budget's end or a cancellation interrupts the phase
-            results = pods.results()
-            for result in results:
-                self._count(priority, result)
-            gone = results.count("gone")
-            if all_gone:
-                status = PhaseStatus.DONE
-            elif self.halted == "stopped":  # the agent is going away: a restart resumes here
-                status = PhaseStatus.RUNNING
-            elif self.halted == "cancelled":
-                status = PhaseStatus.CANCELLED
-            else:
-                status = PhaseStatus.TIMED_OUT
-            ended = None if status is PhaseStatus.RUNNING else self.clock.now()
-            self._update_phase(index, status=status, end_time=ended, terminated=gone)
-            if status is PhaseStatus.TIMED_OUT:  # the deadline came (or the budget's end)
-                for target in pods.undeleted():
-                    _log.info(
-                        "no eviction or delete of the pod went through by the deadline; "
-                        "deleting it now",
-                        pod=target.key,
-                        outcome=str(pods.outcomes.get(target.key, "unanswered")),
-                    )
-                    self._send_late(target)
+            self._end_phase(index, pods, all_gone=all_gone)
+
+    async def _wait_phase(self, index: int, pods: PhasePods, deadline: float) -> bool:
+        """Until the phase's pods are gone (True) or its deadline (False); pods of it found
+        late, once the view is trusted, join it first."""
+        while await pods.wait_gone(deadline):
+            if not await self._trusted_view(deadline):
+                return False
+            late = self._plan(index)
+            if not late:
+                return True
+            self._targeted.update((target.key, target.uid) for target in late)
+            pods.add(late, deadline, self._spawn)
+            self._update_phase(index, pods=len(pods.targets))
             _log.info(
-                "shutdown phase ended",
-                priority=priority,
-                pods=len(targets),
-                gone=gone,
-                status=status.value,
+                "pods found late join the running shutdown phase",
+                priority=self.record.phases[index].priority,
+                pods=[target.key for target in late],
             )
+        return False
+
+    def _end_phase(self, index: int, pods: PhasePods, *, all_gone: bool) -> None:
+        priority = self.record.phases[index].priority
+        results = pods.results()
+        for result in results:
+            self._count(priority, result)
+        gone = results.count("gone")
+        if all_gone:
+            status = PhaseStatus.DONE
+        elif self.halted == "stopped":  # the agent is going away: a restart resumes here
+            status = PhaseStatus.RUNNING
+        elif self.halted == "cancelled":
+            status = PhaseStatus.CANCELLED
+        else:
+            status = PhaseStatus.TIMED_OUT
+        ended = None if status is PhaseStatus.RUNNING else self.clock.now()
+        self._update_phase(index, status=status, end_time=ended, terminated=gone)
+        if status is PhaseStatus.TIMED_OUT:  # the deadline came (or the budget's end)
+            for target in pods.undeleted():
+                _log.info(
+                    "no eviction or delete of the pod went through by the deadline; "
+                    "deleting it now",
+                    pod=target.key,
+                    outcome=str(pods.outcomes.get(target.key, "unanswered")),
+                )
+                self._send_late(target)
+        _log.info(
+            "shutdown phase ended",
+            priority=priority,
+            pods=len(pods.targets),
+            gone=gone,
+            status=status.value,
+        )
 
     async def _targets(self, index: int, deadline: float) -> tuple[PodTarget, ...] | None:
         if self.cluster is None:
             return ()
-        state = self.cluster.node_state
-        if not state.synced:
-            try:
-                async with asyncio.timeout(max(0.0, deadline - self.clock.monotonic())):
-                    await state.wait_synced()
-            except TimeoutError:
-                return None
+        if not self.cluster.node_state.pods_synced and not await self._trusted_view(deadline):
+            return None
         return self._plan(index)
 
+    async def _trusted_view(self, deadline: float) -> bool:
+        """Until NodeState can be trusted to hold every pod of the node: its pod watch is
+        open, or a list of the node's pods from the API server replaced the cache. False
+        when the deadline comes first."""
+        assert self.cluster is not None  # noqa: S101 - only called with a cluster
+        state = self.cluster.node_state
+        failures = 0
+        while not state.pods_live:
+            remaining = deadline - self.clock.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                await state.relist_pods(timeout=min(remaining, RELIST_TIMEOUT_SECONDS))
+            except KubeError as error:
+                failures += 1
+                _log.info(
+                    "the pod watch is down and listing the node's pods failed; retrying",
+                    error=str(error),
+                    status=error.status,
+                )
+                wait = min(RELIST_RETRY.delay(failures), deadline - self.clock.monotonic())
+                if wait > 0:
+                    await self.clock.sleep(wait)
+                continue
+            _log.info("the pod watch is down: the node's pods were listed instead")
+            return True
+        return True
+
     def _plan(self, index: int) -> tuple[PodTarget, ...] | None:
-        """Phase ``index``'s pods now, from NodeState; ``None`` while it has not synced."""
+        """The pods phase ``index`` must stop now, from NodeState (``None`` while it has not
+        synced): its own, and any of an earlier phase that no phase has told to stop yet."""
         if self.cluster is None:
             return ()
         state = self.cluster.node_state
-        if not state.synced:
+        if not state.pods_synced:
             return None
         plan = plan_phases(
             self.buckets, state.pod_list(), include_daemon_set_pods=self.include_daemon_set_pods
         )
-        return plan.phase_for(index).pods
+        return tuple(
+            target
+            for phase in plan.phases[: index + 1]
+            for target in phase.pods
+            if (target.key, target.uid) not in self._targeted
+        )
 
     def _count(self, priority: int, result: str) -> None:
         self._results[result] = self._results.get(result, 0) + 1

@@ -12,9 +12,9 @@ the delay makes it more lenient, never stricter; the stated slacks are the only 
 - ``phase-order``: a pod deletion (or eviction) of phase *i* before phase *j < i*'s deadline
   only when every pod phase *j* had when the shutdown began is already gone (or it had none).
   So phases start in priority order, and none starts early unless the one before is done.
-  A pod counts only if the agent could have seen it arrive: created ``VISIBLE_AFTER`` before
-  the shutdown, with no API fault or broken watch between its creation and the shutdown
-  (the agent plans phases from its watch cache and never relists at shutdown).
+  Every pod created before the shutdown began counts, even one created while the agent's
+  watches were broken: the agent must find it (it lists the node's pods when its pod watch
+  is down) rather than start the next phase with it still running.
 - ``foreign-keys``: every committed version of the Node carries exactly the taints, labels
   and annotations outside ``kubelet-companion.io/`` that the foreign writer's own record says.
 - ``cancel-undone``: after a called-off shutdown, logind lists a lock of ours within
@@ -51,8 +51,6 @@ AGENT_START_SECONDS = 3.0
 TAINT_BACKOFF_SECONDS = 6.0
 """The taint keeper's retry backoff cap (5 s) plus its 20% jitter."""
 TOLERANCE = 0.02
-VISIBLE_AFTER = 1.0
-"""A pod created this long before a shutdown, with the watches working, is in the agent's cache."""
 
 
 @dataclass(frozen=True)
@@ -171,7 +169,7 @@ def _phase_order(obs: Observations, found: list[Episode], verdict: Verdict) -> N
         for name, phase in phase_of.items():
             created = obs.created.get(name)
             removed = obs.removed.get(name)
-            if created is None or not _visible(obs, created, episode.start):
+            if created is None or created > episode.start:
                 continue
             if removed is not None and removed <= episode.start:
                 continue
@@ -201,15 +199,6 @@ def _phase_order(obs: Observations, found: list[Episode], verdict: Verdict) -> N
                         )
                     )
                     return
-
-
-def _visible(obs: Observations, created: float, start: float) -> bool:
-    """Whether a pod created at ``created`` reached the agent's cache before ``start``."""
-    if created > start - VISIBLE_AFTER:
-        return False
-    if any(created <= when <= start for when in obs.watch_breaks):
-        return False
-    return not any(_overlaps(fault, created, start) for fault in obs.api_faults)
 
 
 def _overlaps(interval: Interval, start: float, end: float) -> bool:

@@ -119,8 +119,8 @@ def _old_shutdown_resumed_in_a_new_one(obs: Observations) -> None:
     obs.shutdown_taint = [(101.05, True)]
 
 
-def _unseen_pod_in_the_previous_phase(obs: Observations) -> None:
-    # A phase-0 pod created while the watches were broken: the agent's plan cannot have it.
+def _pod_created_while_the_watch_was_down(obs: Observations) -> None:
+    # A phase-0 pod created while the watches were broken, left running while phase 1 began.
     obs.scenario = dataclasses.replace(
         SCENARIO, pods=(*SCENARIO.pods, PodPlan("late", 0, 5, "normal"))
     )
@@ -129,10 +129,9 @@ def _unseen_pod_in_the_previous_phase(obs: Observations) -> None:
     obs.deletions = [(101.01, "low"), (101.5, "mid")]
 
 
-def _seen_pod_in_the_previous_phase(obs: Observations) -> None:
-    _unseen_pod_in_the_previous_phase(obs)
-    obs.watch_breaks = []
-    obs.created["late"] = 99.5
+def _pod_created_after_the_shutdown_began(obs: Observations) -> None:
+    _pod_created_while_the_watch_was_down(obs)
+    obs.created["late"] = 101.2  # after PrepareForShutdown(true) at 101.0: not phase 0's
 
 
 def _torn(obs: Observations) -> None:
@@ -158,8 +157,12 @@ def _torn(obs: Observations) -> None:
         pytest.param(_taint_late_after_logind_restart, [], id="logind-down-allowance"),
         pytest.param(_agent_starting_when_cancelled, [], id="agent-starting-allowance"),
         pytest.param(_old_shutdown_resumed_in_a_new_one, [], id="resumed-record-deadlines"),
-        pytest.param(_unseen_pod_in_the_previous_phase, [], id="pod-the-agent-could-not-see"),
-        pytest.param(_seen_pod_in_the_previous_phase, ["phase-order"], id="pod-the-agent-saw"),
+        pytest.param(
+            _pod_created_while_the_watch_was_down,
+            ["phase-order"],
+            id="pod-created-while-the-watch-was-down",
+        ),
+        pytest.param(_pod_created_after_the_shutdown_began, [], id="pod-created-after-the-start"),
         pytest.param(_torn, ["state-file"], id="torn-state-file"),
     ],
 )

@@ -234,7 +234,7 @@ class HangingKube:
 class OnePodState:
     """A synced NodeState holding one ordinary pod that never leaves."""
 
-    synced = True
+    synced = pods_synced = pods_live = True
     version = 0
     pods: ClassVar[dict[str, Any]] = {
         "default/web": {

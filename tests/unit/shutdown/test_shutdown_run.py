@@ -37,8 +37,13 @@ class NodeStateDouble:
         self.synced = pods is not None
         self.pods = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods or []}
         self.version = 0
+        self.pods_synced = self.pods_live = self.synced
 
     async def wait_synced(self) -> None:
+        await asyncio.Event().wait()
+
+    async def relist_pods(self, timeout: float) -> None:  # noqa: ARG002 - NodeState's signature
+        """Never synced means the API server never answers: the list hangs too."""
         await asyncio.Event().wait()
 
     def pod_list(self) -> list[dict[str, Any]]:

@@ -153,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _results(args: argparse.Namespace, seed: int) -> Iterator[RunResult]:
     indices = range(args.scenario, args.scenario + args.runs)
     stop_at = time.monotonic() + args.minutes * 60 if args.minutes else None
+    if args.workdir:  # a directory that does not exist yet is made, not a crash per run
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
     common = (args.launch, args.break_name, args.keep, args.workdir)
     if args.jobs <= 1:
         for index in indices:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -207,12 +207,16 @@ class PodCgroup:
     """The pod directory, open only until the walk moves on to the next pod."""
 
 
-def walk_pods(layout: KubepodsLayout, root_fd: int) -> Iterator[PodCgroup]:
-    """Every pod cgroup under an open kubepods directory of ``layout``.
+def walk_pods(
+    layout: KubepodsLayout, root_fd: int, only: Container[str] | None = None
+) -> Iterator[PodCgroup]:
+    """Every pod cgroup under an open kubepods directory of ``layout`` (with ``only``, just
+    the pods whose UID, as the tree names it, is in it).
 
     The one walk both readers use: the swap scan goes on to the containers, the usage reader
-    reads the pod's own files. Directories that are not pod cgroups of the layout are never
-    entered, and a pod that vanishes mid-walk is skipped.
+    reads the pod's own files. Directories that are not pod cgroups of the layout (or not
+    wanted) are never entered, and a pod that vanishes mid-walk is skipped. ``only`` is
+    compared with names the listing returned; it never builds a path.
     """
     qos_dirs = {layout.qos_dir(qos): qos for qos in (PodQOSDir.BURSTABLE, PodQOSDir.BEST_EFFORT)}
     root_path = "/".join(layout.root)
@@ -224,12 +228,14 @@ def walk_pods(layout: KubepodsLayout, root_fd: int) -> Iterator[PodCgroup]:
                     continue
                 for pod_name in _subdirectories(qos_fd):
                     uid = layout.pod_uid(pod_name, qos)
-                    if uid is None:
+                    if uid is None or (only is not None and uid not in only):
                         continue
                     with _enter(qos_fd, pod_name) as pod_fd:
                         if pod_fd is not None:
                             yield PodCgroup(uid, qos, f"{root_path}/{name}/{pod_name}", pod_fd)
-        elif (uid := layout.pod_uid(name, PodQOSDir.GUARANTEED)) is not None:
+        elif (uid := layout.pod_uid(name, PodQOSDir.GUARANTEED)) is not None and (
+            only is None or uid in only
+        ):
             with _enter(root_fd, name) as pod_fd:
                 if pod_fd is not None:
                     yield PodCgroup(uid, PodQOSDir.GUARANTEED, f"{root_path}/{name}", pod_fd)
@@ -243,19 +249,23 @@ class KubepodsTree:
         drivers = list(CgroupDriver) if driver == "auto" else [CgroupDriver(driver)]
         self.layouts = [KubepodsLayout(each, cgroup_root) for each in drivers]
 
-    def scan(self) -> KubepodsScan:
+    def scan(self, pod_uids: Container[str] | None = None) -> KubepodsScan:
+        """Every container cgroup in the tree; with ``pod_uids``, only those pods' (the swap
+        audit's incremental pass, after pod events)."""
         for layout in self.layouts:
             try:
                 with open_directory(self.mount, layout.root) as fd:
-                    containers = tuple(self._scan_root(layout, fd))
+                    containers = tuple(self._scan_root(layout, fd, pod_uids))
             except (CgroupPathError, FileNotFoundError, NotADirectoryError):
                 continue
             return KubepodsScan(layout.driver, "/".join(layout.root), containers)
         wanted = " or ".join(f"{'/'.join(layout.root)!r}" for layout in self.layouts)
         return KubepodsScan(None, None, problem=f"no kubepods cgroup {wanted} under {self.mount}")
 
-    def _scan_root(self, layout: KubepodsLayout, root_fd: int) -> Iterator[CgroupReading]:
-        for pod in walk_pods(layout, root_fd):
+    def _scan_root(
+        self, layout: KubepodsLayout, root_fd: int, only: Container[str] | None
+    ) -> Iterator[CgroupReading]:
+        for pod in walk_pods(layout, root_fd, only):
             yield from self._scan_containers(layout, pod)
 
     def _scan_containers(self, layout: KubepodsLayout, pod: PodCgroup) -> Iterator[CgroupReading]:

@@ -15,7 +15,7 @@ the other, so we only report.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -241,13 +241,23 @@ def audit_containers(
                     state=_state(reading, expected.bytes, summary.page_size),
                 )
             )
-    rows.sort(key=lambda row: (row.namespace, row.pod, _KIND_ORDER[row.kind], row.container))
+    rows.sort(key=row_order)
     unmapped = tuple(
         UnmappedCgroup(r.path, r.pod_uid, r.container_id, r.swap_max, r.swap_current)
         for key, r in sorted(by_key.items())
         if key not in claimed
     )
     return tuple(rows), unmapped
+
+
+def row_order(row: ContainerAudit) -> tuple[str, str, str, int, str]:
+    """Rows by pod name, then UID (a pod re-created under its old name sits next to the old
+    one in a fixed order), then init, regular and ephemeral containers."""
+    return (row.namespace, row.pod, row.pod_uid, _KIND_ORDER[row.kind], row.container)
+
+
+def unmapped_order(cgroup: UnmappedCgroup) -> tuple[str, str]:
+    return (cgroup.pod_uid, cgroup.container_id)
 
 
 def build_report(
@@ -269,13 +279,16 @@ class SwapWrite:
     previous: SwapMax
 
 
-def enforce_plan(report: AuditReport) -> tuple[SwapWrite, ...]:
-    """Writes for drifted containers of pods on this node, and nothing else; none at all
-    while the node refuses enforcement (see ``NodeSummary.enforce_refusal``)."""
+def enforce_plan(
+    report: AuditReport, pod_uids: Container[str] | None = None
+) -> tuple[SwapWrite, ...]:
+    """Writes for drifted containers of pods on this node (with ``pod_uids``, of those pods
+    only: the ones an incremental audit re-read), and nothing else; none at all while the
+    node refuses enforcement (see ``NodeSummary.enforce_refusal``)."""
     if report.summary.enforce_refusal is not None:
         return ()
     return tuple(
         SwapWrite(row.cgroup, row.expected.bytes, row.namespace, row.pod, row.container, row.actual)
         for row in report.drifted
-        if row.cgroup is not None
+        if row.cgroup is not None and (pod_uids is None or row.pod_uid in pod_uids)
     )

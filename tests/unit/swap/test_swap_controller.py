@@ -35,11 +35,15 @@ class FakeTree:
         self.refuse_writes = False
         self.writes: list[tuple[str, int]] = []
         self.readings: tuple[CgroupReading, ...] = ()
+        self.scans: list[frozenset[str] | None] = []
+        """The pod UIDs each scan was limited to (``None``: the whole tree)."""
 
-    def scan(self) -> KubepodsScan:
+    def scan(self, pod_uids: frozenset[str] | None = None) -> KubepodsScan:
         if self.fail_scan is not None:
             raise self.fail_scan
-        return KubepodsScan(None, "kubepods.slice", self.readings)
+        self.scans.append(pod_uids)
+        readings = tuple(r for r in self.readings if pod_uids is None or r.pod_uid in pod_uids)
+        return KubepodsScan(None, "kubepods.slice", readings)
 
     def write_swap_max(self, path: str, value: int) -> None:
         if self.refuse_writes:

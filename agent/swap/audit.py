@@ -15,7 +15,7 @@ the other, so we only report.
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -24,7 +24,7 @@ from agent.kube.pods import is_finished
 from agent.kube.qos import QOSClass
 from agent.node.kubepods import CgroupReading, KubepodsScan, SwapMax
 from agent.swap.limits import SwapLimit, SwapNode, container_swap_limit
-from agent.swap.pods import ContainerKind, pod_view
+from agent.swap.pods import ContainerKind, PodView, pod_view
 
 _KIND_ORDER = {ContainerKind.INIT: 0, ContainerKind.REGULAR: 1, ContainerKind.EPHEMERAL: 2}
 
@@ -205,15 +205,22 @@ def _state(reading: CgroupReading | None, expected: int, page_size: int) -> Drif
 
 
 def audit_containers(
-    pods: Iterable[Mapping[str, Any]], readings: Iterable[CgroupReading], summary: NodeSummary
+    pods: Iterable[Mapping[str, Any]],
+    readings: Iterable[CgroupReading],
+    summary: NodeSummary,
+    views: Sequence[PodView] | None = None,
 ) -> tuple[tuple[ContainerAudit, ...], tuple[UnmappedCgroup, ...]]:
+    """``views``, when given, are ``pod_view`` of each pod, in order (the controller keeps
+    them across audits: building them was most of a full audit's CPU)."""
     by_key = {(reading.pod_uid, reading.container_id): reading for reading in readings}
     claimed: set[tuple[str, str]] = set()
     rows = []
-    for pod in pods:
+    listed = list(pods)
+    known: Sequence[PodView | None] = [None] * len(listed) if views is None else views
+    for pod, seen in zip(listed, known, strict=True):
         if is_finished(pod):
             continue
-        view = pod_view(pod)
+        view = seen or pod_view(pod)
         for container in view.containers:
             reading = None
             if container.container_id is not None:
@@ -261,9 +268,12 @@ def unmapped_order(cgroup: UnmappedCgroup) -> tuple[str, str]:
 
 
 def build_report(
-    summary: NodeSummary, pods: Iterable[Mapping[str, Any]], scan: KubepodsScan
+    summary: NodeSummary,
+    pods: Iterable[Mapping[str, Any]],
+    scan: KubepodsScan,
+    views: Sequence[PodView] | None = None,
 ) -> AuditReport:
-    containers, unmapped = audit_containers(pods, scan.containers, summary)
+    containers, unmapped = audit_containers(pods, scan.containers, summary, views)
     return AuditReport(summary=summary, containers=containers, unmapped=unmapped)
 
 

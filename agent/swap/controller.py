@@ -70,6 +70,7 @@ from agent.swap.eviction import check_eviction_threshold
 from agent.swap.incremental import affected_uids, update_report
 from agent.swap.labels import swap_node_builder
 from agent.swap.limits import KUBELET_CALC_ERROR
+from agent.swap.pods import PodView
 from agent.swap.published import published
 from agent.swap.summary import (
     NOSWAP_EVENT_MESSAGE,
@@ -222,6 +223,7 @@ class SwapController:
         *,
         previous: AuditReport | None = None,
         changed: frozenset[str] | None = None,
+        views: list[PodView] | None = None,
     ) -> tuple[Sample, AuditReport]:
         """Sample the node and compare (runs in a worker thread).
 
@@ -236,12 +238,12 @@ class SwapController:
             affected = affected_uids(pods, changed)
             sample = Sample(memory, self.tree.scan(affected), affected)
             report = update_report(
-                previous, self._summary(sample, node), pods, sample.scan, affected
+                previous, self._summary(sample, node), pods, sample.scan, affected, views=views
             )
             if report is not None:
                 return sample, report
         sample = Sample(memory, self.tree.scan())
-        return sample, build_report(self._summary(sample, node), pods, sample.scan)
+        return sample, build_report(self._summary(sample, node), pods, sample.scan, views)
 
     def _summary(self, sample: Sample, node: JsonObject | None) -> NodeSummary:
         return node_summary(
@@ -269,6 +271,7 @@ class SwapController:
         started = self.clock.monotonic()
         pods, node = self._pods_and_node()
         changed = self._inputs.remember(pods)
+        views = self._inputs.views(pods)
         previous = None if full or self._full_due else self.report
         if previous is None:
             changed = None
@@ -276,7 +279,7 @@ class SwapController:
         self._full_due = True
         try:
             sample, report = await asyncio.to_thread(
-                self._audit, pods, node, previous=previous, changed=changed
+                self._audit, pods, node, previous=previous, changed=changed, views=views
             )
         except OSError as error:
             _log.warning("swap audit failed", error=str(error))
@@ -298,6 +301,7 @@ class SwapController:
                         sample.memory,
                         previous=previous if sample.pod_uids is not None else None,
                         changed=sample.pod_uids,
+                        views=views,
                     )
                 except OSError as error:
                     _log.warning("swap re-scan after enforcement failed", error=str(error))

@@ -18,7 +18,7 @@ or ``None`` when only a full audit will do (the swap basis or the tree's layout 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agent.node.kubepods import KubepodsScan
@@ -29,7 +29,7 @@ from agent.swap.audit import (
     row_order,
     unmapped_order,
 )
-from agent.swap.pods import cgroup_uids
+from agent.swap.pods import PodView, cgroup_uids
 
 
 def affected_uids(pods: Iterable[Mapping[str, Any]], changed: Iterable[str]) -> frozenset[str]:
@@ -64,19 +64,32 @@ def update_report(
     pods: Iterable[Mapping[str, Any]],
     scan: KubepodsScan,
     affected: frozenset[str],
+    *,
+    views: Sequence[PodView] | None = None,
 ) -> AuditReport | None:
     """``previous`` with the rows and unmapped cgroups of ``affected`` UIDs judged again
     from ``pods`` and ``scan`` (a scan of those UIDs' pod cgroups); ``None`` when the swap
     basis changed since ``previous`` and every row needs judging again.
 
-    ``affected`` must be closed (``affected_uids``) over ``pods``. Pods without a UID have
+    ``affected`` must be closed (``affected_uids``) over ``pods``; ``views``, when given,
+    are their ``pod_view`` in order. Pods without a UID have
     no cgroup to match and are cheap: they are always judged again.
     """
     if not _same_basis(previous.summary, summary):
         return None
-    redo = [pod for pod in pods if not (uids := cgroup_uids(pod)) or uids & affected]
+    listed = list(pods)
+    redo = [
+        index
+        for index, pod in enumerate(listed)
+        if not (uids := cgroup_uids(pod)) or uids & affected
+    ]
     readings = [each for each in scan.containers if each.pod_uid in affected]
-    rows, unmapped = audit_containers(redo, readings, summary)
+    rows, unmapped = audit_containers(
+        [listed[index] for index in redo],
+        readings,
+        summary,
+        None if views is None else [views[index] for index in redo],
+    )
     kept = [row for row in previous.containers if row.pod_uid and row.pod_uid not in affected]
     kept_unmapped = [each for each in previous.unmapped if each.pod_uid not in affected]
     return AuditReport(

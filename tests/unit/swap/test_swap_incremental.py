@@ -166,9 +166,10 @@ def incremental_audit(world: World, inputs: AuditInputs, previous: AuditReport) 
     pods = world.pod_list()
     changed = inputs.remember(pods)
     if changed is None:
-        return build_report(SUMMARY, pods, world.scan())
+        return build_report(SUMMARY, pods, world.scan(), inputs.views(pods))
     affected = affected_uids(pods, changed)
-    report = update_report(previous, SUMMARY, pods, world.scan(affected), affected)
+    views = inputs.views(pods)  # the views the controller keeps, not rebuilt
+    report = update_report(previous, SUMMARY, pods, world.scan(affected), affected, views=views)
     assert report is not None
     return report
 

@@ -26,6 +26,7 @@ import re
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -124,14 +125,22 @@ class KubepodsLayout:
             return qos.value
         return f"{self._prefix}-{qos.value}.slice"
 
+    @cached_property
+    def _systemd_pod_patterns(self) -> dict[PodQOSDir, re.Pattern[str]]:
+        """Compiled once per layout: every walk matches each pod directory's name."""
+        patterns = {}
+        for qos in PodQOSDir:
+            middle = "" if qos is PodQOSDir.GUARANTEED else f"-{qos.value}"
+            pattern = f"^{re.escape(self._prefix + middle)}-pod{_SYSTEMD_UID}\\.slice$"
+            patterns[qos] = re.compile(pattern)
+        return patterns
+
     def pod_uid(self, name: str, qos: PodQOSDir) -> str | None:
         """The pod UID a pod directory name carries, ``None`` if it is not a pod cgroup."""
         if self.driver is CgroupDriver.CGROUPFS:
             match = _CGROUPFS_POD.match(name)
             return match.group("uid") if match else None
-        middle = "" if qos is PodQOSDir.GUARANTEED else f"-{qos.value}"
-        pattern = f"^{re.escape(self._prefix + middle)}-pod{_SYSTEMD_UID}\\.slice$"
-        match = re.match(pattern, name)
+        match = self._systemd_pod_patterns[qos].match(name)
         return match.group("uid").replace("_", "-") if match else None
 
     def container(self, name: str) -> tuple[str, str] | None:

@@ -73,6 +73,16 @@ class AuditInputs:
         self._relisted = False
         return result
 
+    def views(self, pods: list[JsonObject]) -> list[PodView]:
+        """Each pod's audit view, as remembered (right after ``remember``, every one is).
+
+        A new list: the audit reads it in a worker thread while events change ours."""
+        views = []
+        for pod in pods:
+            seen = self._views.get(_key(pod))
+            views.append(seen[1] if seen is not None and seen[0] is pod else pod_view(pod))
+        return views
+
     def changed(self, kind: str, obj: JsonObject | None) -> bool:
         """Whether this event calls for an audit now (and remember the pod's view)."""
         if not wakes_audit(obj):

@@ -20,7 +20,6 @@ come from the scan, and the audit matches the API's values against them as plain
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from collections.abc import Container, Iterator, Sequence
@@ -190,17 +189,29 @@ def _subdirectories(fd: int) -> list[str]:
         return [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
 
 
-@contextlib.contextmanager
-def _enter(parent: int, name: str) -> Iterator[int | None]:
-    try:
-        fd = os.open(name, DIRECTORY_FLAGS, dir_fd=parent)
-    except OSError:  # vanished since the listing (pod gone), or swapped for a symlink
-        yield None
-        return
-    try:
-        yield fd
-    finally:
-        os.close(fd)
+class _Subdirectory:
+    """``with _Subdirectory(parent, name) as fd``: its fd for the block (``None`` if it
+    vanished since the listing, the pod being gone, or was swapped for a symlink), closed on
+    the way out.
+
+    A class rather than a ``contextlib.contextmanager`` generator: it runs for every pod and
+    container of every walk, every few seconds, and a generator costs several times more.
+    """
+
+    __slots__ = ("fd",)
+
+    def __init__(self, parent: int, name: str) -> None:
+        try:
+            self.fd: int | None = os.open(name, DIRECTORY_FLAGS, dir_fd=parent)
+        except OSError:
+            self.fd = None
+
+    def __enter__(self) -> int | None:
+        return self.fd
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
 
 
 @dataclass(frozen=True)
@@ -232,20 +243,20 @@ def walk_pods(
     for name in _subdirectories(root_fd):
         if name in qos_dirs:
             qos = qos_dirs[name]
-            with _enter(root_fd, name) as qos_fd:
+            with _Subdirectory(root_fd, name) as qos_fd:
                 if qos_fd is None:
                     continue
                 for pod_name in _subdirectories(qos_fd):
                     uid = layout.pod_uid(pod_name, qos)
                     if uid is None or (only is not None and uid not in only):
                         continue
-                    with _enter(qos_fd, pod_name) as pod_fd:
+                    with _Subdirectory(qos_fd, pod_name) as pod_fd:
                         if pod_fd is not None:
                             yield PodCgroup(uid, qos, f"{root_path}/{name}/{pod_name}", pod_fd)
         elif (uid := layout.pod_uid(name, PodQOSDir.GUARANTEED)) is not None and (
             only is None or uid in only
         ):
-            with _enter(root_fd, name) as pod_fd:
+            with _Subdirectory(root_fd, name) as pod_fd:
                 if pod_fd is not None:
                     yield PodCgroup(uid, PodQOSDir.GUARANTEED, f"{root_path}/{name}", pod_fd)
 
@@ -282,7 +293,7 @@ class KubepodsTree:
             parsed = layout.container(name)
             if parsed is None:
                 continue
-            with _enter(pod.fd, name) as fd:
+            with _Subdirectory(pod.fd, name) as fd:
                 if fd is None:
                     continue
                 yield CgroupReading(

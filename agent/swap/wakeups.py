@@ -10,7 +10,12 @@ audit view (``pod_view``: UIDs, QoS, each container's memory and runtime ID) cha
 Everything else waits for the timer (``memorySwap.auditInterval``), which also catches
 cgroup changes that no API event shows.
 
-Called on the event loop (NodeState's listeners), so the remembered views need no lock.
+It also keeps what the incremental audit needs: the cgroup UIDs of every pod whose view or
+finished state changed since the last audit (woken or not), and the views themselves, so
+no audit rebuilds the view of a pod that did not change.
+
+Called on the event loop (NodeState's listeners), so the remembered views need no lock;
+the audit's worker thread gets a list of its own (``views``).
 """
 
 from __future__ import annotations

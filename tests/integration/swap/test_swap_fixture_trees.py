@@ -187,7 +187,8 @@ def test_a_scan_limited_to_some_pods_reads_only_theirs(
         node.cgroups.add_container(uid(seed), qos, container_id(seed))
     wanted = frozenset({uid(1), uid(5), uid(6)})
     scan = KubepodsTree(node.paths.cgroup_root).scan(wanted)
-    assert scan.driver is not None and scan.driver.value == driver
+    assert scan.driver is not None
+    assert scan.driver.value == driver
     assert sorted((r.qos.value, r.pod_uid) for r in scan.containers) == [
         ("besteffort", uid(6)),
         ("burstable", uid(5)),

@@ -20,12 +20,12 @@ come from the scan, and the audit matches the API's values against them as plain
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -124,14 +124,22 @@ class KubepodsLayout:
             return qos.value
         return f"{self._prefix}-{qos.value}.slice"
 
+    @cached_property
+    def _systemd_pod_patterns(self) -> dict[PodQOSDir, re.Pattern[str]]:
+        """Compiled once per layout: every walk matches each pod directory's name."""
+        patterns = {}
+        for qos in PodQOSDir:
+            middle = "" if qos is PodQOSDir.GUARANTEED else f"-{qos.value}"
+            pattern = f"^{re.escape(self._prefix + middle)}-pod{_SYSTEMD_UID}\\.slice$"
+            patterns[qos] = re.compile(pattern)
+        return patterns
+
     def pod_uid(self, name: str, qos: PodQOSDir) -> str | None:
         """The pod UID a pod directory name carries, ``None`` if it is not a pod cgroup."""
         if self.driver is CgroupDriver.CGROUPFS:
             match = _CGROUPFS_POD.match(name)
             return match.group("uid") if match else None
-        middle = "" if qos is PodQOSDir.GUARANTEED else f"-{qos.value}"
-        pattern = f"^{re.escape(self._prefix + middle)}-pod{_SYSTEMD_UID}\\.slice$"
-        match = re.match(pattern, name)
+        match = self._systemd_pod_patterns[qos].match(name)
         return match.group("uid").replace("_", "-") if match else None
 
     def container(self, name: str) -> tuple[str, str] | None:
@@ -181,17 +189,29 @@ def _subdirectories(fd: int) -> list[str]:
         return [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
 
 
-@contextlib.contextmanager
-def _enter(parent: int, name: str) -> Iterator[int | None]:
-    try:
-        fd = os.open(name, DIRECTORY_FLAGS, dir_fd=parent)
-    except OSError:  # vanished since the listing (pod gone), or swapped for a symlink
-        yield None
-        return
-    try:
-        yield fd
-    finally:
-        os.close(fd)
+class _Subdirectory:
+    """``with _Subdirectory(parent, name) as fd``: its fd for the block (``None`` if it
+    vanished since the listing, the pod being gone, or was swapped for a symlink), closed on
+    the way out.
+
+    A class rather than a ``contextlib.contextmanager`` generator: it runs for every pod and
+    container of every walk, every few seconds, and a generator costs several times more.
+    """
+
+    __slots__ = ("fd",)
+
+    def __init__(self, parent: int, name: str) -> None:
+        try:
+            self.fd: int | None = os.open(name, DIRECTORY_FLAGS, dir_fd=parent)
+        except OSError:
+            self.fd = None
+
+    def __enter__(self) -> int | None:
+        return self.fd
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
 
 
 @dataclass(frozen=True)
@@ -207,30 +227,36 @@ class PodCgroup:
     """The pod directory, open only until the walk moves on to the next pod."""
 
 
-def walk_pods(layout: KubepodsLayout, root_fd: int) -> Iterator[PodCgroup]:
-    """Every pod cgroup under an open kubepods directory of ``layout``.
+def walk_pods(
+    layout: KubepodsLayout, root_fd: int, only: Container[str] | None = None
+) -> Iterator[PodCgroup]:
+    """Every pod cgroup under an open kubepods directory of ``layout`` (with ``only``, just
+    the pods whose UID, as the tree names it, is in it).
 
     The one walk both readers use: the swap scan goes on to the containers, the usage reader
-    reads the pod's own files. Directories that are not pod cgroups of the layout are never
-    entered, and a pod that vanishes mid-walk is skipped.
+    reads the pod's own files. Directories that are not pod cgroups of the layout (or not
+    wanted) are never entered, and a pod that vanishes mid-walk is skipped. ``only`` is
+    compared with names the listing returned; it never builds a path.
     """
     qos_dirs = {layout.qos_dir(qos): qos for qos in (PodQOSDir.BURSTABLE, PodQOSDir.BEST_EFFORT)}
     root_path = "/".join(layout.root)
     for name in _subdirectories(root_fd):
         if name in qos_dirs:
             qos = qos_dirs[name]
-            with _enter(root_fd, name) as qos_fd:
+            with _Subdirectory(root_fd, name) as qos_fd:
                 if qos_fd is None:
                     continue
                 for pod_name in _subdirectories(qos_fd):
                     uid = layout.pod_uid(pod_name, qos)
-                    if uid is None:
+                    if uid is None or (only is not None and uid not in only):
                         continue
-                    with _enter(qos_fd, pod_name) as pod_fd:
+                    with _Subdirectory(qos_fd, pod_name) as pod_fd:
                         if pod_fd is not None:
                             yield PodCgroup(uid, qos, f"{root_path}/{name}/{pod_name}", pod_fd)
-        elif (uid := layout.pod_uid(name, PodQOSDir.GUARANTEED)) is not None:
-            with _enter(root_fd, name) as pod_fd:
+        elif (uid := layout.pod_uid(name, PodQOSDir.GUARANTEED)) is not None and (
+            only is None or uid in only
+        ):
+            with _Subdirectory(root_fd, name) as pod_fd:
                 if pod_fd is not None:
                     yield PodCgroup(uid, PodQOSDir.GUARANTEED, f"{root_path}/{name}", pod_fd)
 
@@ -243,19 +269,23 @@ class KubepodsTree:
         drivers = list(CgroupDriver) if driver == "auto" else [CgroupDriver(driver)]
         self.layouts = [KubepodsLayout(each, cgroup_root) for each in drivers]
 
-    def scan(self) -> KubepodsScan:
+    def scan(self, pod_uids: Container[str] | None = None) -> KubepodsScan:
+        """Every container cgroup in the tree; with ``pod_uids``, only those pods' (the swap
+        audit's incremental pass, after pod events)."""
         for layout in self.layouts:
             try:
                 with open_directory(self.mount, layout.root) as fd:
-                    containers = tuple(self._scan_root(layout, fd))
+                    containers = tuple(self._scan_root(layout, fd, pod_uids))
             except (CgroupPathError, FileNotFoundError, NotADirectoryError):
                 continue
             return KubepodsScan(layout.driver, "/".join(layout.root), containers)
         wanted = " or ".join(f"{'/'.join(layout.root)!r}" for layout in self.layouts)
         return KubepodsScan(None, None, problem=f"no kubepods cgroup {wanted} under {self.mount}")
 
-    def _scan_root(self, layout: KubepodsLayout, root_fd: int) -> Iterator[CgroupReading]:
-        for pod in walk_pods(layout, root_fd):
+    def _scan_root(
+        self, layout: KubepodsLayout, root_fd: int, only: Container[str] | None
+    ) -> Iterator[CgroupReading]:
+        for pod in walk_pods(layout, root_fd, only):
             yield from self._scan_containers(layout, pod)
 
     def _scan_containers(self, layout: KubepodsLayout, pod: PodCgroup) -> Iterator[CgroupReading]:
@@ -263,7 +293,7 @@ class KubepodsTree:
             parsed = layout.container(name)
             if parsed is None:
                 continue
-            with _enter(pod.fd, name) as fd:
+            with _Subdirectory(pod.fd, name) as fd:
                 if fd is None:
                     continue
                 yield CgroupReading(

@@ -15,7 +15,7 @@ the other, so we only report.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -24,7 +24,7 @@ from agent.kube.pods import is_finished
 from agent.kube.qos import QOSClass
 from agent.node.kubepods import CgroupReading, KubepodsScan, SwapMax
 from agent.swap.limits import SwapLimit, SwapNode, container_swap_limit
-from agent.swap.pods import ContainerKind, pod_view
+from agent.swap.pods import ContainerKind, PodView, pod_view
 
 _KIND_ORDER = {ContainerKind.INIT: 0, ContainerKind.REGULAR: 1, ContainerKind.EPHEMERAL: 2}
 
@@ -205,15 +205,22 @@ def _state(reading: CgroupReading | None, expected: int, page_size: int) -> Drif
 
 
 def audit_containers(
-    pods: Iterable[Mapping[str, Any]], readings: Iterable[CgroupReading], summary: NodeSummary
+    pods: Iterable[Mapping[str, Any]],
+    readings: Iterable[CgroupReading],
+    summary: NodeSummary,
+    views: Sequence[PodView] | None = None,
 ) -> tuple[tuple[ContainerAudit, ...], tuple[UnmappedCgroup, ...]]:
+    """``views``, when given, are ``pod_view`` of each pod, in order (the controller keeps
+    them across audits: building them was most of a full audit's CPU)."""
     by_key = {(reading.pod_uid, reading.container_id): reading for reading in readings}
     claimed: set[tuple[str, str]] = set()
     rows = []
-    for pod in pods:
+    listed = list(pods)
+    known: Sequence[PodView | None] = [None] * len(listed) if views is None else views
+    for pod, seen in zip(listed, known, strict=True):
         if is_finished(pod):
             continue
-        view = pod_view(pod)
+        view = seen or pod_view(pod)
         for container in view.containers:
             reading = None
             if container.container_id is not None:
@@ -241,7 +248,7 @@ def audit_containers(
                     state=_state(reading, expected.bytes, summary.page_size),
                 )
             )
-    rows.sort(key=lambda row: (row.namespace, row.pod, _KIND_ORDER[row.kind], row.container))
+    rows.sort(key=row_order)
     unmapped = tuple(
         UnmappedCgroup(r.path, r.pod_uid, r.container_id, r.swap_max, r.swap_current)
         for key, r in sorted(by_key.items())
@@ -250,10 +257,23 @@ def audit_containers(
     return tuple(rows), unmapped
 
 
+def row_order(row: ContainerAudit) -> tuple[str, str, str, int, str]:
+    """Rows by pod name, then UID (a pod re-created under its old name sits next to the old
+    one in a fixed order), then init, regular and ephemeral containers."""
+    return (row.namespace, row.pod, row.pod_uid, _KIND_ORDER[row.kind], row.container)
+
+
+def unmapped_order(cgroup: UnmappedCgroup) -> tuple[str, str]:
+    return (cgroup.pod_uid, cgroup.container_id)
+
+
 def build_report(
-    summary: NodeSummary, pods: Iterable[Mapping[str, Any]], scan: KubepodsScan
+    summary: NodeSummary,
+    pods: Iterable[Mapping[str, Any]],
+    scan: KubepodsScan,
+    views: Sequence[PodView] | None = None,
 ) -> AuditReport:
-    containers, unmapped = audit_containers(pods, scan.containers, summary)
+    containers, unmapped = audit_containers(pods, scan.containers, summary, views)
     return AuditReport(summary=summary, containers=containers, unmapped=unmapped)
 
 
@@ -269,13 +289,16 @@ class SwapWrite:
     previous: SwapMax
 
 
-def enforce_plan(report: AuditReport) -> tuple[SwapWrite, ...]:
-    """Writes for drifted containers of pods on this node, and nothing else; none at all
-    while the node refuses enforcement (see ``NodeSummary.enforce_refusal``)."""
+def enforce_plan(
+    report: AuditReport, pod_uids: Container[str] | None = None
+) -> tuple[SwapWrite, ...]:
+    """Writes for drifted containers of pods on this node (with ``pod_uids``, of those pods
+    only: the ones an incremental audit re-read), and nothing else; none at all while the
+    node refuses enforcement (see ``NodeSummary.enforce_refusal``)."""
     if report.summary.enforce_refusal is not None:
         return ()
     return tuple(
         SwapWrite(row.cgroup, row.expected.bytes, row.namespace, row.pod, row.container, row.actual)
         for row in report.drifted
-        if row.cgroup is not None
+        if row.cgroup is not None and (pod_uids is None or row.pod_uid in pod_uids)
     )

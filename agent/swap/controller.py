@@ -2,14 +2,19 @@
 
 One cycle:
 1. sample memory and the kubepods tree, off the event loop;
-2. compare with the pods in NodeState (pure ``audit.build_report``);
+2. compare with the pods in NodeState (pure ``audit.build_report``). A cycle woken by pod
+   events reads only the cgroups of the pods that changed and keeps the rest of the last
+   report (pure ``incremental.update_report``); the timer's cycle, every
+   ``memorySwap.auditInterval`` however busy the node is, reads the whole tree;
 3. with ``memorySwap.enforce``, write the expected limit into drifted containers' cgroups
-   and scan again, so metrics show what the kernel holds now; unless the node refuses it
-   (no cgroup v2 with the swap controller, or kubelet's swap capacity is not the node's
-   ``SwapTotal``: see ``NodeSummary.enforce_refusal``);
+   (of the changed pods only, in an incremental cycle) and scan them again, so metrics
+   show what the kernel holds now; unless the node refuses it (no cgroup v2 with the swap
+   controller, or kubelet's swap capacity is not the node's ``SwapTotal``: see
+   ``NodeSummary.enforce_refusal``);
 4. keep the Node's swap label, capacity annotation and opt-in taint current (guarded
    patch, owned keys only), post kubelet's ``PossibleMemoryBackedVolumesOnDisk`` once;
-5. apply the opt-in system.slice settings and the eviction-threshold check.
+5. on the timer's cycle, apply the opt-in system.slice settings and the eviction-threshold
+   check (they depend on no pod).
 
 Concurrency: everything runs on the loop except file walks and writes, which go to a
 worker thread and hand back plain values. Scrapes read ``report`` and ``stats`` from HTTP
@@ -52,11 +57,20 @@ from agent.runtime.clock import Clock
 from agent.runtime.context import AgentContext, KubeContext
 from agent.runtime.status import StatusBoard
 from agent.runtime.supervisor import RootTask
-from agent.swap.audit import AuditReport, ContainerAudit, SwapWrite, build_report, enforce_plan
+from agent.swap.audit import (
+    AuditReport,
+    ContainerAudit,
+    NodeSummary,
+    SwapWrite,
+    build_report,
+    enforce_plan,
+)
 from agent.swap.collector import AuditStats, SwapAuditCollector
 from agent.swap.eviction import check_eviction_threshold
+from agent.swap.incremental import affected_uids, update_report
 from agent.swap.labels import swap_node_builder
 from agent.swap.limits import KUBELET_CALC_ERROR
+from agent.swap.pods import PodView
 from agent.swap.published import published
 from agent.swap.summary import (
     NOSWAP_EVENT_MESSAGE,
@@ -76,7 +90,7 @@ _MAX_REMEMBERED = 1000
 
 
 class CgroupTree(Protocol):
-    def scan(self) -> KubepodsScan: ...
+    def scan(self, pod_uids: frozenset[str] | None = None) -> KubepodsScan: ...
 
     def write_swap_max(self, path: str, value: int) -> None: ...
 
@@ -97,6 +111,8 @@ class PodSource(Protocol):
 class Sample:
     memory: MemoryFacts
     scan: KubepodsScan
+    pod_uids: frozenset[str] | None = None
+    """The pod cgroup UIDs an incremental audit read; ``None`` for a full audit."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +168,8 @@ class SwapController:
         self._once: set[str] = set()
         self._calc_logged: set[str] = set()
         self._refusal: str | None = None
+        self._last_full: float | None = None
+        self._full_due = True
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -161,9 +179,10 @@ class SwapController:
             await self.pods.wait_synced()
             unsubscribe = self.pods.subscribe(self._on_change)
         try:
+            full = True
             while True:
-                await self.run_once()
-                await self._wait_for_next()
+                await self.run_once(full=full)
+                full = await self._wait_for_next()
         finally:
             if unsubscribe is not None:
                 unsubscribe()
@@ -172,16 +191,27 @@ class SwapController:
         if self._inputs.changed(kind, obj):
             self._poke.set()
 
-    async def _wait_for_next(self) -> None:
+    def _full_audit_in(self) -> float:
+        """Seconds until the next full audit: one every ``auditInterval`` since the last,
+        however many event-woken (incremental) audits ran in between."""
+        interval = float(self.config.audit_interval)
+        if self._last_full is None:
+            return interval
+        return max(0.0, interval - (self.clock.monotonic() - self._last_full))
+
+    async def _wait_for_next(self) -> bool:
+        """Wait for pod changes or the timer; ``True`` when the next audit is a full one."""
         poked = asyncio.ensure_future(self._poke.wait())
-        timer = asyncio.ensure_future(self.clock.sleep(self.config.audit_interval))
+        timer = asyncio.ensure_future(self.clock.sleep(self._full_audit_in()))
         try:
             await asyncio.wait({poked, timer}, return_when=asyncio.FIRST_COMPLETED)
+            full = timer.done()
         finally:
             poked.cancel()
             timer.cancel()
-        if self._poke.is_set():
+        if not full and self._poke.is_set():
             await self.clock.sleep(self.debounce)
+        return full or self._full_audit_in() <= 0
 
     # -- one cycle ----------------------------------------------------------------------
 
@@ -190,15 +220,33 @@ class SwapController:
         pods: list[JsonObject],
         node: JsonObject | None,
         memory: MemoryFacts | None = None,
+        *,
+        previous: AuditReport | None = None,
+        changed: frozenset[str] | None = None,
+        views: list[PodView] | None = None,
     ) -> tuple[Sample, AuditReport]:
         """Sample the node and compare (runs in a worker thread).
 
         ``pods`` and ``node`` were taken from NodeState on the loop; the reflector replaces
         objects instead of changing them, so reading them here races with nothing. A re-scan
         after enforcement passes the cycle's ``memory`` sample: only the cgroups changed.
+        With ``previous`` and ``changed`` (cgroup UIDs of the pods that changed since
+        ``previous``), only those pods' cgroups are read, unless the swap basis changed.
         """
-        sample = Sample(memory=memory or read_memory(self.paths), scan=self.tree.scan())
-        summary = node_summary(
+        memory = memory or read_memory(self.paths)
+        if previous is not None and changed is not None:
+            affected = affected_uids(pods, changed)
+            sample = Sample(memory, self.tree.scan(affected), affected)
+            report = update_report(
+                previous, self._summary(sample, node), pods, sample.scan, affected, views=views
+            )
+            if report is not None:
+                return sample, report
+        sample = Sample(memory, self.tree.scan())
+        return sample, build_report(self._summary(sample, node), pods, sample.scan, views)
+
+    def _summary(self, sample: Sample, node: JsonObject | None) -> NodeSummary:
+        return node_summary(
             self.config,
             memory=sample.memory,
             cgroups=self.facts.cgroups,
@@ -207,21 +255,32 @@ class SwapController:
             page_size=self.page_size,
             kubelet_capacity=kubelet_swap_capacity(node),
         )
-        return sample, build_report(summary, pods, sample.scan)
 
     def _pods_and_node(self) -> tuple[list[JsonObject], JsonObject | None]:
         if self.pods is None:
             return [], None
         return self.pods.pod_list(), self.pods.node_object()
 
-    async def run_once(self) -> AuditReport | None:
-        """One audit cycle; returns the report, or ``None`` when the node could not be read."""
+    async def run_once(self, *, full: bool = True) -> AuditReport | None:
+        """One audit cycle; returns the report, or ``None`` when the node could not be read.
+
+        ``full=False`` (a cycle woken by pod events) re-reads only the pods that changed
+        since the last cycle, when the last cycle left a report to build on.
+        """
         self._poke.clear()
         started = self.clock.monotonic()
         pods, node = self._pods_and_node()
-        self._inputs.remember(pods)
+        changed = self._inputs.remember(pods)
+        views = self._inputs.views(pods)
+        previous = None if full or self._full_due else self.report
+        if previous is None:
+            changed = None
+        # Set again below once this cycle's report stands: a failed cycle loses what changed.
+        self._full_due = True
         try:
-            sample, report = await asyncio.to_thread(self._audit, pods, node)
+            sample, report = await asyncio.to_thread(
+                self._audit, pods, node, previous=previous, changed=changed, views=views
+            )
         except OSError as error:
             _log.warning("swap audit failed", error=str(error))
             self.stats = replace(self.stats, audit_failures=self.stats.audit_failures + 1)
@@ -230,13 +289,28 @@ class SwapController:
             return None
         drifted = report.drifted
         results: list[WriteResult] = []
+        rescanned = True
         if self.config.enforce and drifted and self._may_enforce(report):
-            results = await self._enforce(report)
-            try:  # scan again, so metrics show what the kernel holds now
-                sample, report = await asyncio.to_thread(self._audit, pods, node, sample.memory)
-            except OSError as error:
-                _log.warning("swap re-scan after enforcement failed", error=str(error))
+            results = await self._enforce(report, sample.pod_uids)
+            if results:
+                try:  # scan again, so metrics show what the kernel holds now
+                    sample, report = await asyncio.to_thread(
+                        self._audit,
+                        pods,
+                        node,
+                        sample.memory,
+                        previous=previous if sample.pod_uids is not None else None,
+                        changed=sample.pod_uids,
+                        views=views,
+                    )
+                except OSError as error:
+                    _log.warning("swap re-scan after enforcement failed", error=str(error))
+                    rescanned = False
         self.report = report
+        # The report is what the tree held, but for pods written to and not re-read.
+        self._full_due = not rescanned
+        if sample.pod_uids is None:
+            self._last_full = started
         if self.status is not None:
             self.status.publish_swap(published(report))
         self.stats = replace(
@@ -250,7 +324,8 @@ class SwapController:
         self._log_findings(report, bool(results))
         await self._node_level(report)
         await self._pod_events(drifted, results)
-        await self._good_practice(report, sample)
+        if sample.pod_uids is None:
+            await self._good_practice(report, sample)
         return report
 
     def _may_enforce(self, report: AuditReport) -> bool:
@@ -270,8 +345,10 @@ class SwapController:
             self._refusal = refusal
         return refusal is None
 
-    async def _enforce(self, report: AuditReport) -> list[WriteResult]:
-        plan = enforce_plan(report)
+    async def _enforce(
+        self, report: AuditReport, pod_uids: frozenset[str] | None
+    ) -> list[WriteResult]:
+        plan = enforce_plan(report, pod_uids)
         results = await asyncio.to_thread(self._apply, plan)
         ok = sum(1 for result in results if result.error is None)
         self.stats = replace(

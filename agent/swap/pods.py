@@ -88,15 +88,22 @@ def _statuses(status: Mapping[str, Any], key: str) -> dict[str, Mapping[str, Any
     }
 
 
+def cgroup_uids(pod: Mapping[str, Any]) -> frozenset[str]:
+    """The pod UIDs its cgroups may carry: its own, and a static pod's manifest UID."""
+    metadata = pod.get("metadata") or {}
+    uid = str(metadata.get("uid") or "")
+    uids = {uid} if uid else set()
+    mirror = (metadata.get("annotations") or {}).get(MIRROR_ANNOTATION)
+    if isinstance(mirror, str) and mirror:
+        uids.add(mirror)
+    return frozenset(uids)
+
+
 def pod_view(pod: Mapping[str, Any]) -> PodView:
     metadata = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     uid = str(metadata.get("uid") or "")
-    cgroup_uids = {uid} if uid else set()
-    mirror = (metadata.get("annotations") or {}).get(MIRROR_ANNOTATION)
-    if isinstance(mirror, str) and mirror:
-        cgroup_uids.add(mirror)
     containers = []
     for kind, spec_key, status_key in _SPEC_AND_STATUS:
         statuses = _statuses(status, status_key)
@@ -121,7 +128,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         namespace=str(metadata.get("namespace") or ""),
         name=str(metadata.get("name") or ""),
         uid=uid,
-        cgroup_uids=frozenset(cgroup_uids),
+        cgroup_uids=cgroup_uids(pod),
         qos=pod_qos(pod),
         critical=critical_reason(pod),
         containers=tuple(containers),

@@ -10,12 +10,18 @@ audit view (``pod_view``: UIDs, QoS, each container's memory and runtime ID) cha
 Everything else waits for the timer (``memorySwap.auditInterval``), which also catches
 cgroup changes that no API event shows.
 
-Called on the event loop (NodeState's listeners), so the remembered views need no lock.
+It also keeps what the incremental audit needs: the cgroup UIDs of every pod whose view or
+finished state changed since the last audit (woken or not), and the views themselves, so
+no audit rebuilds the view of a pod that did not change.
+
+Called on the event loop (NodeState's listeners), so the remembered views need no lock;
+the audit's worker thread gets a list of its own (``views``).
 """
 
 from __future__ import annotations
 
 from agent.kube.api import JsonObject
+from agent.kube.pods import is_finished
 from agent.swap.pods import PodView, pod_view
 
 
@@ -31,38 +37,79 @@ def _key(obj: JsonObject) -> str:
 
 
 class AuditInputs:
-    """The audit view of each pod last audited or seen, to tell real changes from noise."""
+    """The audit view of each pod last audited or seen, to tell real changes from noise,
+    and the cgroup UIDs of the pods that changed since the last audit (what an incremental
+    audit must read again)."""
 
     def __init__(self) -> None:
-        # Each pod's object as last seen, with its view. The reflector replaces an object on
-        # every change and never mutates it, so the same object means the same view: an
-        # audit's ``remember`` recomputes views only for pods that changed since.
-        self._views: dict[str, tuple[JsonObject, PodView]] = {}
+        # Each pod's object as last seen, with its view and whether it had finished. The
+        # reflector replaces an object on every change and never mutates it, so the same
+        # object means the same view: ``remember`` recomputes views only for pods that
+        # changed since.
+        self._views: dict[str, tuple[JsonObject, PodView, bool]] = {}
+        self._changed: set[str] = set()
+        self._relisted = False
 
-    def remember(self, pods: list[JsonObject]) -> None:
-        """The pods an audit is about to read: their later events are compared with these."""
+    def remember(self, pods: list[JsonObject]) -> frozenset[str] | None:
+        """The pods an audit is about to read: their later events are compared with these.
+
+        Returns the cgroup UIDs (before and after) of every pod whose audit view or finished
+        state changed since the last call, or that came or went; ``None`` after a relist,
+        when anything may have changed. A change no event announced is found here too.
+        """
         views = {}
+        changed = self._changed
         for pod in pods:
             key = _key(pod)
-            seen = self._views.get(key)
-            views[key] = seen if seen is not None and seen[0] is pod else (pod, pod_view(pod))
+            seen = self._views.pop(key, None)
+            if seen is not None and seen[0] is pod:
+                views[key] = seen
+                continue
+            views[key] = now = (pod, pod_view(pod), is_finished(pod))
+            if seen is None or seen[1:] != now[1:]:
+                changed |= now[1].cgroup_uids
+                if seen is not None:
+                    changed |= seen[1].cgroup_uids
+        for gone in self._views.values():
+            changed |= gone[1].cgroup_uids
         self._views = views
+        result = None if self._relisted else frozenset(changed)
+        self._changed = set()
+        self._relisted = False
+        return result
+
+    def views(self, pods: list[JsonObject]) -> list[PodView]:
+        """Each pod's audit view, as remembered (right after ``remember``, every one is).
+
+        A new list: the audit reads it in a worker thread while events change ours."""
+        views = []
+        for pod in pods:
+            seen = self._views.get(_key(pod))
+            views.append(seen[1] if seen is not None and seen[0] is pod else pod_view(pod))
+        return views
 
     def changed(self, kind: str, obj: JsonObject | None) -> bool:
-        """Whether this event changes what the audit reads (and remember the pod's view)."""
+        """Whether this event calls for an audit now (and remember the pod's view)."""
         if not wakes_audit(obj):
             return False
         if obj is None:  # a relist: anything may have changed
+            self._relisted = True
             return True
         key = _key(obj)
         if kind == "DELETED":
             seen = self._views.pop(key, None)
-            return _running(seen[1] if seen is not None else pod_view(obj))
-        view = pod_view(obj)
-        seen = self._views.get(key)
-        self._views[key] = (obj, view)
-        if seen is None:
+            view = seen[1] if seen is not None else pod_view(obj)
+            self._changed |= view.cgroup_uids
             return _running(view)
+        view = pod_view(obj)
+        now = (obj, view, is_finished(obj))
+        seen = self._views.get(key)
+        self._views[key] = now
+        if seen is None:
+            self._changed |= view.cgroup_uids
+            return _running(view)
+        if seen[1:] != now[1:]:
+            self._changed |= view.cgroup_uids | seen[1].cgroup_uids
         before = seen[1]
         return before != view and (_running(before) or _running(view))
 

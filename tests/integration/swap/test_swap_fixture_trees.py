@@ -175,6 +175,28 @@ def test_guaranteed_burstable_and_besteffort_pods_are_all_found(
     ]
 
 
+@pytest.mark.parametrize(("driver", "runtime"), DRIVERS)
+def test_a_scan_limited_to_some_pods_reads_only_theirs(
+    make_swap_node: MakeSwapNode, driver: str, runtime: str
+) -> None:
+    """The incremental audit's scan finds the named pods' containers, in any QoS placement,
+    and none of the others'."""
+    node = make_swap_node(driver, runtime=runtime)
+    placements: tuple[QOS, ...] = ("guaranteed", "burstable", "besteffort") * 2
+    for seed, qos in enumerate(placements, start=1):
+        node.cgroups.add_container(uid(seed), qos, container_id(seed))
+    wanted = frozenset({uid(1), uid(5), uid(6)})
+    scan = KubepodsTree(node.paths.cgroup_root).scan(wanted)
+    assert scan.driver is not None
+    assert scan.driver.value == driver
+    assert sorted((r.qos.value, r.pod_uid) for r in scan.containers) == [
+        ("besteffort", uid(6)),
+        ("burstable", uid(5)),
+        ("guaranteed", uid(1)),
+    ]
+    assert KubepodsTree(node.paths.cgroup_root).scan(frozenset()).containers == ()
+
+
 def test_no_kubepods_tree_is_reported_not_raised(tmp_path: Path) -> None:
     """A node without kubepods (not a Kubernetes node yet) scans empty, with the reason."""
     scan = KubepodsTree(tmp_path).scan()

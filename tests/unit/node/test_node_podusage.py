@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agent.node.nodeusage import NodeCounters
-from agent.node.podusage import PodScan, PodUsageReader
+from agent.node.podusage import PodScan, PodUsageReader, stat_field
 from agent.report.document import pod_entries
 from agent.report.usage import Sample, UsageTracker
 from tests.harness.cgroups import GIB, MIB, CgroupTreeBuilder, CgroupV1TreeBuilder, pod_object
@@ -137,3 +137,26 @@ def test_no_kubepods_tree_reads_nothing(tmp_path: Path) -> None:
     scan = PodUsageReader(tmp_path).read()
     assert scan.pods == {}
     assert scan.cgroup_version is None
+
+
+MEMORY_STAT = "anon 10\nfile 20\ntotal_inactive_file 3\ninactive_file 7\nactive_file 9"
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        pytest.param(MEMORY_STAT, "anon", 10, id="first-line"),
+        pytest.param(MEMORY_STAT, "inactive_file", 7, id="not-a-longer-name-ending-in-it"),
+        pytest.param(MEMORY_STAT, "total_inactive_file", 3, id="middle-line"),
+        pytest.param(MEMORY_STAT, "active_file", 9, id="last-line-without-newline"),
+        pytest.param(MEMORY_STAT + "\n", "active_file", 9, id="last-line"),
+        pytest.param(MEMORY_STAT, "file_dirty", None, id="missing"),
+        pytest.param("usage_usec x\n", "usage_usec", None, id="not-a-number"),
+        pytest.param("usage_usec 5\nusage_usec 6\n", "usage_usec", 5, id="first-of-two"),
+        pytest.param("", "anon", None, id="empty"),
+        pytest.param(None, "anon", None, id="unreadable"),
+    ],
+)
+def test_stat_field_reads_one_key_value_line(text: str | None, key: str, value: int | None) -> None:
+    """A ``cpu.stat``/``memory.stat`` field is the number on the line named exactly ``key``."""
+    assert stat_field(text, key) == value

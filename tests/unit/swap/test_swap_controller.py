@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 from structlog.testing import capture_logs
 
 from agent.config.swap import MemorySwapConfig
@@ -18,6 +19,7 @@ from agent.node.kernel import KernelFacts
 from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir
 from agent.node.memory import read_memory
 from agent.node.tmpfs import NoswapSupport
+from agent.swap.collector import SwapAuditCollector
 from agent.swap.controller import SwapController
 from agent.swap.limits import KUBELET_CALC_ERROR
 from agent.swap.wakeups import wakes_audit
@@ -35,11 +37,15 @@ class FakeTree:
         self.refuse_writes = False
         self.writes: list[tuple[str, int]] = []
         self.readings: tuple[CgroupReading, ...] = ()
+        self.scans: list[frozenset[str] | None] = []
+        """The pod UIDs each scan was limited to (``None``: the whole tree)."""
 
-    def scan(self) -> KubepodsScan:
+    def scan(self, pod_uids: frozenset[str] | None = None) -> KubepodsScan:
         if self.fail_scan is not None:
             raise self.fail_scan
-        return KubepodsScan(None, "kubepods.slice", self.readings)
+        self.scans.append(pod_uids)
+        readings = tuple(r for r in self.readings if pod_uids is None or r.pod_uid in pod_uids)
+        return KubepodsScan(None, "kubepods.slice", readings)
 
     def write_swap_max(self, path: str, value: int) -> None:
         if self.refuse_writes:
@@ -285,3 +291,117 @@ async def test_status_noise_of_an_audited_pod_does_not_poke_the_loop(tmp_path: P
     }
     swap._on_change("MODIFIED", restarted)
     assert swap._poke.is_set()
+
+
+UID_B = "00000000-0000-4000-8000-000000000002"
+
+
+def pod_b(seed: int) -> dict[str, Any]:
+    cid = f"cri-o://{container_id(seed)}"
+    return {
+        "metadata": {"name": "b", "namespace": "ns", "uid": UID_B},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"memory": "1Gi"}}}]},
+        "status": {"containerStatuses": [{"name": "c", "containerID": cid}]},
+    }
+
+
+def reading_b(seed: int) -> CgroupReading:
+    return CgroupReading(
+        f"k/b/c{seed}", PodQOSDir.BURSTABLE, UID_B, container_id(seed), "crio", "max", 0
+    )
+
+
+class SteppingClock(FakeClock):
+    """A FakeClock whose monotonic time the test moves on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elapsed = 5.0
+
+    def monotonic(self) -> float:
+        return self.elapsed
+
+
+def swap_series(registry: CollectorRegistry) -> list[str]:
+    """The swap lines of a scrape, less the ones that change with every audit."""
+    return [
+        line
+        for line in generate_latest(registry).decode().splitlines()
+        if line.startswith(("container_swap", "kubelet_companion_")) and "audit" not in line
+    ]
+
+
+async def test_pod_events_audit_only_the_changed_pod_and_gone_pods_leave_metrics(
+    tmp_path: Path,
+) -> None:
+    """After the first full audit, a restarted pod is scanned alone and a deleted pod's
+    series leave /metrics; the scrape then equals the one a full audit gives."""
+    tree, clock = FakeTree(), FakeClock()
+    tree.readings = (DRIFTED, reading_b(2))
+    pods = FakePods([POD, pod_b(2)])
+    swap = controller(tmp_path, tree, clock, pods=pods, audit_interval=60.0)
+    registry = CollectorRegistry()
+    registry.register(SwapAuditCollector(lambda: swap.report, lambda: swap.stats))
+    running = asyncio.ensure_future(swap.run())
+    try:
+        await wait_until(lambda: swap.stats.audits == 1, "the first audit")
+        assert tree.scans == [None]
+        pods.pods, tree.readings = [POD, pod_b(3)], (DRIFTED, reading_b(3))
+        pods.emit(pod_b(3))
+        await wait_until(lambda: swap.stats.audits == 2, "the audit of the restart")
+        assert tree.scans[-1] == {UID_B}
+        assert 'pod="b"' in "\n".join(swap_series(registry))
+        pods.pods, tree.readings = [POD], (DRIFTED,)
+        for listener in list(pods.listeners):
+            listener("DELETED", pod_b(3))
+        await wait_until(lambda: swap.stats.audits == 3, "the audit of the deletion")
+        assert tree.scans[-1] == {UID_B}
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+    incremental = swap_series(registry)
+    assert 'pod="b"' not in "\n".join(incremental)
+    await swap.run_once()  # a full audit
+    assert tree.scans[-1] is None
+    assert swap_series(registry) == incremental
+
+
+async def test_pod_churn_cannot_put_off_the_full_audit(tmp_path: Path) -> None:
+    """Once auditInterval has passed since the last full audit, the next audit a pod event
+    wakes reads the whole tree, however often events came in between."""
+    tree, clock = FakeTree(), SteppingClock()
+    pods = FakePods([POD, pod_b(2)])
+    swap = controller(tmp_path, tree, clock, pods=pods, audit_interval=60.0)
+    running = asyncio.ensure_future(swap.run())
+    try:
+        await wait_until(lambda: swap.stats.audits == 1, "the first audit")
+        clock.elapsed += 30
+        pods.emit(pod_b(3))
+        await wait_until(lambda: swap.stats.audits == 2, "an incremental audit")
+        assert tree.scans[-1] == {UID_B}
+        clock.elapsed += 31
+        pods.emit(pod_b(4))
+        await wait_until(lambda: swap.stats.audits == 3, "the full audit that is due")
+        assert tree.scans[-1] is None
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_an_incremental_audit_enforces_only_the_changed_pods(tmp_path: Path) -> None:
+    """With enforcement on, an event-woken audit writes the changed pod's cgroups only;
+    the full audit writes every drifted container's."""
+    tree = FakeTree()
+    tree.readings = (DRIFTED, reading_b(2))
+    pods = FakePods([POD, pod_b(2)])
+    swap = controller(
+        tmp_path, tree, FakeClock(), pods=pods, enforce=True, swap_behavior="LimitedSwap"
+    )
+    await swap.run_once()
+    assert sorted(path for path, _ in tree.writes) == ["k/b/c2", DRIFTED.path]
+    tree.writes.clear()
+    pods.pods, tree.readings = [POD, pod_b(3)], (DRIFTED, reading_b(3))
+    swap._on_change("MODIFIED", pod_b(3))
+    await swap.run_once(full=False)
+    assert tree.writes == [("k/b/c3", 268435456)]
+    assert tree.scans[-2:] == [{UID_B}, {UID_B}]  # the audit, and the re-scan after writing

@@ -156,6 +156,16 @@ _EMPTY_STATUS = ItemStatus()
 
 _ContainersKey = tuple[Any, ...]
 _ContainersPart = tuple[Mapping[str, int], str, tuple[str, ...]]
+_TemplateKey = tuple[Any, ...]
+_TemplatePart = tuple[
+    tuple[OwnerRef, ...],
+    Mapping[str, str],
+    tuple[Mapping[str, Any], ...],
+    Any,
+    Mapping[str, int],
+    str,
+    tuple[str, ...],
+]
 
 
 class _Memo(dict[K, V]):
@@ -190,6 +200,7 @@ class PodListProjector:
         )
         self._page: msgspec.json.Decoder[Any] = msgspec.json.Decoder(page)
         self._item = msgspec.json.Decoder(PodItem)
+        self._templates: _Memo[_TemplateKey, _TemplatePart] = _Memo(limit)
         self._containers: _Memo[_ContainersKey, _ContainersPart] = _Memo(limit)
         self._maps: _Memo[bytes, Mapping[str, str]] = _Memo(limit)
         self._owners: _Memo[bytes, tuple[OwnerRef, ...]] = _Memo(limit)
@@ -253,32 +264,47 @@ class PodListProjector:
             static = annotations.get(SOURCE_ANNOTATION, API_SOURCE) != API_SOURCE
         else:
             kept, mirror, static = {}, False, False
-        requests, qos, images = self._containers_part(spec, status)
-        maps = self._maps
         labels_bytes = bytes(metadata.labels)
-        labels = maps.get(labels_bytes, _MISSING)
+        labels = self._maps.get(labels_bytes, _MISSING)
         if labels is _MISSING:
             labels = self._new_map(labels_bytes)
-        selector_bytes = bytes(spec.node_selector)
-        node_selector = maps.get(selector_bytes, _MISSING)
-        if node_selector is _MISSING:
-            node_selector = self._new_map(selector_bytes)
-        owners_bytes = bytes(metadata.owner_references)
-        owners = self._owners.get(owners_bytes)
-        if owners is None:
-            owners = self._owners.remember(owners_bytes, _owner_refs_of(owners_bytes))
-        tolerations_bytes = bytes(spec.tolerations)
-        tolerations = self._tolerations.get(tolerations_bytes)
-        if tolerations is None:
-            tolerations = self._tolerations.remember(
-                tolerations_bytes, tuple(_decode_any(tolerations_bytes) or ())
+        containers = spec.containers
+        init_containers = spec.init_containers
+        # One lookup for every part a pod template repeats (labels stay apart: a
+        # StatefulSet's pods each have their own).
+        template_key: _TemplateKey = (
+            bytes(metadata.owner_references),
+            bytes(spec.node_selector),
+            bytes(spec.tolerations),
+            bytes(spec.affinity),
+            tuple([(bytes(c.resources), c.image) for c in containers]) if containers else (),
+            tuple([(bytes(c.resources), c.restart_policy) for c in init_containers])
+            if init_containers
+            else (),
+            bytes(spec.overhead),
+            bytes(spec.resources),
+            status.qos_class,
+        )
+        template = self._templates.get(template_key)
+        if template is None:
+            template = self._templates.remember(
+                template_key, self._template(template_key, spec, status)
             )
-        affinity_bytes = bytes(spec.affinity)
-        affinity = self._affinity.get(affinity_bytes, _MISSING)
-        if affinity is _MISSING:
-            affinity = self._affinity.remember(affinity_bytes, _decode_any(affinity_bytes) or None)
-        created = self._time(metadata.creation_timestamp) or 0.0
-        status_key, pod_status = self._status(status, created)
+        owners, node_selector, tolerations, affinity, requests, qos, images = template
+        times = self._times
+        stamp = metadata.creation_timestamp or ""
+        created = times.get(stamp, _MISSING)
+        if created is _MISSING:
+            created = self._time(stamp)
+        created = created or 0.0
+        status_key, pod_status, ready = self._status(status, created)
+        spread = bytes(spec.topology_spread_constraints)
+        if pod_status is None and spread == b"null" and not spec.resource_claims:
+            extra = EMPTY_MAP  # most pods: nothing beyond the common fields
+        else:
+            extra = self._extra_of(spec, spread, status_key, pod_status)
+        if not spec.node_name:
+            extra = _pending_extra(extra, status)
         local_storage, claims = _volume_facts(spec.volumes) if spec.volumes else (False, ())
         # Positional, in ``PodInfo``'s field order: a Struct matches keywords against its
         # 25 field names one by one, which cost ~2 us a pod, five times the positional call.
@@ -307,28 +333,35 @@ class PodListProjector:
             local_storage,
             claims,  # pvc_claims
             images,
-            _ready(status.conditions),  # ready
-            # extra
-            self._extra_of(spec, status_key, pod_status)
-            if spec.node_name
-            else _pending_extra(self._extra_of(spec, status_key, pod_status), status),
+            ready,
+            extra,
         )
 
-    def _containers_part(self, spec: ItemSpec, status: ItemStatus) -> _ContainersPart:
-        """Requests, QoS and sorted images: all that is read of the containers."""
-        key = (
-            tuple([(bytes(c.resources), c.image) for c in spec.containers or ()]),
-            tuple([(bytes(c.resources), c.restart_policy) for c in spec.init_containers or ()]),
-            bytes(spec.overhead),
-            bytes(spec.resources),
-            status.qos_class,
-        )
-        found = self._containers.get(key)
-        if found is not None:
-            return found
-        requests, qos = _exact_requests_and_qos(spec, status)
-        images = tuple(sorted(str(c.image or "") for c in spec.containers or ()))
-        return self._containers.remember(key, (requests, qos, images))
+    def _template(self, key: _TemplateKey, spec: ItemSpec, status: ItemStatus) -> _TemplatePart:
+        """The parts of a template not seen whole before, each through its own memo, so
+        templates that differ in one part still share the others."""
+        owners_bytes, selector_bytes, tolerations_bytes, affinity_bytes = key[:4]
+        node_selector = self._maps.get(selector_bytes, _MISSING)
+        if node_selector is _MISSING:
+            node_selector = self._new_map(selector_bytes)
+        owners = self._owners.get(owners_bytes)
+        if owners is None:
+            owners = self._owners.remember(owners_bytes, _owner_refs_of(owners_bytes))
+        tolerations = self._tolerations.get(tolerations_bytes)
+        if tolerations is None:
+            tolerations = self._tolerations.remember(
+                tolerations_bytes, tuple(_decode_any(tolerations_bytes) or ())
+            )
+        affinity = self._affinity.get(affinity_bytes, _MISSING)
+        if affinity is _MISSING:
+            affinity = self._affinity.remember(affinity_bytes, _decode_any(affinity_bytes) or None)
+        containers_key: _ContainersKey = key[4:]
+        containers = self._containers.get(containers_key)
+        if containers is None:
+            requests, qos = _exact_requests_and_qos(spec, status)
+            images = tuple(sorted(str(c.image or "") for c in spec.containers or ()))
+            containers = self._containers.remember(containers_key, (requests, qos, images))
+        return (owners, node_selector, tolerations, affinity, *containers)
 
     def _time(self, value: str | None) -> float | None:
         if not value:
@@ -343,8 +376,9 @@ class PodListProjector:
 
     def _status(
         self, status: ItemStatus, created: float
-    ) -> tuple[_StatusKey, PodStatusInfo | None]:
-        """``projection.pod_status`` of the same status, one copy of each distinct result.
+    ) -> tuple[_StatusKey, PodStatusInfo | None, bool]:
+        """``projection.pod_status`` of the same status, one copy of each distinct result,
+        and whether the pod is Ready (read in the same pass over its conditions).
 
         Every pod has a status, so this runs once per pod at cold start: the memo is keyed
         by a plain tuple of exactly the values the result is made of (hashed in C), and the
@@ -353,7 +387,10 @@ class PodListProjector:
         """
         times = self._times
         conditions = []
+        ready = None
         for condition in status.conditions or ():
+            if ready is None and condition.type == "Ready":  # the first one counts
+                ready = condition.status == "True"
             moved = times.get(condition.last_transition_time or "", _MISSING)
             if moved is _MISSING:
                 moved = self._time(condition.last_transition_time)
@@ -375,13 +412,17 @@ class PodListProjector:
         found = self._statuses.get(key, _MISSING)
         if found is _MISSING:
             found = self._statuses.remember(key, _status_info(key))
-        return key, found
+        return key, found, bool(ready)
 
     def _extra_of(
-        self, spec: ItemSpec, status_key: _StatusKey, status: PodStatusInfo | None
+        self,
+        spec: ItemSpec,
+        spread: bytes,
+        status_key: _StatusKey,
+        status: PodStatusInfo | None,
     ) -> Mapping[str, Any]:
-        """``PodInfo.extra``: shared by the pods of one template, empty for most pods."""
-        spread = bytes(spec.topology_spread_constraints)
+        """``PodInfo.extra``, shared by the pods of one template (``project`` returns the
+        empty one itself for the most pods, which have no extras)."""
         claims = bool(spec.resource_claims)
         if not claims and status is None and spread == b"null":
             return EMPTY_MAP
@@ -436,7 +477,9 @@ def _volume_facts(volumes: list[ItemVolume]) -> tuple[bool, tuple[str, ...]]:
         if volume.empty_dir is not None or volume.host_path is not None:
             local = True
         claim = volume.persistent_volume_claim
-        if isinstance(claim, Mapping) and claim.get("claimName"):
+        # A dict, as the decoder makes every object of an ``Any`` field (``isinstance``
+        # against ``Mapping`` runs the ABC's Python-level check, for every volume).
+        if claim is not None and type(claim) is dict and claim.get("claimName"):
             claims.append(str(claim["claimName"]))
     return local, tuple(claims) if claims else ()
 
@@ -507,10 +550,3 @@ def _status_info(key: _StatusKey) -> PodStatusInfo | None:
 def _kept(statuses: tuple[ItemContainerStatus, ...]) -> tuple[ContainerStatusInfo, ...]:
     kept = [container_status(*state) for state in _container_states(statuses)]
     return tuple(info for info in kept if info is not None)
-
-
-def _ready(conditions: list[ItemCondition] | None) -> bool:
-    for condition in conditions or ():
-        if condition.type == "Ready":
-            return condition.status == "True"
-    return False

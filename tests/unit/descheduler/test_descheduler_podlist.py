@@ -15,6 +15,7 @@ from agent.descheduler.app import PROJECTIONS
 from agent.descheduler.podlist import PodListProjector
 from agent.descheduler.state import ClusterState
 from agent.descheduler.wire import codec_for
+from agent.kube.pods import MIRROR_ANNOTATION, SOURCE_ANNOTATION
 from tests.unit.descheduler.test_descheduler_wire import PENDING_ADDON, RICH_POD
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "descheduler" / "cluster-1k.json.gz"
@@ -161,6 +162,40 @@ ODD_PODS = [
     pytest.param(PENDING_ADDON, id="pending-unschedulable"),
     pytest.param(_with(PENDING_ADDON, ["spec", "nodeName"], "n1"), id="bound-unschedulable"),
     pytest.param({}, id="empty"),
+    pytest.param(
+        _with(RICH_POD, ["metadata", "annotations"], {MIRROR_ANNOTATION: "x"}), id="mirror"
+    ),
+    pytest.param(
+        _with(RICH_POD, ["metadata", "annotations"], {SOURCE_ANNOTATION: "file"}), id="static"
+    ),
+    pytest.param(
+        _with(
+            RICH_POD,
+            ["status", "conditions"],
+            [{"type": "Ready", "status": "False"}, {"type": "Ready", "status": "True"}],
+        ),
+        id="first-ready-condition-counts",
+    ),
+    pytest.param(
+        _with(
+            RICH_POD,
+            ["status", "containerStatuses"],
+            [{"restartCount": 7, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}],
+        ),
+        id="crash-looping",
+    ),
+    pytest.param(
+        _with(
+            RICH_POD,
+            ["status", "initContainerStatuses"],
+            [{"state": {"terminated": {"reason": "Error", "exitCode": 3}}}],
+        ),
+        id="init-terminated",
+    ),
+    pytest.param(_with(RICH_POD, ["spec", "tolerations"], []), id="only-tolerations-differ"),
+    pytest.param(_with(RICH_POD, ["spec", "nodeSelector"], {"disk": "hdd"}), id="only-selector"),
+    pytest.param(_with(RICH_POD, ["spec", "affinity"], None), id="only-affinity-differs"),
+    pytest.param(_with(RICH_POD, ["metadata", "ownerReferences"], []), id="only-owners-differ"),
 ]
 
 

@@ -110,12 +110,16 @@ class KubeApi:
         self.api_client = api_client
         self.request_timeout = request_timeout
         self._lock = threading.Lock()
+        self._pool: tuple[str, urllib3.HTTPConnectionPool, str] | None = None
         self._tls_problem: str | None = None
         """The certificate problem last logged; each new one is logged once, as an error."""
 
     def close(self) -> None:
         """Release the connection pool (one-shot commands; the agent keeps it to the end)."""
+        cached, self._pool = self._pool, None
         self.api_client.close()  # type: ignore[no-untyped-call]  # the client ships untyped
+        if cached is not None:
+            cached[1].close()  # the manager forgets its pools on close, but leaves them open
 
     # -- transport ------------------------------------------------------------------
 
@@ -149,19 +153,26 @@ class KubeApi:
             # What the client did: a JSON patch must be a list, an object is a strategic one.
             headers["Content-Type"] = PATCH_TYPES["strategic"]
         query_params = [(key, value) for key, value in (query or {}).items() if value is not None]
-        url = client.configuration.host + path
+        target = path
         if query_params:
-            url += "?" + client.parameters_to_url_query(query_params, None)  # type: ignore[no-untyped-call]  # the client ships untyped
+            target += "?" + client.parameters_to_url_query(query_params, None)  # type: ignore[no-untyped-call]  # the client ships untyped
         client.update_params_for_auth(headers, query_params, ["BearerToken"], path, method, body)
+        host = client.configuration.host
+        options: dict[str, Any] = {
+            "body": _encoded(body),
+            "headers": headers,
+            "timeout": _timeout(self.request_timeout if timeout is None else timeout),
+            "preload_content": False,
+        }
         try:
-            raw = client.rest_client.pool_manager.request(
-                method,
-                url,
-                body=_encoded(body),
-                headers=headers,
-                timeout=_timeout(self.request_timeout if timeout is None else timeout),
-                preload_content=False,
-            )
+            direct = self._pool_for(host)
+            if direct is None:
+                raw = client.rest_client.pool_manager.request(method, host + target, **options)
+            else:
+                pool, base_path = direct
+                raw = pool.urlopen(
+                    method, base_path + target, redirect=False, assert_same_host=False, **options
+                )
         except (urllib3.exceptions.HTTPError, OSError) as error:
             raise self._transport_error(method, path, error) from error
         self._tls_fine()
@@ -172,6 +183,25 @@ class KubeApi:
                 raw.release_conn()
             raise _decode_error(raw.status, data, raw.headers)
         return raw
+
+    def _pool_for(self, host: str) -> tuple[urllib3.HTTPConnectionPool, str] | None:
+        """The client's connection pool for ``host`` and the host's path (a server behind a
+        path prefix), kept between requests; ``None`` behind a proxy (the proxy manager
+        writes each request in absolute form, so it sends them).
+
+        Asking the pool manager every time parsed the URL twice and rebuilt the pool's key;
+        the pool itself, its connections and its TLS settings are the client's. ``close``
+        closes it and empties the cache. Threads may race to fill the cache: they get the
+        same pool from the manager, which has its own lock."""
+        manager = self.api_client.rest_client.pool_manager
+        if type(manager) is not urllib3.PoolManager:
+            return None
+        cached = self._pool
+        if cached is None or cached[0] != host:
+            base_path = (urllib3.util.parse_url(host).path or "").rstrip("/")
+            cached = (host, manager.connection_from_url(host), base_path)
+            self._pool = cached
+        return cached[1], cached[2]
 
     def _transport_error(self, method: str, path: str, error: Exception) -> KubeError:
         """Our error for a request that got no HTTP response, with the reason in its message."""

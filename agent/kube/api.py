@@ -137,8 +137,8 @@ class KubeApi:
 
         ``body`` is JSON-shaped data, or ``bytes`` already serialized (sent as they are).
         The request goes straight to the client's connection pool: its ``param_serialize``
-        walks every header and body value and ``call_api`` serializes again, which was a
-        third of the client CPU of an eviction. What the client adds is kept: its default
+        walks every header and body value and ``call_api`` serializes again, the next largest
+        cost in an eviction's client CPU. What the client adds is kept: its default
         headers (User-Agent), cookie and authentication (``update_params_for_auth`` runs the
         token-refresh hook, as before), its query encoding, and its pool's TLS and proxy."""
         client = self.api_client

@@ -76,8 +76,9 @@ def _pin_proxy(configuration: k8s_client.Configuration) -> None:
 
     The client resolves a proxy from the environment whenever ``host`` is assigned, and its
     token-refresh hook assigns ``host`` (unchanged) before every request: that scan of
-    ``os.environ`` was half the client CPU of an eviction. The connection pool is built
-    once, with the proxy of this moment, so pinning it here changes no request."""
+    ``os.environ`` was the largest single cost in an eviction's client CPU. The connection
+    pool is built once, with the proxy of this moment, so pinning it here changes no
+    request."""
     configuration.proxy = configuration.proxy
 
 

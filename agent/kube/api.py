@@ -18,7 +18,6 @@ from typing import Any
 import structlog
 import urllib3
 from kubernetes import client as k8s_client
-from kubernetes.client.exceptions import ApiException
 
 from agent.kube.errors import KubeError, Timeout, TLSError, Unavailable, error_for_status
 from agent.kube.resources import PODS, Resource
@@ -41,7 +40,7 @@ _CERTIFICATE_REASONS = ("CERTIFICATE", "UNKNOWN_CA", "UNSUPPORTED_CERT")
 
 def _causes(error: BaseException) -> Iterator[BaseException]:
     """The error and everything it wraps: urllib3 keeps the cause in ``reason`` (``MaxRetryError``)
-    or ``args[0]`` (``SSLError``), the client raises ``ApiException`` while handling it."""
+    or ``args[0]`` (``SSLError``)."""
     seen: set[int] = set()
     pending: list[BaseException | None] = [error]
     while pending:
@@ -64,7 +63,7 @@ def certificate_problem(error: BaseException) -> str | None:
         if isinstance(cause, ssl.SSLCertVerificationError):
             return str(cause)
         if isinstance(cause, ssl.SSLError) and any(
-            word in str(cause.reason or "") for word in _CERTIFICATE_REASONS
+            word in str(getattr(cause, "reason", None) or "") for word in _CERTIFICATE_REASONS
         ):
             return str(cause)
     if "CERTIFICATE_VERIFY_FAILED" in str(error):  # only the text survived
@@ -90,6 +89,20 @@ def _decode_error(status: int, data: bytes | None, headers: Any) -> KubeError:
     return error_for_status(status, body, _retry_after(headers))
 
 
+def _encoded(body: Any) -> bytes | None:
+    """A request body as bytes: ``None`` stays absent, bytes pass as they are."""
+    if body is None or isinstance(body, bytes):
+        return body
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def _timeout(timeout: float | tuple[float, float] | None) -> urllib3.Timeout | None:
+    """The client's reading of ``_request_timeout``: a total, or (connect, read)."""
+    if isinstance(timeout, tuple):
+        return urllib3.Timeout(connect=timeout[0], read=timeout[1])
+    return urllib3.Timeout(total=timeout) if timeout else None
+
+
 class KubeApi:
     """Raw JSON over the official client's ``ApiClient`` (thread-safe, blocking)."""
 
@@ -97,12 +110,16 @@ class KubeApi:
         self.api_client = api_client
         self.request_timeout = request_timeout
         self._lock = threading.Lock()
+        self._pool: tuple[str, urllib3.HTTPConnectionPool, str] | None = None
         self._tls_problem: str | None = None
         """The certificate problem last logged; each new one is logged once, as an error."""
 
     def close(self) -> None:
         """Release the connection pool (one-shot commands; the agent keeps it to the end)."""
+        cached, self._pool = self._pool, None
         self.api_client.close()  # type: ignore[no-untyped-call]  # the client ships untyped
+        if cached is not None:
+            cached[1].close()  # the manager forgets its pools on close, but leaves them open
 
     # -- transport ------------------------------------------------------------------
 
@@ -116,36 +133,75 @@ class KubeApi:
         content_type: str | None = None,
         timeout: float | tuple[float, float] | None = None,
     ) -> urllib3.BaseHTTPResponse:
-        """Send a request and return the unread response; non-2xx raise ``KubeError``."""
-        headers = {"Accept": "application/json"}
+        """Send a request and return the unread response; non-2xx raise ``KubeError``.
+
+        ``body`` is JSON-shaped data, or ``bytes`` already serialized (sent as they are).
+        The request goes straight to the client's connection pool: its ``param_serialize``
+        walks every header and body value and ``call_api`` serializes again, the next largest
+        cost in an eviction's client CPU. What the client adds is kept: its default
+        headers (User-Agent), cookie and authentication (``update_params_for_auth`` runs the
+        token-refresh hook, as before), its query encoding, and its pool's TLS and proxy."""
+        client = self.api_client
+        headers = {"Accept": "application/json", **client.default_headers}
+        if client.cookie:
+            headers["Cookie"] = client.cookie
         if content_type:
             headers["Content-Type"] = content_type
         elif body is not None:
             headers["Content-Type"] = "application/json"
+        if content_type == PATCH_TYPES["json"] and not isinstance(body, list | bytes):
+            # What the client did: a JSON patch must be a list, an object is a strategic one.
+            headers["Content-Type"] = PATCH_TYPES["strategic"]
         query_params = [(key, value) for key, value in (query or {}).items() if value is not None]
-        request = self.api_client.param_serialize(
-            method=method,
-            resource_path=path,
-            query_params=query_params,
-            header_params=headers,
-            body=body,
-            auth_settings=["BearerToken"],
-        )
+        target = path
+        if query_params:
+            target += "?" + client.parameters_to_url_query(query_params, None)  # type: ignore[no-untyped-call]  # the client ships untyped
+        client.update_params_for_auth(headers, query_params, ["BearerToken"], path, method, body)
+        host = client.configuration.host
+        options: dict[str, Any] = {
+            "body": _encoded(body),
+            "headers": headers,
+            "timeout": _timeout(self.request_timeout if timeout is None else timeout),
+            "preload_content": False,
+        }
         try:
-            response = self.api_client.call_api(
-                *request, _request_timeout=self.request_timeout if timeout is None else timeout
-            )
-        except (ApiException, urllib3.exceptions.HTTPError, OSError) as error:
+            direct = self._pool_for(host)
+            if direct is None:
+                raw = client.rest_client.pool_manager.request(method, host + target, **options)
+            else:
+                pool, base_path = direct
+                raw = pool.urlopen(
+                    method, base_path + target, redirect=False, assert_same_host=False, **options
+                )
+        except (urllib3.exceptions.HTTPError, OSError) as error:
             raise self._transport_error(method, path, error) from error
         self._tls_fine()
-        raw = response.response
-        if not 200 <= response.status <= 299:
+        if not 200 <= raw.status <= 299:
             try:
                 data = raw.read()
             finally:
                 raw.release_conn()
-            raise _decode_error(response.status, data, raw.headers)
-        return raw  # type: ignore[no-any-return]
+            raise _decode_error(raw.status, data, raw.headers)
+        return raw
+
+    def _pool_for(self, host: str) -> tuple[urllib3.HTTPConnectionPool, str] | None:
+        """The client's connection pool for ``host`` and the host's path (a server behind a
+        path prefix), kept between requests; ``None`` behind a proxy (the proxy manager
+        writes each request in absolute form, so it sends them).
+
+        Asking the pool manager every time parsed the URL twice and rebuilt the pool's key;
+        the pool itself, its connections and its TLS settings are the client's. ``close``
+        closes it and empties the cache. Threads may race to fill the cache: they get the
+        same pool from the manager, which has its own lock."""
+        manager = self.api_client.rest_client.pool_manager
+        if type(manager) is not urllib3.PoolManager:
+            return None
+        cached = self._pool
+        if cached is None or cached[0] != host:
+            base_path = (urllib3.util.parse_url(host).path or "").rstrip("/")
+            cached = (host, manager.connection_from_url(host), base_path)
+            self._pool = cached
+        return cached[1], cached[2]
 
     def _transport_error(self, method: str, path: str, error: Exception) -> KubeError:
         """Our error for a request that got no HTTP response, with the reason in its message."""
@@ -155,12 +211,10 @@ class KubeApi:
             tls = TLSError(f"{method} {path}: TLS certificate problem with {host}: {problem}")
             self._tls_failed(host, problem)
             return tls
-        if isinstance(error, ApiException):
-            if error.status:  # a response the client rejected itself; keep what it said
-                body = error.body.encode() if isinstance(error.body, str) else error.body
-                return _decode_error(error.status, body, error.headers)
-            reason = " ".join(str(error.reason or "no response").split())
-            return Unavailable(f"{method} {path} failed: {reason}")
+        if isinstance(error, urllib3.exceptions.SSLError):
+            # A handshake cut short, say: the class, then what OpenSSL said, on one line.
+            reason = " ".join(str(error).split())
+            return Unavailable(f"{method} {path} failed: SSLError {reason}")
         timed_out = (urllib3.exceptions.TimeoutError, TimeoutError)
         if any(isinstance(cause, timed_out) for cause in _causes(error)):
             return Timeout(f"{method} {path} timed out: {error}")

@@ -71,9 +71,21 @@ def _from_kubeconfig(path: str, component: Component | None) -> ClusterConnectio
     return _checked(ClusterConnection(_client(configuration, component), f"kubeconfig {path}"))
 
 
+def _pin_proxy(configuration: k8s_client.Configuration) -> None:
+    """Fix the proxy the environment named when the cluster was loaded.
+
+    The client resolves a proxy from the environment whenever ``host`` is assigned, and its
+    token-refresh hook assigns ``host`` (unchanged) before every request: that scan of
+    ``os.environ`` was the largest single cost in an eviction's client CPU. The connection
+    pool is built once, with the proxy of this moment, so pinning it here changes no
+    request."""
+    configuration.proxy = configuration.proxy
+
+
 def _client(
     configuration: k8s_client.Configuration, component: Component | None
 ) -> k8s_client.ApiClient:
+    _pin_proxy(configuration)
     api_client = k8s_client.ApiClient(configuration)
     if component is not None:
         api_client.user_agent = user_agent(component)

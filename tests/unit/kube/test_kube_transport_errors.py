@@ -1,53 +1,63 @@
-"""Requests that got no HTTP response: the client's status-0 ``ApiException`` keeps its reason."""
+"""Requests that got no HTTP response: the transport's ``SSLError`` keeps its reason."""
 
+import ssl
 from typing import Any
 
 import pytest
+import urllib3
 from kubernetes import client as k8s_client
-from kubernetes.client.exceptions import ApiException
 
 from agent.kube.api import KubeApi
 from agent.kube.errors import KubeError, TLSError, Unavailable
 from agent.kube.resources import NODES
 
 
-class _RaisingClient(k8s_client.ApiClient):
-    """The official client, except that sending raises what the client's REST layer raises."""
+class _RaisingPool:
+    """The client's connection pool, except that sending raises what urllib3 raises."""
 
     def __init__(self, error: Exception) -> None:
-        configuration = k8s_client.Configuration()
-        configuration.host = "https://api.example:6443"
-        super().__init__(configuration)
         self.error = error
 
-    def call_api(self, *_args: Any, **_kwargs: Any) -> Any:
+    def request(self, *_args: Any, **_kwargs: Any) -> Any:
         raise self.error
 
 
+def _api_raising(error: Exception) -> KubeApi:
+    configuration = k8s_client.Configuration()
+    configuration.host = "https://api.example:6443"
+    client = k8s_client.ApiClient(configuration)
+    client.rest_client.pool_manager = _RaisingPool(error)
+    return KubeApi(client)
+
+
 @pytest.mark.parametrize(
-    ("reason", "cls", "kept"),
+    ("cause", "cls", "kept"),
     [
         pytest.param(
-            "SSLError\n[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: "
-            "unable to get local issuer certificate (_ssl.c:1006)",
+            ssl.SSLCertVerificationError(
+                1,
+                "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: "
+                "unable to get local issuer certificate (_ssl.c:1006)",
+            ),
             TLSError,
             "unable to get local issuer certificate",
             id="certificate-verify-failed",
         ),
         pytest.param(
-            "SSLError\nEOF occurred in violation of protocol (_ssl.c:2427)",
+            ssl.SSLEOFError(8, "EOF occurred in violation of protocol (_ssl.c:2427)"),
             Unavailable,
-            "EOF occurred in violation of protocol",
+            "SSLError EOF occurred in violation of protocol",
             id="handshake-cut-short",
         ),
     ],
 )
-def test_status_zero_keeps_its_reason(reason: str, cls: type[KubeError], kept: str) -> None:
-    """ApiException(status=0) becomes our class with the client's reason, never "HTTP 0"."""
-    api = KubeApi(_RaisingClient(ApiException(status=0, reason=reason)))
+def test_ssl_errors_keep_their_reason(cause: ssl.SSLError, cls: type[KubeError], kept: str) -> None:
+    """An SSLError becomes our class with OpenSSL's reason on one line, never "HTTP 0"."""
+    error = urllib3.exceptions.SSLError(cause)
     with pytest.raises(KubeError) as caught:
-        api.get(NODES, "n1")
+        _api_raising(error).get(NODES, "n1")
     assert type(caught.value) is cls
     assert kept in str(caught.value)
     assert "HTTP 0" not in str(caught.value)
-    assert isinstance(caught.value.__cause__, ApiException)
+    assert "\n" not in str(caught.value)
+    assert caught.value.__cause__ is error

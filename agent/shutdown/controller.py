@@ -338,6 +338,8 @@ class ShutdownController:
             run.halt(why)
             task.cancel()
             await asyncio.wait({task})  # unlike ``await task``, never mistakes its end for ours
+        if why == "cancelled" and (stopped := run.call_off_late()):
+            _log.info("late pod deletes of the called-off shutdown stopped", pods=stopped)
         self.record = run.record
 
     async def _cancel_shutdown(self) -> None:

@@ -32,7 +32,9 @@ whatever the API server does.
 
 The taint and the Node Event are the controller's: they outlive the run (a cancellation
 undoes the taint). Cancellation (PrepareForShutdown(false)) cancels the run's task; the run
-only cleans up its own tasks and its watchdog, and sends no late requests.
+cleans up its own tasks and its watchdog, sends no late requests, and ``call_off_late``
+stops those still retrying: the node stays up, so its pods must too (a late delete going
+on for its 5 s could otherwise land in the middle of the next shutdown's first phase).
 """
 
 from __future__ import annotations
@@ -158,6 +160,14 @@ class ShutdownRun:
         self.halted = why
         if self.watchdog is not None:
             self.watchdog.disarm()
+
+    def call_off_late(self) -> int:
+        """The shutdown was called off: stop the late deletes still retrying (a request
+        already on the wire may still land); returns how many were stopped."""
+        pending = [task for task in self._late if not task.done()]
+        for task in pending:
+            task.cancel()
+        return len(pending)
 
     async def execute(self) -> ShutdownRecord:
         watchdog = self._arm()

@@ -31,7 +31,7 @@ from agent.telemetry.health import Health
 BOOT_ID = "5b1f3c9e-0000-4000-8000-00000000abcd"
 
 
-def build_controller(tmp_path: Path, budget: int = 2) -> ShutdownController:
+def build_controller(tmp_path: Path, budget: int = 2, mode: str = "delete") -> ShutdownController:
     random = tmp_path / "proc" / "sys" / "kernel" / "random"
     random.mkdir(parents=True)
     (random / "boot_id").write_text(BOOT_ID + "\n")
@@ -40,7 +40,8 @@ def build_controller(tmp_path: Path, budget: int = 2) -> ShutdownController:
         f"nodeName: node-1\nstateDir: {tmp_path / 'state'}\n"
         f"shutdownGracePeriodByPodPriority:\n"
         f"  - {{priority: 0, shutdownGracePeriodSeconds: {budget}}}\n"
-        f"shutdown:\n  dbusCallTimeout: 0.2s\n  logindDropInPath: {tmp_path / 'x.conf'}\n",
+        f"shutdown:\n  mode: {mode}\n  dbusCallTimeout: 0.2s\n"
+        f"  logindDropInPath: {tmp_path / 'x.conf'}\n",
         "test config",
     )
     return ShutdownController(
@@ -276,3 +277,51 @@ async def test_cancellation_mid_phase_records_the_phase_as_cancelled_with_its_en
     assert phase.status.value == "cancelled"
     assert phase.end_time is not None
     assert ("taint", False, None) in recorder.calls
+
+
+class CancellableKube:
+    """Evictions and deletes that never answer, noting each delete that was cancelled."""
+
+    def __init__(self) -> None:
+        self.cancelled_deletes: list[str] = []
+
+    async def evict(self, name: str, namespace: str, **kwargs: Any) -> dict[str, Any]:  # noqa: ARG002 - AsyncKube's signature
+        await asyncio.Event().wait()
+        return {}  # pragma: no cover - never reached
+
+    async def patch(self, resource: Any, name: str, patch: Any, **kwargs: Any) -> dict[str, Any]:  # noqa: ARG002 - AsyncKube's signature
+        await asyncio.Event().wait()
+        return {}  # pragma: no cover - never reached
+
+    async def delete(self, resource: Any, name: str, **kwargs: Any) -> dict[str, Any]:  # noqa: ARG002 - AsyncKube's signature
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled_deletes.append(name)
+            raise
+        return {}  # pragma: no cover - never reached
+
+
+async def test_a_called_off_shutdown_stops_its_late_deletes(
+    tmp_path: Path, running: Callable[[ShutdownController], asyncio.Task[None]]
+) -> None:
+    """PrepareForShutdown(false) stops the late deletes still retrying: the node stays up."""
+    controller = build_controller(tmp_path, budget=1, mode="evict")
+    recorder, kube = Recorder(), CancellableKube()
+    controller.cluster = ClusterAccess(
+        node_state=OnePodState(),  # type: ignore[arg-type]
+        kube=kube,  # type: ignore[arg-type]
+        taint=recorder,  # type: ignore[arg-type]
+        events=recorder,  # type: ignore[arg-type]
+        node_ref=ObjectRef.node("node-1"),
+    )
+    controller.logind.session.events.put_nowait(prepare(True))
+    with structlog.testing.capture_logs() as logs:
+        running(controller)
+        # The eviction never answers: at the deadline the pod gets a late delete, which hangs.
+        await logged(
+            logs, "no eviction or delete of the pod went through by the deadline; deleting it now"
+        )
+        controller.logind.session.events.put_nowait(prepare(False))
+        await until(lambda: kube.cancelled_deletes == ["web"])
+        await logged(logs, "late pod deletes of the called-off shutdown stopped")

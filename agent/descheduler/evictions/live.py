@@ -43,6 +43,7 @@ DESCHEDULED = "Descheduled"
 EVICTION_FAILED = "EvictionFailed"
 
 _log = structlog.get_logger(subsystem="descheduler.evictions")
+Logger = structlog.typing.FilteringBoundLogger
 
 
 @dataclass(frozen=True)
@@ -100,10 +101,14 @@ class LiveEvictor:
     async def evict_all(self, evictions: Sequence[PlannedEviction]) -> list[EvictionResult]:
         slots = asyncio.Semaphore(self.concurrency)
         tasks: list[asyncio.Task[EvictionResult]] = []
+        # Bound once per run, not once per line: the module's lazy proxy re-binds (a new
+        # logger from the factory) at every call, as configuration is not cached (tests'
+        # capture_logs needs that); a run's lines go to the configuration of its start.
+        log = _log.bind()
 
         async def run(eviction: PlannedEviction) -> EvictionResult:
             try:
-                return await self._evict_one(eviction)
+                return await self._evict_one(eviction, log)
             finally:
                 slots.release()
 
@@ -125,7 +130,7 @@ class LiveEvictor:
                 task.cancel()
             raise
 
-    async def _evict_one(self, eviction: PlannedEviction) -> EvictionResult:
+    async def _evict_one(self, eviction: PlannedEviction, log: Logger) -> EvictionResult:
         pod = ObjectRef(
             kind="Pod", name=eviction.name, namespace=eviction.namespace, uid=eviction.uid
         )
@@ -172,7 +177,7 @@ class LiveEvictor:
             result = EvictionResult(eviction, RESULT_ERROR, str(error))
         else:
             result = EvictionResult(eviction, RESULT_SUCCESS)
-        self._log(result)
+        self._log(log, result)
         self.on_result(result)
         if not result.evicted and self.failure_events and result.result != RESULT_NOT_FOUND:
             # Upstream's wording; a pod that is gone has nobody left to read the Event.
@@ -187,7 +192,7 @@ class LiveEvictor:
         return result
 
     @staticmethod
-    def _log(result: EvictionResult) -> None:
+    def _log(log: Logger, result: EvictionResult) -> None:
         eviction = result.eviction
         fields = {
             "pod": eviction.pod,
@@ -196,6 +201,6 @@ class LiveEvictor:
             "profile": eviction.profile,
         }
         if result.evicted:
-            _log.info("Evicted pod", **fields, reason=eviction.reason)
+            log.info("Evicted pod", **fields, reason=eviction.reason)
         else:
-            _log.warning("pod not evicted", **fields, result=result.result, error=result.error)
+            log.warning("pod not evicted", **fields, result=result.result, error=result.error)

@@ -163,3 +163,19 @@ async def test_a_failed_event_neither_fails_nor_repeats_its_eviction(
     assert [name for _, name in _eviction_arrivals(fake_apiserver)] == [pods[0]]
     assert fake_apiserver.list("events", "default") == []
     assert [e["event"] for e in logs if e["event"] == "event not posted"] == ["event not posted"]
+
+
+async def test_each_eviction_logs_one_line_with_its_outcome(
+    async_kube: AsyncKube, pods: list[str]
+) -> None:
+    """Every eviction of a run logs one line, under the evictor's subsystem: ``Evicted pod``
+    with its plugin and reason, or ``pod not evicted`` with why."""
+    with capture_logs() as logs:
+        await _evictor(async_kube, 2).evict_all([_planned(pods[0]), _planned("gone")])
+    lines = [e for e in logs if e.get("subsystem") == "descheduler.evictions"]
+    assert sorted((e["event"], e["pod"]) for e in lines) == [
+        ("Evicted pod", f"default/{pods[0]}"),
+        ("pod not evicted", "default/gone"),
+    ]
+    evicted = next(e for e in lines if e["event"] == "Evicted pod")
+    assert (evicted["plugin"], evicted["reason"]) == ("RemoveDuplicates", "duplicate")

@@ -271,6 +271,23 @@ class KubeApi:
             raise Unavailable(f"{method} {path}: response is not JSON: {error}") from error
         return parsed if isinstance(parsed, dict) else {"items": parsed}
 
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        timeout: float | None = None,
+    ) -> None:
+        """``request`` for a write whose answer nobody reads (an Eviction, an Event): the
+        body is drained so the connection goes back to the pool, and never decoded. A
+        non-2xx still raises our error with the Status reason (``open`` reads that body)."""
+        raw = self.open(method, path, body=body, timeout=timeout)
+        # The server said 2xx: the write happened. A body cut short is not worth a retry
+        # (it would repeat the write); drain_conn swallows that and closes the connection.
+        raw.drain_conn()
+        raw.release_conn()
+
     # -- verbs ----------------------------------------------------------------------
 
     def get(self, resource: Resource, name: str, namespace: str | None = None) -> JsonObject:
@@ -378,7 +395,8 @@ class KubeApi:
         *,
         grace_period_seconds: int | None = None,
         timeout: float | None = None,
-    ) -> JsonObject:
+    ) -> None:
+        """POST a policy/v1 Eviction; the answer (a Status) is not read."""
         body: JsonObject = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",
@@ -386,7 +404,7 @@ class KubeApi:
         }
         if grace_period_seconds is not None:
             body["deleteOptions"] = {"gracePeriodSeconds": grace_period_seconds}
-        return self.request(
+        self.send(
             "POST",
             PODS.path(namespace=namespace, name=name, subresource="eviction"),
             body=body,

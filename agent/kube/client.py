@@ -84,10 +84,28 @@ class AsyncKube:
     ) -> JsonObject:
         return await self._run_within(timeout, self.api.delete, resource, name, **kwargs)
 
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking call of the kube layer (``KubeApi``'s) on this pool."""
+        return await self._run(fn, *args, **kwargs)
+
     async def evict(
-        self, name: str, namespace: str, *, timeout: float | None = None, **kwargs: Any
-    ) -> JsonObject:
-        return await self._run_within(timeout, self.api.evict, name, namespace, **kwargs)
+        self,
+        name: str,
+        namespace: str,
+        *,
+        timeout: float | None = None,
+        then: Callable[[], object] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """POST the Eviction; after it was accepted, ``then()`` runs in the same worker
+        call (the descheduler's Event), saving a second hop to the pool and back."""
+
+        def evict(*, timeout: float | None = None) -> None:
+            self.api.evict(name, namespace, timeout=timeout, **kwargs)
+            if then is not None:
+                then()
+
+        await self._run_within(timeout, evict)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -4,10 +4,17 @@ Events are best effort: a failure is logged and dropped, never raised into a con
 Repeats of the same (object, reason, message) inside ``min_interval`` are suppressed; later
 repeats bump ``count`` on the existing Event instead of creating a new one. Messages carry
 changing detail, so the memory of past Events is bounded (least recently used goes first).
+
+Concurrency: ``emit_now`` is the one implementation and blocks; it runs on a worker thread
+of ``AsyncKube``'s pool (``emit`` sends it there, the descheduler runs it right after its
+Eviction in the same worker call). The memory of past Events is shared by those threads,
+so it is read and written under a lock, never held across an HTTP call: two threads racing
+on the same Event may both create one, which aggregation only makes less likely anyway.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections import OrderedDict
@@ -97,6 +104,7 @@ class EventRecorder:
         self.clock = clock
         self.remembered = remembered
         self._seen: OrderedDict[tuple[str, str, str, str, str], _Seen] = OrderedDict()
+        self._lock = threading.Lock()
 
     async def emit(
         self,
@@ -107,35 +115,54 @@ class EventRecorder:
         *,
         min_interval: float = 0.0,
     ) -> bool:
-        """Post (or aggregate) an Event. Returns whether anything was sent."""
+        """Post (or aggregate) an Event from a worker thread. Returns whether anything was
+        sent."""
+        return await self.kube.call(
+            self.emit_now, involved, event_type, reason, message, min_interval=min_interval
+        )
+
+    def emit_now(
+        self,
+        involved: ObjectRef,
+        event_type: str,
+        reason: str,
+        message: str,
+        *,
+        min_interval: float = 0.0,
+    ) -> bool:
+        """``emit`` in the calling thread (blocking); never raises a ``KubeError``."""
+        api = self.kube.api
         now = self.clock()
         key = (involved.kind, involved.namespace, involved.name, reason, message)
-        seen = self._seen.get(key)
-        if seen is not None:
-            self._seen.move_to_end(key)
-            if now - seen.last < min_interval:
-                return False
+        with self._lock:
+            seen = self._seen.get(key)
+            if seen is not None:
+                self._seen.move_to_end(key)
+                if now - seen.last < min_interval:
+                    return False
         namespace = involved.namespace or NODE_EVENT_NAMESPACE
         stamp = rfc3339(now)
         try:
             if seen is not None:
                 try:
-                    await self.kube.patch(
+                    api.patch(
                         EVENTS,
                         seen.name,
                         {"count": seen.count + 1, "lastTimestamp": stamp},
                         patch_type="merge",
                         namespace=seen.namespace,
                     )
-                    seen.count += 1
-                    seen.last = now
+                    with self._lock:
+                        seen.count += 1
+                        seen.last = now
                     return True
                 except NotFound:
                     pass  # expired (events have a TTL); create a fresh one below
             name = f"{involved.name}.{uuid.uuid4().hex[:16]}"
-            await self.kube.create(
-                EVENTS,
-                {
+            api.send(
+                "POST",
+                EVENTS.path(namespace=namespace),
+                body={
                     "apiVersion": "v1",
                     "kind": "Event",
                     "metadata": {"name": name, "namespace": namespace},
@@ -150,11 +177,11 @@ class EventRecorder:
                     "lastTimestamp": stamp,
                     "count": 1,
                 },
-                namespace,
             )
-            self._seen[key] = _Seen(name=name, namespace=namespace, count=1, last=now)
-            while len(self._seen) > self.remembered:
-                self._seen.popitem(last=False)
+            with self._lock:
+                self._seen[key] = _Seen(name=name, namespace=namespace, count=1, last=now)
+                while len(self._seen) > self.remembered:
+                    self._seen.popitem(last=False)
             return True
         except KubeError as error:
             _log.warning("event not posted", reason=reason, error=str(error))

@@ -49,7 +49,7 @@ DISRUPTION_MESSAGE = "Pod was terminated in response to imminent node shutdown."
 class PodApi(Protocol):
     async def delete(self, resource: Resource, name: str, **kwargs: Any) -> JsonObject: ...
 
-    async def evict(self, name: str, namespace: str, **kwargs: Any) -> JsonObject: ...
+    async def evict(self, name: str, namespace: str, **kwargs: Any) -> None: ...
 
     async def patch(
         self, resource: Resource, name: str, patch: Any, **kwargs: Any
@@ -119,12 +119,12 @@ async def evict_pod(
 ) -> Outcome:
     """Evict until accepted or ``deadline``; a PDB's 429 is retried, like ``kubectl drain``."""
 
-    async def attempt() -> JsonObject:
+    async def attempt() -> None:
         if not still_present():
             raise _PodLeft
         left = _time_left(deadline, monotonic)
         async with asyncio.timeout(left):
-            return await kube.evict(
+            await kube.evict(
                 target.name,
                 target.namespace,
                 grace_period_seconds=target.grace_seconds,

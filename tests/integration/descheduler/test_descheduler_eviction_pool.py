@@ -1,6 +1,10 @@
 """The live evictor against the fake API server: bounded pool, plan order, 429/404."""
 
+import asyncio
+from typing import Any
+
 import pytest
+from structlog.testing import capture_logs
 
 from agent.descheduler.evictions.live import LiveEvictor
 from agent.descheduler.metrics import RESULT_BLOCKED_BY_PDB, RESULT_NOT_FOUND, RESULT_SUCCESS
@@ -119,3 +123,59 @@ async def test_refused_evictions_get_a_warning_event_when_the_policy_asks(
     failed = [e for e in events if e["reason"] == "EvictionFailed"]
     assert [e["involvedObject"]["name"] for e in failed] == expected
     assert all(e["type"] == "Warning" for e in failed)
+
+
+async def test_each_eviction_and_its_event_take_one_trip_to_the_worker_pool(
+    fake_apiserver: FakeApiServer,
+    async_kube: AsyncKube,
+    pods: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An accepted Eviction and its ``Descheduled`` Event are sent in one worker call, so a
+    plan of n evictions hands n calls to the thread pool, and every Event is posted by the
+    time the run returns."""
+    loop = asyncio.get_running_loop()
+    handed: list[object] = []
+    run_in_executor = loop.run_in_executor
+
+    def counted(executor: Any, fn: Any, *args: Any) -> Any:
+        handed.append(fn)
+        return run_in_executor(executor, fn, *args)
+
+    monkeypatch.setattr(loop, "run_in_executor", counted)
+    results = await _evictor(async_kube, 2).evict_all([_planned(name) for name in pods])
+    monkeypatch.undo()
+    assert {r.result for r in results} == {RESULT_SUCCESS}
+    assert len(handed) == len(pods)
+    events = fake_apiserver.list("events", "default")
+    assert sorted(e["involvedObject"]["name"] for e in events) == sorted(pods)
+
+
+async def test_a_failed_event_neither_fails_nor_repeats_its_eviction(
+    fake_apiserver: FakeApiServer, async_kube: AsyncKube, pods: list[str]
+) -> None:
+    """The Event is best effort even though it shares its Eviction's worker call: a 503 on
+    the Event is logged, the pod counts as evicted, and its Eviction is sent once."""
+    fake_apiserver.faults.add("POST", r"/events$", status=503, times=1)
+    with capture_logs() as logs:
+        results = await _evictor(async_kube, 1).evict_all([_planned(pods[0])])
+    assert [r.result for r in results] == [RESULT_SUCCESS]
+    assert [name for _, name in _eviction_arrivals(fake_apiserver)] == [pods[0]]
+    assert fake_apiserver.list("events", "default") == []
+    assert [e["event"] for e in logs if e["event"] == "event not posted"] == ["event not posted"]
+
+
+async def test_each_eviction_logs_one_line_with_its_outcome(
+    async_kube: AsyncKube, pods: list[str]
+) -> None:
+    """Every eviction of a run logs one line, under the evictor's subsystem: ``Evicted pod``
+    with its plugin and reason, or ``pod not evicted`` with why."""
+    with capture_logs() as logs:
+        await _evictor(async_kube, 2).evict_all([_planned(pods[0]), _planned("gone")])
+    lines = [e for e in logs if e.get("subsystem") == "descheduler.evictions"]
+    assert sorted((e["event"], e["pod"]) for e in lines) == [
+        ("Evicted pod", f"default/{pods[0]}"),
+        ("pod not evicted", "default/gone"),
+    ]
+    evicted = next(e for e in lines if e["event"] == "Evicted pod")
+    assert (evicted["plugin"], evicted["reason"]) == ("RemoveDuplicates", "duplicate")

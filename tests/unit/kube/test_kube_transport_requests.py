@@ -12,11 +12,13 @@ import pytest
 from kubernetes import client as k8s_client
 
 from agent.kube.api import KubeApi
+from agent.kube.errors import Unavailable
 from agent.kube.resources import NODES, PODS
 
 
 class _Recorder(BaseHTTPRequestHandler):
     seen: list[dict[str, Any]]
+    payload = b'{"kind": "Status"}'
 
     def _answer(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -28,7 +30,7 @@ class _Recorder(BaseHTTPRequestHandler):
                 "body": self.rfile.read(length),
             }
         )
-        payload = b'{"kind": "Status"}'
+        payload = self.payload
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -42,9 +44,10 @@ class _Recorder(BaseHTTPRequestHandler):
 
 
 @pytest.fixture(name="server")
-def _server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+def _server(request: pytest.FixtureRequest) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     seen: list[dict[str, Any]] = []
-    handler = type("Handler", (_Recorder,), {"seen": seen})
+    payload = getattr(request, "param", _Recorder.payload)
+    handler = type("Handler", (_Recorder,), {"seen": seen, "payload": payload})
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -121,3 +124,18 @@ def test_a_closed_pool_is_reopened_by_the_next_request(
     api.get(NODES, "n2")
     api.close()
     assert [r["path"] for r in seen] == ["/api/v1/nodes/n1", "/api/v1/nodes/n2"]
+
+
+@pytest.mark.parametrize("server", [pytest.param(b"<not JSON>", id="garbled-body")], indirect=True)
+def test_an_eviction_answer_is_drained_not_decoded(
+    server: tuple[str, list[dict[str, Any]]],
+) -> None:
+    """Nobody reads an Eviction's answer, so a 2xx body that is not JSON is no error (it is
+    read to free the connection, never decoded), while a read that decodes still fails."""
+    url, seen = server
+    api, _ = _api(url)
+    api.evict("p1", "default")
+    with pytest.raises(Unavailable, match="not JSON"):
+        api.get(NODES, "n1")
+    api.close()
+    assert [r["method"] for r in seen] == ["POST", "GET"]

@@ -5,22 +5,11 @@ from dataclasses import replace
 import pytest
 
 from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir, SwapMax
-from agent.swap.audit import DriftState, NodeSummary, build_report, enforce_plan, in_sync
-from agent.swap.limits import LIMITED_SWAP, SwapNode
+from agent.swap.audit import DriftState, build_report, enforce_plan, in_sync
 from tests.harness.cgroups import GIB, ContainerFixture, container_id, pod_object
+from tests.unit.swap.node_summary import V2_LIMITED_SWAP_NODE
 
-SUMMARY = NodeSummary(
-    node=SwapNode(LIMITED_SWAP, True, True, 16 * GIB, 4 * GIB),
-    swap_on=True,
-    swap_used_bytes=0,
-    swap_total_bytes=4 * GIB,
-    cgroup_mode="v2",
-    noswap_supported=True,
-    noswap_reason="kernel >= 6.4",
-    page_size=4096,
-    driver="systemd",
-    kubepods_root="kubepods.slice",
-)
+SUMMARY = V2_LIMITED_SWAP_NODE
 UID = "11111111-2222-3333-4444-555555555555"
 BURSTABLE = ContainerFixture("app", container_id(1), {"memory": "1Gi"}, {"memory": "2Gi"})
 

@@ -1,27 +1,17 @@
 """Per-container swap series come from the latest audit, so gone containers disappear."""
 
 import math
+from dataclasses import replace
 
 from prometheus_client import CollectorRegistry, generate_latest
 
 from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir, SwapMax
-from agent.swap.audit import AuditReport, NodeSummary, build_report
+from agent.swap.audit import AuditReport, build_report
 from agent.swap.collector import AuditStats, SwapAuditCollector
-from agent.swap.limits import LIMITED_SWAP, SwapNode
-from tests.harness.cgroups import GIB, ContainerFixture, container_id, pod_object
+from tests.harness.cgroups import ContainerFixture, container_id, pod_object
+from tests.unit.swap.node_summary import V2_LIMITED_SWAP_NODE
 
-SUMMARY = NodeSummary(
-    node=SwapNode(LIMITED_SWAP, True, True, 16 * GIB, 4 * GIB),
-    swap_on=True,
-    swap_used_bytes=0,
-    swap_total_bytes=4 * GIB,
-    cgroup_mode="v2",
-    noswap_supported=True,
-    noswap_reason="",
-    page_size=4096,
-    driver="systemd",
-    kubepods_root="kubepods.slice",
-)
+SUMMARY = replace(V2_LIMITED_SWAP_NODE, noswap_reason="")
 
 
 def report_with(*containers: tuple[str, int, SwapMax]) -> AuditReport:

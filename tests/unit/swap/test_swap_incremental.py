@@ -14,22 +14,11 @@ from agent.kube.pods import MIRROR_ANNOTATION
 from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir, SwapMax
 from agent.swap.audit import AuditReport, NodeSummary, build_report
 from agent.swap.incremental import affected_uids, update_report
-from agent.swap.limits import LIMITED_SWAP, SwapNode
 from agent.swap.wakeups import AuditInputs
 from tests.harness.cgroups import GIB, ContainerFixture, container_id, pod_object
+from tests.unit.swap.node_summary import V2_LIMITED_SWAP_NODE
 
-SUMMARY = NodeSummary(
-    node=SwapNode(LIMITED_SWAP, True, True, 16 * GIB, 4 * GIB),
-    swap_on=True,
-    swap_used_bytes=0,
-    swap_total_bytes=4 * GIB,
-    cgroup_mode="v2",
-    noswap_supported=True,
-    noswap_reason="kernel >= 6.4",
-    page_size=4096,
-    driver="systemd",
-    kubepods_root="kubepods.slice",
-)
+SUMMARY = V2_LIMITED_SWAP_NODE
 SLOTS = 4
 MANIFEST_UID = "00000000-0000-4000-8000-0000000000ff"
 """A static pod's manifest UID: its cgroups carry it; no API pod has it as its own UID."""

@@ -5,23 +5,12 @@ from dataclasses import replace
 
 from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir, SwapMax
 from agent.swap.audit import AuditReport, NodeSummary, build_report
-from agent.swap.limits import LIMITED_SWAP, SwapNode
 from agent.swap.render import render_json, render_table
 from agent.swap.summary import NOSWAP_EVENT_REASON, kubelet_swap_capacity, report_warnings
 from tests.harness.cgroups import GIB, ContainerFixture, container_id, pod_object
+from tests.unit.swap.node_summary import V2_LIMITED_SWAP_NODE
 
-SUMMARY = NodeSummary(
-    node=SwapNode(LIMITED_SWAP, True, True, 16 * GIB, 4 * GIB),
-    swap_on=True,
-    swap_used_bytes=GIB,
-    swap_total_bytes=4 * GIB,
-    cgroup_mode="v2",
-    noswap_supported=True,
-    noswap_reason="kernel >= 6.4",
-    page_size=4096,
-    driver="systemd",
-    kubepods_root="kubepods.slice",
-)
+SUMMARY = replace(V2_LIMITED_SWAP_NODE, swap_used_bytes=GIB)
 UID = "00000000-0000-0000-0000-000000000001"
 
 

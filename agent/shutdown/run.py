@@ -47,7 +47,7 @@ from typing import Literal
 import structlog
 
 from agent.config.shutdown import PriorityBucket
-from agent.kube.backoff import Backoff
+from agent.kube.backoff import Backoff, retry_async
 from agent.kube.errors import KubeError
 from agent.kube.events import EventRecorder, ObjectRef
 from agent.kube.nodestate import NodeState
@@ -256,7 +256,7 @@ class ShutdownRun:
         if not targets:
             self._update_phase(index, status=PhaseStatus.EMPTY, start_time=now, end_time=now)
             return
-        self._targeted.update((target.key, target.uid) for target in targets)
+        self._mark_targeted(targets)
         for target in targets:
             self._send_late(target)
             self._count(priority, "timed-out")
@@ -283,7 +283,7 @@ class ShutdownRun:
             self._update_phase(index, status=PhaseStatus.EMPTY, start_time=now, end_time=now)
             return
         assert self.cluster is not None  # noqa: S101 - targets come from the cluster
-        self._targeted.update((target.key, target.uid) for target in targets)
+        self._mark_targeted(targets)
         pods = PhasePods(
             targets,
             node_state=self.cluster.node_state,
@@ -311,7 +311,7 @@ class ShutdownRun:
             late = self._plan(index)
             if not late:
                 return True
-            self._targeted.update((target.key, target.uid) for target in late)
+            self._mark_targeted(late)
             pods.add(late, deadline, self._spawn)
             self._update_phase(index, pods=len(pods.targets))
             _log.info(
@@ -363,31 +363,40 @@ class ShutdownRun:
 
     async def _trusted_view(self, deadline: float) -> bool:
         """Until NodeState can be trusted to hold every pod of the node: its pod watch is
-        open, or a list of the node's pods from the API server replaced the cache. False
-        when the deadline comes first."""
+        open, or a list of the node's pods from the API server replaced the cache (retried
+        with backoff until the deadline). False when the deadline comes first."""
         assert self.cluster is not None  # noqa: S101 - only called with a cluster
-        state = self.cluster.node_state
-        failures = 0
-        while not state.pods_live:
-            remaining = deadline - self.clock.monotonic()
-            if remaining <= 0:
-                return False
-            try:
-                await state.relist_pods(timeout=min(remaining, RELIST_TIMEOUT_SECONDS))
-            except KubeError as error:
-                failures += 1
-                _log.info(
-                    "the pod watch is down and listing the node's pods failed; retrying",
-                    error=str(error),
-                    status=error.status,
-                )
-                wait = min(RELIST_RETRY.delay(failures), deadline - self.clock.monotonic())
-                if wait > 0:
-                    await self.clock.sleep(wait)
-                continue
-            _log.info("the pod watch is down: the node's pods were listed instead")
+        state, monotonic = self.cluster.node_state, self.clock.monotonic
+        if state.pods_live:
             return True
+        if deadline - monotonic() <= 0:
+            return False
+
+        async def relist() -> None:
+            remaining = max(0.001, deadline - monotonic())
+            await state.relist_pods(timeout=min(remaining, RELIST_TIMEOUT_SECONDS))
+
+        try:
+            await retry_async(
+                relist,
+                backoff=RELIST_RETRY,
+                attempts=1_000_000,  # only the deadline ends the retries
+                deadline=deadline,
+                retry_on=(KubeError,),
+                monotonic=monotonic,
+            )
+        except KubeError as error:
+            _log.info(
+                "the pod watch is down and the node's pods could not be listed",
+                error=str(error),
+                status=error.status,
+            )
+            return False
+        _log.info("the pod watch is down: the node's pods were listed instead")
         return True
+
+    def _mark_targeted(self, targets: tuple[PodTarget, ...]) -> None:
+        self._targeted.update((target.key, target.uid) for target in targets)
 
     def _plan(self, index: int) -> tuple[PodTarget, ...] | None:
         """The pods phase ``index`` must stop now, from NodeState (``None`` while it has not

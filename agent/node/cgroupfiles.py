@@ -73,16 +73,39 @@ def open_directory(base: Path, components: Sequence[str]) -> Iterator[int]:
         os.close(fd)
 
 
-def read_file(directory_fd: int, name: str) -> str | None:
-    """A small file's text, or ``None`` when it is missing, a symlink or unreadable."""
+def open_regular(directory_fd: int, name: str) -> int | None:
+    """An fd of a regular file in an open directory, for the caller to keep and close;
+    ``None`` when it is missing, a symlink or not a regular file."""
     check_component(name)
     try:
         fd = os.open(name, _READ_FLAGS, dir_fd=directory_fd)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def reread(fd: int) -> str:
+    """A kept file's whole text, read again from its start.
+
+    A cgroup file makes its content afresh on every read from offset 0, so one ``pread``
+    replaces an open, a stat, a read and a close. Raises ``OSError`` once the cgroup is gone
+    (``ENODEV``).
+    """
+    return os.pread(fd, _MAX_READ, 0).decode("utf-8", "replace")
+
+
+def read_file(directory_fd: int, name: str) -> str | None:
+    """A small file's text, or ``None`` when it is missing, a symlink or unreadable."""
+    fd = open_regular(directory_fd, name)
+    if fd is None:
+        return None
+    try:
         return os.read(fd, _MAX_READ).decode("utf-8", "replace")
     except OSError:
         return None

@@ -183,10 +183,13 @@ def _parse_int(text: str | None) -> int | None:
     return int(value) if value.isdigit() else None
 
 
-def _subdirectories(fd: int) -> list[str]:
-    """Names of real (non-symlink) subdirectories of an open directory."""
+def _subdirectories(fd: int) -> list[tuple[str, int]]:
+    """Names and inode numbers of real (non-symlink) subdirectories of an open directory
+    (both come with the listing: no further system call)."""
     with os.scandir(fd) as entries:
-        return [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
+        return [
+            (entry.name, entry.inode()) for entry in entries if entry.is_dir(follow_symlinks=False)
+        ]
 
 
 class _Subdirectory:
@@ -227,38 +230,65 @@ class PodCgroup:
     """The pod directory, open only until the walk moves on to the next pod."""
 
 
-def walk_pods(
-    layout: KubepodsLayout, root_fd: int, only: Container[str] | None = None
-) -> Iterator[PodCgroup]:
-    """Every pod cgroup under an open kubepods directory of ``layout`` (with ``only``, just
-    the pods whose UID, as the tree names it, is in it).
+@dataclass(frozen=True, slots=True)
+class PodEntry:
+    """One pod cgroup as a listing shows it, before it is opened."""
 
-    The one walk both readers use: the swap scan goes on to the containers, the usage reader
-    reads the pod's own files. Directories that are not pod cgroups of the layout (or not
-    wanted) are never entered, and a pod that vanishes mid-walk is skipped. ``only`` is
-    compared with names the listing returned; it never builds a path.
+    uid: str
+    """As the tree names it, with systemd's ``_`` turned back into ``-``."""
+    qos: PodQOSDir
+    path: str
+    """Relative to the cgroup mount, ``/``-separated."""
+    parent_fd: int
+    """The directory holding it, open only until the listing moves on."""
+    name: str
+    inode: int
+    """The directory's inode number from the listing: a pod cgroup made again under the same
+    name (never by the kubelet, which names it by the pod's UID) gets another one."""
+
+
+def list_pods(
+    layout: KubepodsLayout, root_fd: int, only: Container[str] | None = None
+) -> Iterator[PodEntry]:
+    """Every pod cgroup under an open kubepods directory of ``layout`` (with ``only``, just
+    the pods whose UID, as the tree names it, is in it), without opening it.
+
+    The one listing every reader uses (``walk_pods`` opens what it yields). Directories that
+    are not pod cgroups of the layout (or not wanted) are skipped. ``only`` is compared with
+    names the listing returned; it never builds a path.
     """
     qos_dirs = {layout.qos_dir(qos): qos for qos in (PodQOSDir.BURSTABLE, PodQOSDir.BEST_EFFORT)}
     root_path = "/".join(layout.root)
-    for name in _subdirectories(root_fd):
+    for name, inode in _subdirectories(root_fd):
         if name in qos_dirs:
             qos = qos_dirs[name]
             with _Subdirectory(root_fd, name) as qos_fd:
                 if qos_fd is None:
                     continue
-                for pod_name in _subdirectories(qos_fd):
+                for pod_name, pod_inode in _subdirectories(qos_fd):
                     uid = layout.pod_uid(pod_name, qos)
                     if uid is None or (only is not None and uid not in only):
                         continue
-                    with _Subdirectory(qos_fd, pod_name) as pod_fd:
-                        if pod_fd is not None:
-                            yield PodCgroup(uid, qos, f"{root_path}/{name}/{pod_name}", pod_fd)
+                    path = f"{root_path}/{name}/{pod_name}"
+                    yield PodEntry(uid, qos, path, qos_fd, pod_name, pod_inode)
         elif (uid := layout.pod_uid(name, PodQOSDir.GUARANTEED)) is not None and (
             only is None or uid in only
         ):
-            with _Subdirectory(root_fd, name) as pod_fd:
-                if pod_fd is not None:
-                    yield PodCgroup(uid, PodQOSDir.GUARANTEED, f"{root_path}/{name}", pod_fd)
+            yield PodEntry(uid, PodQOSDir.GUARANTEED, f"{root_path}/{name}", root_fd, name, inode)
+
+
+def walk_pods(
+    layout: KubepodsLayout, root_fd: int, only: Container[str] | None = None
+) -> Iterator[PodCgroup]:
+    """``list_pods``, each pod's directory open while the caller handles it.
+
+    The swap scan goes on to the containers, the usage reader reads the pod's own files. A
+    pod that vanishes between the listing and its opening is skipped.
+    """
+    for entry in list_pods(layout, root_fd, only):
+        with _Subdirectory(entry.parent_fd, entry.name) as pod_fd:
+            if pod_fd is not None:
+                yield PodCgroup(entry.uid, entry.qos, entry.path, pod_fd)
 
 
 class KubepodsTree:
@@ -289,7 +319,7 @@ class KubepodsTree:
             yield from self._scan_containers(layout, pod)
 
     def _scan_containers(self, layout: KubepodsLayout, pod: PodCgroup) -> Iterator[CgroupReading]:
-        for name in _subdirectories(pod.fd):
+        for name, _inode in _subdirectories(pod.fd):
             parsed = layout.container(name)
             if parsed is None:
                 continue

@@ -13,18 +13,34 @@ audit's scan uses, for both drivers; a directory that is not a pod cgroup is nev
 
 CPU is a counter: a rate needs two samples (see ``agent.report.usage``). Reads go through
 ``cgroupfiles`` (no symlinks followed), and a pod that vanishes mid-scan is simply skipped.
+On cgroup v2 each pod's files stay open between samples (``keptfiles``: that is most of the
+sample's cost otherwise).
+
+Concurrency: ``read`` runs in a worker thread; a lock keeps two scans from sharing the kept
+files (the report controller awaits each sample before the next, so it is never contended).
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.node.cgroupfiles import CgroupPathError, open_directory, read_file
-from agent.node.kubepods import CgroupDriver, KubepodsLayout, PodCgroup, walk_pods
+from agent.node.cgroupfiles import DIRECTORY_FLAGS, CgroupPathError, open_directory, read_file
+from agent.node.keptfiles import KeptPodFiles
+from agent.node.kubepods import (
+    CgroupDriver,
+    KubepodsLayout,
+    PodCgroup,
+    PodEntry,
+    list_pods,
+    walk_pods,
+)
 
 _V1_CPU_HIERARCHIES = ("cpu,cpuacct", "cpuacct,cpu", "cpuacct")
+_V2_FILES = ("cpu.stat", "memory.current", "memory.stat", "memory.swap.current")
 
 
 @dataclass(frozen=True)
@@ -74,33 +90,78 @@ def _working_set(usage: int | None, inactive_file: int | None) -> int | None:
     return max(0, usage - (inactive_file or 0))
 
 
+def _v2_counters(uid: str, texts: tuple[str | None, ...]) -> PodCounters:
+    cpu_stat, memory_current, memory_stat, swap_current = texts
+    return PodCounters(
+        uid=uid,
+        cpu_usec=stat_field(cpu_stat, "usage_usec"),
+        memory_working_set=_working_set(
+            _int(memory_current), stat_field(memory_stat, "inactive_file")
+        ),
+        swap_bytes=_int(swap_current),
+    )
+
+
+def _read_afresh(entry: PodEntry) -> tuple[str | None, ...] | None:
+    """The pod's v2 files opened and closed now; ``None`` when the pod is gone."""
+    try:
+        fd = os.open(entry.name, DIRECTORY_FLAGS, dir_fd=entry.parent_fd)
+    except OSError:
+        return None
+    try:
+        return tuple([read_file(fd, name) for name in _V2_FILES])
+    finally:
+        os.close(fd)
+
+
 class PodUsageReader:
     """Reads every pod cgroup's counters below ``mount`` (``/sys/fs/cgroup`` of the host)."""
 
-    def __init__(self, mount: Path, *, driver: str = "auto", cgroup_root: str = "/") -> None:
+    def __init__(
+        self,
+        mount: Path,
+        *,
+        driver: str = "auto",
+        cgroup_root: str = "/",
+        kept_pods: int | None = None,
+    ) -> None:
+        """``kept_pods``: how many pods' files may stay open (default: from the fd limit)."""
         self.mount = mount
         drivers = list(CgroupDriver) if driver == "auto" else [CgroupDriver(driver)]
         self.layouts = [KubepodsLayout(each, cgroup_root) for each in drivers]
+        self.kept = KeptPodFiles(_V2_FILES, kept_pods)
+        self._lock = threading.Lock()
 
     @property
     def unified(self) -> bool:
         return (self.mount / "cgroup.controllers").is_file()
 
     def read(self) -> PodScan:
-        if self.unified:
-            return self._read_v2()
-        return self._read_v1()
+        with self._lock:
+            if self.unified:
+                return self._read_v2()
+            self.kept.keep_only(())
+            return self._read_v1()
 
-    def _walk(self, mount: Path) -> tuple[CgroupDriver, Iterator[PodCgroup]] | None:
-        """The first layout whose kubepods root exists under ``mount``, and its pod dirs."""
+    def close(self) -> None:
+        """Close the kept files (they are closed with the reader too)."""
+        self.kept.close()
+
+    def _layout(self, mount: Path) -> KubepodsLayout | None:
+        """The first layout whose kubepods root exists under ``mount``."""
         for layout in self.layouts:
             try:
                 with open_directory(mount, layout.root):
                     pass
             except (CgroupPathError, FileNotFoundError, NotADirectoryError):
                 continue
-            return layout.driver, self._pods_of(mount, layout)
+            return layout
         return None
+
+    def _walk(self, mount: Path) -> tuple[CgroupDriver, Iterator[PodCgroup]] | None:
+        """The first layout whose kubepods root exists under ``mount``, and its pod dirs."""
+        layout = self._layout(mount)
+        return None if layout is None else (layout.driver, self._pods_of(mount, layout))
 
     @staticmethod
     def _pods_of(mount: Path, layout: KubepodsLayout) -> Iterator[PodCgroup]:
@@ -108,23 +169,21 @@ class PodUsageReader:
             yield from walk_pods(layout, root_fd)
 
     def _read_v2(self) -> PodScan:
-        found = self._walk(self.mount)
-        if found is None:
+        layout = self._layout(self.mount)
+        if layout is None:
+            self.kept.keep_only(())
             return PodScan(None, None, {})
-        driver, pods = found
+        kept = self.kept
         counters = {}
-        for pod in pods:
-            fd = pod.fd
-            counters[pod.uid] = PodCounters(
-                uid=pod.uid,
-                cpu_usec=stat_field(read_file(fd, "cpu.stat"), "usage_usec"),
-                memory_working_set=_working_set(
-                    _int(read_file(fd, "memory.current")),
-                    stat_field(read_file(fd, "memory.stat"), "inactive_file"),
-                ),
-                swap_bytes=_int(read_file(fd, "memory.swap.current")),
-            )
-        return PodScan(2, driver, counters)
+        listed = set()
+        with open_directory(self.mount, layout.root) as root_fd:
+            for entry in list_pods(layout, root_fd):
+                listed.add(entry.path)
+                texts = kept.read(entry) or _read_afresh(entry)
+                if texts is not None:
+                    counters[entry.uid] = _v2_counters(entry.uid, texts)
+        kept.keep_only(listed)
+        return PodScan(2, layout.driver, counters)
 
     def _read_v1(self) -> PodScan:
         cpu: dict[str, int | None] = {}

@@ -38,35 +38,85 @@ def budgets_for(snapshot: ClusterSnapshot, pod: PodInfo) -> list[DisruptionBudge
     return sorted(found, key=lambda budget: budget.name)
 
 
+class _NamespaceBudgets:
+    """One namespace's budgets with parsed selectors, in name order, indexed by label.
+
+    A selector with an ``In`` requirement of one value (every ``matchLabels`` entry is one)
+    can only match pods carrying that exact label, so it is filed under that ``key=value``;
+    a pod is matched only against the selectors filed under its own labels, plus those that
+    have no such requirement. A namespace with hundreds of budgets (one per workload) then
+    costs a pod a few candidates, not a pass over them all.
+    """
+
+    __slots__ = ("by_label", "rest", "selectors")
+
+    def __init__(self, budgets: list[tuple[DisruptionBudget, Selector]]) -> None:
+        self.selectors = budgets
+        self.by_label: dict[tuple[str, str], list[int]] = {}
+        self.rest: list[int] = []
+        for position, (_budget, selector) in enumerate(budgets):
+            pinned = next((r for r in selector if r.operator == "In" and len(r.values) == 1), None)
+            if pinned is None:
+                self.rest.append(position)
+            else:
+                (value,) = pinned.values
+                self.by_label.setdefault((pinned.key, value), []).append(position)
+
+    def matching(self, labels: Mapping[str, str]) -> tuple[DisruptionBudget, ...]:
+        """The budgets whose selectors match ``labels``, in name order."""
+        by_label = self.by_label
+        candidates = list(self.rest)
+        for pair in labels.items():
+            filed = by_label.get(pair)
+            if filed is not None:
+                candidates.extend(filed)
+        if len(candidates) > 1:
+            candidates = sorted(set(candidates))
+        selectors = self.selectors
+        return tuple(
+            selectors[position][0]
+            for position in candidates
+            if matches(selectors[position][1], labels)
+        )
+
+
+_NONE = _NamespaceBudgets([])
+
+
 class BudgetIndex:
     """``budgets_for`` over one snapshot, with every selector parsed once."""
 
     def __init__(self, snapshot: ClusterSnapshot) -> None:
         self._snapshot = snapshot
-        self._by_namespace: dict[str, list[tuple[DisruptionBudget, Selector]]] = {}
+        self._by_namespace: dict[str, _NamespaceBudgets] = {}
         # The caches share equal label maps, so the pods of one owner mostly hold the same
         # map object: remember the answer per (namespace, map). The entry keeps the map
         # itself and is used only when it is the very same object, so an id reused by a
-        # later object can never hit.
+        # later object can never hit. Namespaces without budgets (most) never reach it.
         self._matched: dict[
             tuple[str, int], tuple[Mapping[str, str], tuple[DisruptionBudget, ...]]
         ] = {}
 
     def budgets_for(self, pod: PodInfo) -> list[DisruptionBudget]:
         """The budgets in the pod's namespace that select it, sorted by name."""
+        namespace = pod.namespace
+        budgets = self._by_namespace.get(namespace)
+        if budgets is None:
+            budgets = self._by_namespace[namespace] = self._parse(namespace)
+        if budgets is _NONE:
+            return []
         labels = pod.labels
-        hit = self._matched.get((pod.namespace, id(labels)))
+        key = (namespace, id(labels))
+        hit = self._matched.get(key)
         if hit is not None and hit[0] is labels:
             return list(hit[1])
-        parsed = self._by_namespace.get(pod.namespace)
-        if parsed is None:
-            # Sorted before filtering: the same order as sorting the matches (stable sort).
-            ordered = sorted(
-                self._snapshot.disruption_budgets.get(pod.namespace, ()),
-                key=lambda budget: budget.name,
-            )
-            parsed = [(b, s) for b in ordered if (s := _selector(b)) is not None]
-            self._by_namespace[pod.namespace] = parsed
-        found = tuple(budget for budget, selector in parsed if matches(selector, labels))
-        self._matched[pod.namespace, id(labels)] = (labels, found)
+        found = budgets.matching(labels)
+        self._matched[key] = (labels, found)
         return list(found)
+
+    def _parse(self, namespace: str) -> _NamespaceBudgets:
+        ordered = sorted(
+            self._snapshot.disruption_budgets.get(namespace, ()), key=lambda budget: budget.name
+        )
+        parsed = [(b, s) for b in ordered if (s := _selector(b)) is not None]
+        return _NamespaceBudgets(parsed) if parsed else _NONE

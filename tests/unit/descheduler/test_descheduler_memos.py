@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from msgspec.structs import replace
 
 from agent.descheduler.budgets import BudgetIndex, budgets_for
@@ -90,3 +92,51 @@ def test_budget_index_gives_what_the_rule_gives(asked: list[PodInfo]) -> None:
     index = BudgetIndex(state)
     for each in asked:
         assert index.budgets_for(each) == budgets_for(state, each), each.key
+
+
+_KEYS = st.sampled_from(["app", "tier", "team"])
+_VALUES = st.sampled_from(["web", "db", "x"])
+_EXPRESSION = st.one_of(
+    st.builds(
+        lambda key, values, operator: {"key": key, "operator": operator, "values": values},
+        _KEYS,
+        st.lists(_VALUES, min_size=1, max_size=2, unique=True),
+        st.sampled_from(["In", "NotIn"]),
+    ),
+    st.builds(
+        lambda key, operator: {"key": key, "operator": operator},
+        _KEYS,
+        st.sampled_from(["Exists", "DoesNotExist"]),
+    ),
+)
+_SELECTOR = st.one_of(
+    st.none(),
+    st.builds(
+        lambda labels, expressions: {"matchLabels": labels, "matchExpressions": expressions},
+        st.dictionaries(_KEYS, _VALUES, max_size=2),
+        st.lists(_EXPRESSION, max_size=2),
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    selectors=st.lists(_SELECTOR, min_size=1, max_size=8),
+    labels=st.lists(st.dictionaries(_KEYS, _VALUES, max_size=3), min_size=1, max_size=6),
+)
+def test_budget_index_by_label_gives_what_the_rule_gives(
+    selectors: list[dict[str, Any] | None], labels: list[dict[str, str]]
+) -> None:
+    """With any mix of ``matchLabels``, expressions, empty and absent selectors in one
+    namespace, the label-filed index returns exactly the budgets the rule selects, in name
+    order."""
+    budgets = []
+    for number, selector in enumerate(selectors):
+        budget = pdb(f"b{(number * 7) % 10}-{number}", namespace="a")
+        budget["spec"]["selector"] = selector
+        budgets.append(budget)
+    state = snapshot(*budgets)
+    index = BudgetIndex(state)
+    for number, each in enumerate(labels):
+        asked = _labelled(f"p{number}", "a", each)
+        assert index.budgets_for(asked) == budgets_for(state, asked), each

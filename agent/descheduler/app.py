@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import functools
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
@@ -116,6 +118,21 @@ PROJECTIONS = Projections(
     disruption_budget=projection.project_disruption_budget,
     claim=projection.project_claim,
 )
+"""Every field any plugin reads."""
+
+
+def projections_for(policy: DeschedulerPolicy) -> Projections:
+    """``PROJECTIONS``, without the pod-state details when no enabled plugin reads them.
+
+    The policy is read once, at start, so the caches' projection is fixed for the process.
+    """
+    if policy.reads_pod_status:
+        return PROJECTIONS
+    return dataclasses.replace(
+        PROJECTIONS,
+        pod=functools.partial(projection.project_pod, with_status=False),
+        pod_status=False,
+    )
 
 
 @dataclass(frozen=True)
@@ -515,7 +532,7 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
 
         registry.register(NodeReportFreshness(watched.all_reports, clock.now))
 
-    state = ClusterState(api, PROJECTIONS, usage=usage, decoding=options.decoding)
+    state = ClusterState(api, projections_for(policy), usage=usage, decoding=options.decoding)
     owned_taints = OwnedTaints(kube, monotonic=clock.monotonic)
     taint_actions = TaintActions(
         owned_taints,

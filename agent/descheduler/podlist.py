@@ -6,21 +6,26 @@ pod, nearly all of it repeated work: the pods of one ReplicaSet send byte-identi
 resources, tolerations, affinity, labels and owner references, and ``Fraction`` arithmetic
 for their requests and QoS ran again for every one of them.
 
-Here a pod is decoded into a struct that names only what the projection reads, and every
-sub-object that repeats across pods stays a raw slice of the bytes (``msgspec.Raw``). The
-slice's bytes key a memo: on a miss the part is decoded and computed by the exact rules in
-``projection`` and ``agent.kube.qos`` (the same functions, on the same dicts ``wire`` would
-have made), on a hit the earlier result is reused. Equal bytes give equal results, so the
-projection is the exact one by construction; a test compares the two paths on every pod of
-the parity fixture. Memoized values are shared between pods, which is what ``sharing`` would
-do afterwards, so pods from here skip it.
+Here a pod is decoded into a struct that names only what the projection reads
+(``podlistitem``), and every sub-object that repeats across pods stays a raw slice of the
+bytes (``msgspec.Raw``). Each part is first compared with the previous pod's (a list in key
+order has the pods of one owner together); if it differs, its bytes key a memo; on a miss
+the part is decoded and computed by the exact rules (``podlistrules``: the functions of
+``projection`` and ``agent.kube.qos``, on the same dicts ``wire`` would have made). Equal
+bytes give equal results, so the projection is the exact one by construction; tests compare
+the two paths on every pod of the parity fixture and on odd pods. Memoized values are shared
+between pods, which is what ``sharing`` would do afterwards, so pods from here skip it.
 
-A page is sliced into raw items first and each item is decoded only when its turn comes, so
-every byte is scanned twice. Decoding the page in one pass, straight into ``PodItem``
-structs, saves about a fifth of a cold start's instructions, but every struct then lives
-until its pod is projected (about 2.3 KiB each): at 150,000 pods the peak RSS of the
-5k-node benchmark went from about 560 to 900 MiB. Memory is what a descheduler is sized by,
-so the page stays raw.
+Only what the policy reads is made: without a plugin that reads the pod-state details
+(``with_status=False``), the container statuses are skipped while parsing and a pod's
+conditions are read only for Ready (and, unbound, for when it became Unschedulable).
+
+The page is cut into items by a byte search checked by the decoder (``pagesplit``), or
+parsed into raw slices when it is not compact, and each item is decoded only when its turn
+comes. Decoding the page in one pass, straight into structs, would scan each byte once, but
+every struct then lives until its pod is projected (about 2.3 KiB each): at 150,000 pods the
+peak RSS of the 5k-node benchmark went from about 560 to 900 MiB, and the fill was no
+faster. Memory is what a descheduler is sized by, so the page stays bytes.
 
 Watch events stay on the dict path (``wire`` + ``projection``): they arrive one at a time.
 
@@ -37,128 +42,47 @@ import msgspec
 
 from agent.descheduler import projection
 from agent.descheduler.model import EMPTY_MAP, OwnerRef, PodInfo
-from agent.descheduler.podstatus import (
-    STATUS,
-    ContainerStatusInfo,
-    PodConditionInfo,
-    PodStatusInfo,
-    container_status,
+from agent.descheduler.pagesplit import CompactPage, compact_page, pieces
+from agent.descheduler.podlistitem import (
+    EMPTY_META,
+    EMPTY_SPEC,
+    EMPTY_STATUS,
+    NULL,
+    ItemMeta,
+    ItemSpec,
+    ItemStatus,
+    ItemVolume,
+    LeanItemStatus,
+    LeanPodItem,
+    PodItem,
 )
-from agent.descheduler.wire import OwnerReference
-from agent.kube.pods import API_SOURCE, MIRROR_ANNOTATION, SOURCE_ANNOTATION
-from agent.kube.qos import pod_qos
+from agent.descheduler.podlistrules import (
+    NO_ANNOTATIONS,
+    NO_VOLUMES,
+    StatusKey,
+    annotation_facts,
+    decode_any,
+    exact_requests_and_qos,
+    first_ready,
+    owner_refs_of,
+    pending_extra,
+    status_info,
+    volume_facts,
+)
+from agent.descheduler.podstatus import STATUS, PodStatusInfo
+from agent.kube.reflector import Unprojected
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
-_NULL = msgspec.Raw(b"null")
 _MISSING: Any = object()
 """A memo miss, told apart from memoized values that are empty or ``None``."""
 
-
-class _Item(msgspec.Struct, rename="camel", gc=False):
-    """Base: camelCase names on the wire; unknown fields are skipped while parsing."""
-
-
-class _FrozenItem(msgspec.Struct, rename="camel", gc=False, frozen=True):
-    """As ``_Item``, hashable: the struct itself can be part of a memo key."""
-
-
-class ItemMeta(_Item):
-    name: str | None = None
-    namespace: str | None = None
-    uid: str | None = None
-    creation_timestamp: str | None = None
-    deletion_timestamp: str | None = None
-    labels: msgspec.Raw = _NULL
-    annotations: dict[str, str] | None = None
-    owner_references: msgspec.Raw = _NULL
-
-
-class ItemContainer(_Item):
-    image: str | None = None
-    resources: msgspec.Raw = _NULL
-    restart_policy: str | None = None
-
-
-class ItemVolume(_Item):
-    """Only what tells node-local storage and claims apart (not the name, which is unique)."""
-
-    empty_dir: Any = None
-    host_path: Any = None
-    persistent_volume_claim: Any = None
-
-
-class ItemSpec(_Item):
-    node_name: str | None = None
-    priority: int | None = None
-    priority_class_name: str | None = None
-    node_selector: msgspec.Raw = _NULL
-    affinity: msgspec.Raw = _NULL
-    tolerations: msgspec.Raw = _NULL
-    containers: list[ItemContainer] | None = None
-    init_containers: list[ItemContainer] | None = None
-    overhead: msgspec.Raw = _NULL
-    resources: msgspec.Raw = _NULL
-    volumes: list[ItemVolume] | None = None
-    resource_claims: Any = None
-    topology_spread_constraints: msgspec.Raw = _NULL
-
-
-class ItemCondition(_Item):
-    type: str | None = None
-    status: str | None = None
-    reason: str | None = None
-    last_transition_time: str | None = None
-
-
-# The container statuses are frozen (hashable in C) and decoded as tuples: the tuple of a
-# pod's statuses is itself the status memo's key part, with no Python loop per container.
-class ItemWaiting(_FrozenItem, frozen=True):
-    reason: str | None = None
-
-
-class ItemTerminated(_FrozenItem, frozen=True):
-    reason: str | None = None
-    exit_code: int | None = None
-
-
-class ItemContainerState(_FrozenItem, frozen=True):
-    waiting: ItemWaiting | None = None
-    terminated: ItemTerminated | None = None
-
-
-class ItemContainerStatus(_FrozenItem, frozen=True):
-    restart_count: int | None = None
-    state: ItemContainerState | None = None
-
-
-class ItemStatus(_Item):
-    phase: str | None = None
-    start_time: str | None = None
-    qos_class: str | None = None
-    reason: str | None = None
-    conditions: list[ItemCondition] | None = None
-    container_statuses: tuple[ItemContainerStatus, ...] | None = None
-    init_container_statuses: tuple[ItemContainerStatus, ...] | None = None
-    ephemeral_container_statuses: tuple[ItemContainerStatus, ...] | None = None
-
-
-class PodItem(_Item):
-    metadata: ItemMeta | None = None
-    spec: ItemSpec | None = None
-    status: ItemStatus | None = None
-
-
-_EMPTY_META = ItemMeta()
-_EMPTY_SPEC = ItemSpec()
-_EMPTY_STATUS = ItemStatus()
 
 _ContainersKey = tuple[Any, ...]
 _ContainersPart = tuple[Mapping[str, int], str, tuple[str, ...]]
 _TemplateKey = tuple[Any, ...]
 _TemplatePart = tuple[
-    tuple[OwnerRef, ...],
     Mapping[str, str],
     tuple[Mapping[str, Any], ...],
     Any,
@@ -182,24 +106,29 @@ class _Memo(dict[K, V]):
         return value
 
 
-def _decode_any(raw: bytes) -> Any:
-    return msgspec.json.decode(raw)
-
-
 _LABELS = msgspec.json.Decoder(dict[str, str] | None)
-_OWNERS = msgspec.json.Decoder(list[OwnerReference] | None)
 
 
 class PodListProjector:
-    """``decode_page`` yields ``PodItem`` structs; ``project`` makes their ``PodInfo``."""
+    """``decode_page`` yields each pod's ``(key, PodInfo)``; ``project`` makes one item's.
 
-    def __init__(self, limit: int = 200_000) -> None:
+    ``with_status=False`` is for a policy whose plugins never read the pod-state details
+    (``podstatus``): the container statuses are skipped while parsing and no
+    ``PodStatusInfo`` is made, only the Ready condition (and, for a pod bound to no node,
+    when it became Unschedulable) is read. ``projection.project_pod(with_status=False)`` is the
+    same projection.
+    """
+
+    def __init__(self, *, with_status: bool = True, limit: int = 200_000) -> None:
         page = msgspec.defstruct(
             "PodItemList",
             [("metadata", Any, None), ("items", list[msgspec.Raw] | None, None)],
         )
         self._page: msgspec.json.Decoder[Any] = msgspec.json.Decoder(page)
-        self._item = msgspec.json.Decoder(PodItem)
+        self.with_status = with_status
+        self._item: msgspec.json.Decoder[LeanPodItem] = msgspec.json.Decoder(
+            PodItem if with_status else LeanPodItem
+        )
         self._templates: _Memo[_TemplateKey, _TemplatePart] = _Memo(limit)
         self._containers: _Memo[_ContainersKey, _ContainersPart] = _Memo(limit)
         self._maps: _Memo[bytes, Mapping[str, str]] = _Memo(limit)
@@ -208,28 +137,78 @@ class PodListProjector:
         self._affinity: _Memo[bytes, Any] = _Memo(limit)
         # Statuses are equal across pods that started in the same rhythm (condition times
         # are kept relative to creation): one copy of each, and of each ``extra`` holding it.
-        self._statuses: _Memo[_StatusKey, PodStatusInfo | None] = _Memo(limit)
-        self._extras: _Memo[tuple[bytes, bool, _StatusKey], Mapping[str, Any]] = _Memo(limit)
+        self._statuses: _Memo[StatusKey, PodStatusInfo | None] = _Memo(limit)
+        self._extras: _Memo[tuple[bytes, bool, StatusKey | None], Mapping[str, Any]] = _Memo(limit)
         # Times repeat in bursts (a rollout's pods share their second), not across the
         # cluster: a small table, or it would hold a float per pod.
         self._times: _Memo[str, float | None] = _Memo(4096)
+        self._last = _Last()
 
     # -- decoding ------------------------------------------------------------------
 
     def decode_page(self, data: bytes) -> dict[str, Any]:
-        """The page, its ``items`` a one-pass iterator of ``PodItem`` made one at a time."""
-        page: Any = self._page.decode(data)
-        raws = page.items or []
-        page.items = None
-        metadata = page.metadata if isinstance(page.metadata, dict) else {}
-        return {"metadata": metadata, "items": self._one_by_one(raws)}
+        """The page, its ``entries`` a one-pass iterator of ``(key, PodInfo)`` made one at
+        a time (``Unprojected`` for a pod whose projection failed).
 
-    def decode_item(self, data: bytes) -> PodItem:
+        A compact page is cut into its items by a byte search (``pagesplit``); any other,
+        or one whose cut fails its check, is parsed to find them.
+        """
+        layout = compact_page(data) if type(data) is bytes else None
+        if layout is not None:
+            try:
+                page: Any = self._page.decode(layout.head)
+            except msgspec.DecodeError:
+                layout = None
+        raws: list[Any] = []
+        if layout is None:
+            page = self._page.decode(data)
+            raws = page.items or []
+            page.items = None
+        metadata = page.metadata if isinstance(page.metadata, dict) else {}
+        return {"metadata": metadata, "entries": self._entries(data, layout, raws)}
+
+    def decode_item(self, data: bytes) -> LeanPodItem:
         """One pod's bytes (an item of a List read from a file), as a page item would be."""
         return self._item.decode(data)
 
-    def _one_by_one(self, raws: list[Any]) -> Iterator[PodItem]:
+    def _entries(
+        self, data: bytes, layout: CompactPage | None, raws: list[Any]
+    ) -> Iterator[tuple[str, PodInfo] | Unprojected]:
+        project = self.project
+        try:
+            for item in self._items(data, layout, raws):
+                metadata = item.metadata or EMPTY_META
+                name = metadata.name or ""
+                key = f"{metadata.namespace}/{name}" if metadata.namespace else name
+                try:
+                    value = project(item)
+                except Exception as error:  # noqa: BLE001 - one odd pod must not stop the cache
+                    yield Unprojected(key, str(error))
+                    continue
+                yield key, value
+        finally:
+            # The last pod's parts are slices of this page: let the page go with it.
+            self._last = _Last()
+
+    def _items(
+        self, data: bytes, layout: CompactPage | None, raws: list[Any]
+    ) -> Iterator[LeanPodItem]:
+        """Each item decoded: from the cut pieces while they decode whole, then (or from
+        the start, without a layout) from the parsed page's raw slices."""
         decode = self._item.decode
+        if layout is not None:
+            done = 0
+            for piece in pieces(data, layout):
+                try:
+                    item = decode(piece)
+                except msgspec.DecodeError:
+                    break  # not cut where an item ends (see ``pagesplit``)
+                done += 1
+                yield item
+            else:
+                return
+            raws = self._page.decode(data).items or []
+            del raws[:done]
         for index, raw in enumerate(raws):
             raws[index] = None  # the slice goes as soon as its item is decoded
             yield decode(raw)
@@ -237,75 +216,55 @@ class PodListProjector:
     # -- projecting ----------------------------------------------------------------
 
     @staticmethod
-    def key(item: PodItem) -> str:
+    def key(item: LeanPodItem) -> str:
         """``namespace/name``, as ``object_key`` gives for the dict."""
-        metadata = item.metadata or _EMPTY_META
+        metadata = item.metadata or EMPTY_META
         name = str(metadata.name or "")
         return f"{metadata.namespace}/{name}" if metadata.namespace else name
 
-    def project(self, item: PodItem) -> PodInfo:
+    def project(self, item: LeanPodItem) -> PodInfo:
         """``projection.project_pod`` of the same pod, with repeating parts memoized.
 
-        The memo lookups are written out here rather than called through small methods:
-        this runs once per pod of the cluster at cold start, where a Python call per
-        field cost more than the lookups themselves.
+        The lookups are written out here and in ``_repeated`` rather than called through
+        a method per field: this runs once per pod of the cluster at cold start, where a
+        Python call per field cost more than the lookups themselves.
         """
-        metadata = item.metadata or _EMPTY_META
-        spec = item.spec or _EMPTY_SPEC
-        status = item.status or _EMPTY_STATUS
+        metadata = item.metadata or EMPTY_META
+        spec = item.spec or EMPTY_SPEC
+        status = item.status or EMPTY_STATUS
         namespace = intern(metadata.namespace or "")
         name = metadata.name or ""
         annotations = metadata.annotations
-        if annotations:
-            kept = {
-                key: annotations[key] for key in projection.KEPT_ANNOTATIONS if key in annotations
-            }
-            mirror = MIRROR_ANNOTATION in annotations
-            static = annotations.get(SOURCE_ANNOTATION, API_SOURCE) != API_SOURCE
-        else:
-            kept, mirror, static = {}, False, False
-        labels_bytes = bytes(metadata.labels)
-        labels = self._maps.get(labels_bytes, _MISSING)
-        if labels is _MISSING:
-            labels = self._new_map(labels_bytes)
-        containers = spec.containers
-        init_containers = spec.init_containers
-        # One lookup for every part a pod template repeats (labels stay apart: a
-        # StatefulSet's pods each have their own).
-        template_key: _TemplateKey = (
-            bytes(metadata.owner_references),
-            bytes(spec.node_selector),
-            bytes(spec.tolerations),
-            bytes(spec.affinity),
-            tuple([(bytes(c.resources), c.image) for c in containers]) if containers else (),
-            tuple([(bytes(c.resources), c.restart_policy) for c in init_containers])
-            if init_containers
-            else (),
-            bytes(spec.overhead),
-            bytes(spec.resources),
-            status.qos_class,
-        )
-        template = self._templates.get(template_key)
-        if template is None:
-            template = self._templates.remember(
-                template_key, self._template(template_key, spec, status)
-            )
-        owners, node_selector, tolerations, affinity, requests, qos, images = template
+        kept, mirror, static = annotation_facts(annotations) if annotations else NO_ANNOTATIONS
+        labels, owners, template = self._repeated(metadata, spec, status)
+        node_selector, tolerations, affinity, requests, qos, images = template
         times = self._times
         stamp = metadata.creation_timestamp or ""
         created = times.get(stamp, _MISSING)
         if created is _MISSING:
             created = self._time(stamp)
         created = created or 0.0
-        status_key, pod_status, ready = self._status(status, created)
-        spread = bytes(spec.topology_spread_constraints)
-        if pod_status is None and spread == b"null" and not spec.resource_claims:
+        status_key: StatusKey | None = None
+        pod_status: PodStatusInfo | None = None
+        if self.with_status:
+            status_key, pod_status, ready = self._status(status, created)  # type: ignore[arg-type]  # the full decoder's
+        else:
+            ready = first_ready(status.conditions) if status.conditions else False
+        spread = spec.topology_spread_constraints
+        if pod_status is None and spread == NULL and not spec.resource_claims:
             extra = EMPTY_MAP  # most pods: nothing beyond the common fields
         else:
-            extra = self._extra_of(spec, spread, status_key, pod_status)
+            extra = self._extra(spec, status_key, pod_status)
         if not spec.node_name:
-            extra = _pending_extra(extra, status)
-        local_storage, claims = _volume_facts(spec.volumes) if spec.volumes else (False, ())
+            extra = pending_extra(extra, status)
+        local_storage, claims = self._volume_facts(spec.volumes) if spec.volumes else NO_VOLUMES
+        started = status.start_time
+        if started:
+            start_time = times.get(started, _MISSING)
+            if start_time is _MISSING:
+                start_time = self._time(started)
+        else:
+            start_time = None
         # Positional, in ``PodInfo``'s field order: a Struct matches keywords against its
         # 25 field names one by one, which cost ~2 us a pod, five times the positional call.
         # A swapped field fails the test that compares this path with ``projection``.
@@ -316,7 +275,7 @@ class PodListProjector:
             intern(spec.node_name or ""),  # node_name
             intern(status.phase or ""),  # phase
             created,  # creation_timestamp
-            self._time(status.start_time) if status.start_time else None,  # start_time
+            start_time,
             bool(metadata.deletion_timestamp),  # deleting
             labels,
             kept or EMPTY_MAP,  # annotations
@@ -337,31 +296,98 @@ class PodListProjector:
             extra,
         )
 
-    def _template(self, key: _TemplateKey, spec: ItemSpec, status: ItemStatus) -> _TemplatePart:
+    def _repeated(
+        self, metadata: ItemMeta, spec: ItemSpec, status: LeanItemStatus
+    ) -> tuple[Mapping[str, str], tuple[OwnerRef, ...], _TemplatePart]:
+        """The labels, owners and template parts: the previous pod's where its parts are
+        equal, byte for byte, else from their memos.
+
+        A list in key order (from etcd, or from a watch cache that keeps its keys sorted)
+        has the pods of one owner one after another, so most pods need no copy and no hash
+        of their parts. In any other order the comparison fails at its first part and the
+        memos answer: the result is the same either way.
+        """
+        last = self._last
+        labels_raw = metadata.labels
+        if labels_raw == last.labels_raw:
+            labels = last.labels
+        else:
+            labels_bytes = bytes(labels_raw)
+            labels = self._maps.get(labels_bytes, _MISSING)
+            if labels is _MISSING:
+                labels = self._new_map(labels_bytes)
+            last.labels_raw, last.labels = labels_raw, labels
+        owners_raw = metadata.owner_references
+        if owners_raw == last.owners_raw:
+            owners = last.owners
+        else:
+            owners_bytes = bytes(owners_raw)
+            found = self._owners.get(owners_bytes)
+            owners = (
+                found
+                if found is not None
+                else self._owners.remember(owners_bytes, owner_refs_of(owners_bytes))
+            )
+            last.owners_raw, last.owners = owners_raw, owners
+        containers = spec.containers
+        init_containers = spec.init_containers
+        # Every part a pod template repeats, compared as parsed (raw slices compare by
+        # their bytes); labels and owners stay apart: a StatefulSet's pods each have their
+        # own labels, and every ReplicaSet its own owner reference.
+        probe = (
+            spec.node_selector,
+            spec.tolerations,
+            spec.affinity,
+            containers,
+            init_containers,
+            spec.overhead,
+            spec.resources,
+            status.qos_class,
+        )
+        if probe == last.probe:
+            return labels, owners, last.template
+        template_key: _TemplateKey = (
+            bytes(spec.node_selector),
+            bytes(spec.tolerations),
+            bytes(spec.affinity),
+            tuple([(bytes(c.resources), c.image) for c in containers]) if containers else (),
+            tuple([(bytes(c.resources), c.restart_policy) for c in init_containers])
+            if init_containers
+            else (),
+            bytes(spec.overhead),
+            bytes(spec.resources),
+            status.qos_class,
+        )
+        template = self._templates.get(template_key)
+        if template is None:
+            template = self._templates.remember(
+                template_key, self._template(template_key, spec, status)
+            )
+        last.probe, last.template = probe, template
+        return labels, owners, template
+
+    def _template(self, key: _TemplateKey, spec: ItemSpec, status: LeanItemStatus) -> _TemplatePart:
         """The parts of a template not seen whole before, each through its own memo, so
         templates that differ in one part still share the others."""
-        owners_bytes, selector_bytes, tolerations_bytes, affinity_bytes = key[:4]
+        selector_bytes, tolerations_bytes, affinity_bytes = key[:3]
         node_selector = self._maps.get(selector_bytes, _MISSING)
         if node_selector is _MISSING:
             node_selector = self._new_map(selector_bytes)
-        owners = self._owners.get(owners_bytes)
-        if owners is None:
-            owners = self._owners.remember(owners_bytes, _owner_refs_of(owners_bytes))
         tolerations = self._tolerations.get(tolerations_bytes)
         if tolerations is None:
             tolerations = self._tolerations.remember(
-                tolerations_bytes, tuple(_decode_any(tolerations_bytes) or ())
+                tolerations_bytes, tuple(decode_any(tolerations_bytes) or ())
             )
         affinity = self._affinity.get(affinity_bytes, _MISSING)
         if affinity is _MISSING:
-            affinity = self._affinity.remember(affinity_bytes, _decode_any(affinity_bytes) or None)
-        containers_key: _ContainersKey = key[4:]
+            affinity = self._affinity.remember(affinity_bytes, decode_any(affinity_bytes) or None)
+        containers_key: _ContainersKey = key[3:]
         containers = self._containers.get(containers_key)
         if containers is None:
-            requests, qos = _exact_requests_and_qos(spec, status)
+            requests, qos = exact_requests_and_qos(spec, status)
             images = tuple(sorted(str(c.image or "") for c in spec.containers or ()))
             containers = self._containers.remember(containers_key, (requests, qos, images))
-        return (owners, node_selector, tolerations, affinity, *containers)
+        return (node_selector, tolerations, affinity, *containers)
 
     def _time(self, value: str | None) -> float | None:
         if not value:
@@ -376,15 +402,28 @@ class PodListProjector:
 
     def _status(
         self, status: ItemStatus, created: float
-    ) -> tuple[_StatusKey, PodStatusInfo | None, bool]:
+    ) -> tuple[StatusKey, PodStatusInfo | None, bool]:
         """``projection.pod_status`` of the same status, one copy of each distinct result,
         and whether the pod is Ready (read in the same pass over its conditions).
 
         Every pod has a status, so this runs once per pod at cold start: the memo is keyed
         by a plain tuple of exactly the values the result is made of (hashed in C), and the
         frozen dataclasses are built only on a miss. The key is returned too: it keys the
-        ``extra`` memo without hashing the dataclasses.
+        ``extra`` memo without hashing the dataclasses. Before all that, the status is
+        compared with the previous pod's, as parsed, and with its creation time: equal, the
+        result is the previous pod's.
         """
+        last = self._last
+        parts = (
+            created,
+            status.reason,
+            status.conditions,
+            status.container_statuses,
+            status.init_container_statuses,
+            status.ephemeral_container_statuses,
+        )
+        if parts == last.status_parts:  # the previous pod's, field for field
+            return last.status  # type: ignore[no-any-return]  # set with the parts below
         times = self._times
         conditions = []
         ready = None
@@ -411,14 +450,38 @@ class PodListProjector:
         )
         found = self._statuses.get(key, _MISSING)
         if found is _MISSING:
-            found = self._statuses.remember(key, _status_info(key))
-        return key, found, bool(ready)
+            found = self._statuses.remember(key, status_info(key))
+        last.status_parts, last.status = parts, (key, found, bool(ready))
+        return last.status  # type: ignore[no-any-return]  # just set
+
+    def _extra(
+        self, spec: ItemSpec, status_key: StatusKey | None, status: PodStatusInfo | None
+    ) -> Mapping[str, Any]:
+        """``_extra_of``, or the previous pod's extras if made of the same parts."""
+        last = self._last
+        spread = spec.topology_spread_constraints
+        # The status key is the previous pod's own object when its status was equal: the
+        # comparison then stops at ``is``, without walking the key.
+        parts = (status_key, spread, bool(spec.resource_claims))
+        if parts == last.extra_parts:
+            return last.extra
+        extra = self._extra_of(spec, bytes(spread), status_key, status)
+        last.extra_parts, last.extra = parts, extra
+        return extra
+
+    def _volume_facts(self, volumes: list[ItemVolume]) -> tuple[bool, tuple[str, ...]]:
+        """``volume_facts`` of the volumes, or the previous pod's if they are equal (their
+        names are not decoded, so a template's pods match)."""
+        last = self._last
+        if volumes != last.volumes:
+            last.volumes, last.volume_facts = volumes, volume_facts(volumes)
+        return last.volume_facts
 
     def _extra_of(
         self,
         spec: ItemSpec,
         spread: bytes,
-        status_key: _StatusKey,
+        status_key: StatusKey | None,
         status: PodStatusInfo | None,
     ) -> Mapping[str, Any]:
         """``PodInfo.extra``, shared by the pods of one template (``project`` returns the
@@ -433,120 +496,45 @@ class PodListProjector:
         extra: dict[str, Any] = {}
         if claims:
             extra["resourceClaims"] = True
-        if constraints := _decode_any(spread):
+        if constraints := decode_any(spread):
             extra[projection.SPREAD_CONSTRAINTS] = tuple(constraints)
         if status is not None:
             extra[STATUS] = status
         return self._extras.remember(key, extra or EMPTY_MAP)
 
 
-def _owner_refs_of(data: bytes) -> tuple[OwnerRef, ...]:
-    return projection.owner_refs({"ownerReferences": msgspec.to_builtins(_OWNERS.decode(data))})
+class _Last:
+    """The previous pod's repeating parts as parsed, and what was made of them.
 
+    Its raw slices point into the page being read; ``_entries`` drops them at the page's
+    end, so the page's bytes do not outlive it.
+    """
 
-def _exact_requests_and_qos(spec: ItemSpec, status: ItemStatus) -> tuple[Mapping[str, int], str]:
-    """The exact rules, on the dicts ``wire`` makes of the same bytes."""
-    spec_dict: dict[str, Any] = {}
-    if spec.containers is not None:
-        spec_dict["containers"] = [_container_dict(c) for c in spec.containers]
-    if spec.init_containers is not None:
-        spec_dict["initContainers"] = [_container_dict(c) for c in spec.init_containers]
-    for field, raw in (("overhead", spec.overhead), ("resources", spec.resources)):
-        value = _decode_any(bytes(raw))
-        if value is not None:
-            spec_dict[field] = value
-    pod = {"spec": spec_dict, "status": {"qosClass": status.qos_class}}
-    return projection.pod_requests(spec_dict), pod_qos(pod).value
-
-
-def _container_dict(container: ItemContainer) -> dict[str, Any]:
-    built: dict[str, Any] = {}
-    resources = _decode_any(bytes(container.resources))
-    if resources is not None:
-        built["resources"] = resources
-    if container.restart_policy is not None:
-        built["restartPolicy"] = container.restart_policy
-    return built
-
-
-def _volume_facts(volumes: list[ItemVolume]) -> tuple[bool, tuple[str, ...]]:
-    """Whether any volume is node-local storage, and the claim names, in one pass."""
-    local = False
-    claims: list[str] = []
-    for volume in volumes:
-        if volume.empty_dir is not None or volume.host_path is not None:
-            local = True
-        claim = volume.persistent_volume_claim
-        # A dict, as the decoder makes every object of an ``Any`` field (``isinstance``
-        # against ``Mapping`` runs the ABC's Python-level check, for every volume).
-        if claim is not None and type(claim) is dict and claim.get("claimName"):
-            claims.append(str(claim["claimName"]))
-    return local, tuple(claims) if claims else ()
-
-
-def _pending_extra(extra: Mapping[str, Any], status: ItemStatus) -> Mapping[str, Any]:
-    """``projection.project_pod``'s extras for a pod bound to no node (rare): the shared
-    extras of its template, plus when it became Unschedulable, if it did."""
-    if not status.conditions:
-        return extra
-    conditions = {"conditions": msgspec.to_builtins(status.conditions)}
-    since = projection.unschedulable_since("", conditions)
-    if since is None:
-        return extra
-    return {**extra, projection.UNSCHEDULABLE_SINCE: since}
-
-
-_ContainerState = tuple[int, str | None, str | None, int | None]
-_StatusKey = tuple[
-    str | None,
-    tuple[tuple[str | None, str | None, str | None, float | None], ...],
-    tuple[ItemContainerStatus, ...],
-    tuple[ItemContainerStatus, ...],
-    tuple[ItemContainerStatus, ...],
-]
-
-
-def _container_states(
-    statuses: tuple[ItemContainerStatus, ...],
-) -> tuple[_ContainerState, ...]:
-    """Per container: restarts, the waiting and terminated reasons (``None`` when that
-    state is absent) and the exit code; all ``container_status`` reads."""
-    states = []
-    for each in statuses:
-        state = each.state
-        waiting = state.waiting if state is not None else None
-        terminated = state.terminated if state is not None else None
-        states.append(
-            (
-                each.restart_count or 0,
-                None if waiting is None else waiting.reason or "",
-                None if terminated is None else terminated.reason or "",
-                None if terminated is None else terminated.exit_code,
-            )
-        )
-    return tuple(states)
-
-
-def _status_info(key: _StatusKey) -> PodStatusInfo | None:
-    reason, conditions, containers, init_containers, ephemeral_containers = key
-    info = PodStatusInfo(
-        reason=reason or "",
-        containers=_kept(containers),
-        init_containers=_kept(init_containers),
-        ephemeral_containers=_kept(ephemeral_containers),
-        conditions=tuple(
-            PodConditionInfo(
-                type=intern(kind or ""),
-                status=intern(value or ""),
-                reason=intern(why or ""),
-                since_creation=since,
-            )
-            for kind, value, why, since in conditions
-        ),
+    __slots__ = (
+        "extra",
+        "extra_parts",
+        "labels",
+        "labels_raw",
+        "owners",
+        "owners_raw",
+        "probe",
+        "status",
+        "status_parts",
+        "template",
+        "volume_facts",
+        "volumes",
     )
-    return None if info.empty else info
 
-
-def _kept(statuses: tuple[ItemContainerStatus, ...]) -> tuple[ContainerStatusInfo, ...]:
-    kept = [container_status(*state) for state in _container_states(statuses)]
-    return tuple(info for info in kept if info is not None)
+    def __init__(self) -> None:
+        self.labels_raw: Any = None
+        self.labels: Mapping[str, str] = EMPTY_MAP
+        self.owners_raw: Any = None
+        self.owners: tuple[OwnerRef, ...] = ()
+        self.probe: Any = None
+        self.template: Any = None
+        self.volumes: list[ItemVolume] | None = None
+        self.status_parts: Any = None
+        self.status: Any = None
+        self.extra_parts: Any = None
+        self.extra: Mapping[str, Any] = EMPTY_MAP
+        self.volume_facts: tuple[bool, tuple[str, ...]] = (False, ())

@@ -26,7 +26,7 @@ import yaml
 from agent.config.errors import ConfigError, FieldError
 from agent.config.schema import load, setting
 from agent.descheduler.framework.profile import DEFAULT_EVICTOR, Profile, resolve_enabled
-from agent.descheduler.framework.registry import REGISTRY, unknown_reason
+from agent.descheduler.framework.registry import REGISTRY, reads_pod_status, unknown_reason
 from agent.descheduler.framework.types import EXTENSION_POINTS, PRE_EVICTION_FILTER
 from agent.kube.labelselector import SelectorError, parse_selector
 
@@ -192,6 +192,12 @@ class DeschedulerPolicy:
     eviction_failure_event_notification: bool = False
     grace_period_seconds: int | None = None
     metrics_providers: tuple[MetricsProvider, ...] = ()
+
+    @property
+    def reads_pod_status(self) -> bool:
+        """Some enabled plugin reads the pod-state details (restarts, container states,
+        conditions); without one, the pod cache leaves them out."""
+        return reads_pod_status(profile.enabled for profile in self.profiles)
 
 
 def _default_enabled_args(

@@ -290,7 +290,9 @@ def pod_status(status: Mapping[str, Any], created: float) -> PodStatusInfo | Non
     return None if info.empty else info
 
 
-def project_pod(pod: JsonObject) -> PodInfo:
+def project_pod(pod: JsonObject, *, with_status: bool = True) -> PodInfo:
+    """The pod as the plugins see it; ``with_status=False`` leaves out the pod-state details
+    (``extra[STATUS]``), for a policy whose plugins never read them."""
     metadata = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
@@ -309,7 +311,7 @@ def project_pod(pod: JsonObject) -> PodInfo:
     since = unschedulable_since(str(spec.get("nodeName") or ""), status)
     if since is not None:
         extra[UNSCHEDULABLE_SINCE] = since
-    if (status_info := pod_status(status, created)) is not None:
+    if with_status and (status_info := pod_status(status, created)) is not None:
         extra[STATUS] = status_info
     return PodInfo(
         namespace=namespace,

@@ -33,7 +33,7 @@ from agent.descheduler.model import (
     NodeUsage,
     PodInfo,
 )
-from agent.descheduler.podlist import PodItem, PodListProjector
+from agent.descheduler.podlist import PodListProjector
 from agent.descheduler.sharing import Sharing
 from agent.descheduler.wire import codec_for
 from agent.kube.api import Decode, JsonObject, KubeApi
@@ -46,7 +46,6 @@ from agent.kube.resources import (
     PODS,
     PRIORITY_CLASSES,
     Resource,
-    object_key,
 )
 
 T = TypeVar("T")
@@ -62,6 +61,9 @@ class Projections:
     node: Callable[[JsonObject], NodeInfo]
     disruption_budget: Callable[[JsonObject], DisruptionBudget]
     claim: Callable[[JsonObject], ClaimInfo]
+    pod_status: bool = True
+    """Whether ``pod`` keeps the pod-state details (``podstatus``); a list page is projected
+    the same way (``PodListProjector(with_status=...)``)."""
 
 
 def _no_usage() -> Mapping[str, NodeUsage]:
@@ -92,15 +94,12 @@ class ClusterState:
         self.usage = usage
         pod_sharing, node_sharing, label_sharing = Sharing(), Sharing(), Sharing()
 
-        pod_list = PodListProjector()
+        # List pages are projected as they are decoded (``entries``), memoized and already
+        # shared; watch events take the dict path.
+        pod_list = PodListProjector(with_status=projections.pod_status)
 
-        def project_pod(obj: JsonObject | PodItem) -> PodInfo:
-            if isinstance(obj, PodItem):  # from a list page: memoized, already shared
-                return pod_list.project(obj)
+        def project_pod(obj: JsonObject) -> PodInfo:
             return pod_sharing.pod(projections.pod(obj))
-
-        def pod_key(obj: JsonObject | PodItem) -> str:
-            return pod_list.key(obj) if isinstance(obj, PodItem) else object_key(obj)
 
         def project_node(obj: JsonObject) -> NodeInfo:
             return node_sharing.node(projections.node(obj))
@@ -132,7 +131,6 @@ class ClusterState:
                 name=f"descheduler-{resource.plural}",
                 project=project,
                 index=index,
-                key=pod_key if kind == "Pod" else object_key,
                 decode_page=decode_page,
                 decode_event=decode_event,
                 read_timeout=read_timeout,

@@ -310,7 +310,9 @@ class KubeApi:
         ``timeout`` bounds each page's request (default: the client's request timeout).
 
         ``decode`` reads each page's bytes; it must return the page's JSON shape (a dict with
-        ``items`` and ``metadata``), though it may leave out fields nobody reads."""
+        ``items`` and ``metadata``), though it may leave out fields nobody reads. A decoder
+        that projects as it decodes returns ``entries`` instead of ``items``; the answer
+        then has ``entries`` too."""
         query: dict[str, Any] = {
             "labelSelector": label_selector,
             "fieldSelector": field_selector,
@@ -318,7 +320,7 @@ class KubeApi:
         }
         if resource_version != "0":  # the watch cache ignores limit for rv=0 anyway
             query["limit"] = page_size
-        items: list[JsonObject] = []
+        collected: list[Any] = []
         while True:
             page = self.request(
                 "GET",
@@ -329,13 +331,16 @@ class KubeApi:
             )
             metadata = page.get("metadata") or {}
             token = metadata.get("continue")
-            if not token and not items:
+            field = "entries" if "entries" in page else "items"
+            if not token and not collected:
                 # One page (always so at resourceVersion=0): hand it over as decoded, so
                 # a decoder's lazy ``items`` stays lazy.
-                return {"items": page.get("items") or [], "metadata": metadata}
-            items.extend(page.get("items") or [])
+                return {field: page.get(field) or [], "metadata": metadata}
+            # Several pages: each is taken in whole before the next is fetched, so only
+            # one page's bytes are held at a time.
+            collected.extend(page.get(field) or [])
             if not token:
-                return {"items": items, "metadata": metadata}
+                return {field: collected, "metadata": metadata}
             query = {**query, "continue": token, "resourceVersion": None}
 
     def create(

@@ -20,7 +20,9 @@ What is stored: ``ProjectingReflector`` keeps, per object, whatever its ``projec
 makes of the JSON (a compact, immutable projection: client-go's TransformFunc), optionally
 indexed by one value (pods by ``spec.nodeName``); decoding and projection run on the watch
 thread, so the loop only swaps references. ``decode_page``/``decode_event`` may replace
-``json.loads`` with a decoder that skips the fields the projection never reads.
+``json.loads`` with a decoder that skips the fields the projection never reads; a page
+decoder that projects as it decodes (the descheduler's pod list) hands over ``entries``,
+``(key, projection)`` pairs or ``Unprojected``, instead of ``items``.
 ``Reflector`` is the dict case: the raw JSON, or a ``transform`` of it.
 """
 
@@ -32,7 +34,8 @@ import json
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import structlog
@@ -43,6 +46,16 @@ from agent.kube.errors import Gone, KubeConfigError, KubeError
 from agent.kube.resources import Resource, object_key
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Unprojected:
+    """An object of a page's ``entries`` that its decoder could not project."""
+
+    key: str
+    error: str
+
+
 Listener = Callable[[str, JsonObject | None], None]
 """Called on the loop with (``ADDED``/``MODIFIED``/``DELETED``/``SYNCED``, object or None)."""
 
@@ -301,6 +314,9 @@ class ProjectingReflector(Generic[T]):
         )
 
     def _project_all(self, listing: JsonObject) -> list[tuple[str, T]]:
+        entries = listing.get("entries")
+        if entries is not None:
+            return self._take_entries(entries)
         items = listing.get("items") or []
         projected: list[tuple[str, T]] = []
         for obj in items:
@@ -309,13 +325,25 @@ class ProjectingReflector(Generic[T]):
                 projected.append(entry)
         return projected
 
+    def _take_entries(self, entries: Iterable[tuple[str, T] | Unprojected]) -> list[tuple[str, T]]:
+        projected: list[tuple[str, T]] = []
+        for entry in entries:
+            if isinstance(entry, Unprojected):
+                self._skip(entry.key, entry.error)
+            else:
+                projected.append(entry)
+        return projected
+
+    def _skip(self, key: str, error: str) -> None:
+        self.skipped += 1
+        _log.warning("object not projected", reflector=self.name, key=key, error=error)
+
     def _projected(self, obj: Any) -> tuple[str, T] | None:
         key = self.key(obj)
         try:
             return key, self.project(obj)
         except Exception as error:  # noqa: BLE001 - one malformed object must not stop the cache
-            self.skipped += 1
-            _log.warning("object not projected", reflector=self.name, key=key, error=str(error))
+            self._skip(key, str(error))
             return None
 
     def _watch_once(self, resource_version: str) -> tuple[str, int]:

@@ -7,7 +7,7 @@ plugin is here, and two of ours (CriticalAddonRescue, NodeShutdownRecovery).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,10 +66,19 @@ class PluginSpec:
     args_type: type[Any]
     factory: PluginFactory
     extension_points: frozenset[str]
+    reads_pod_status: bool = False
+    """Reads the pod-state details (``podstatus``: restarts, container states, conditions).
+    When no enabled plugin does, the pod cache leaves them out (cheaper to fill, smaller)."""
 
 
-def _spec(name: str, args_type: type[Any], factory: PluginFactory, *points: str) -> PluginSpec:
-    return PluginSpec(name, args_type, factory, frozenset(points))
+def _spec(
+    name: str,
+    args_type: type[Any],
+    factory: PluginFactory,
+    *points: str,
+    reads_pod_status: bool = False,
+) -> PluginSpec:
+    return PluginSpec(name, args_type, factory, frozenset(points), reads_pod_status)
 
 
 REGISTRY: Mapping[str, PluginSpec] = {
@@ -110,16 +119,35 @@ REGISTRY: Mapping[str, PluginSpec] = {
             NodeShutdownRecovery,
             DESCHEDULE,
         ),
-        _spec("PodLifeTime", PodLifeTimeArgs, PodLifeTime, DESCHEDULE),
-        _spec("RemoveFailedPods", RemoveFailedPodsArgs, RemoveFailedPods, DESCHEDULE),
+        _spec("PodLifeTime", PodLifeTimeArgs, PodLifeTime, DESCHEDULE, reads_pod_status=True),
+        _spec(
+            "RemoveFailedPods",
+            RemoveFailedPodsArgs,
+            RemoveFailedPods,
+            DESCHEDULE,
+            reads_pod_status=True,
+        ),
         _spec(
             "RemovePodsHavingTooManyRestarts",
             RemovePodsHavingTooManyRestartsArgs,
             RemovePodsHavingTooManyRestarts,
             DESCHEDULE,
+            reads_pod_status=True,
         ),
     )
 }
+
+
+def reads_pod_status(enabled: Iterable[Mapping[str, tuple[str, ...]]]) -> bool:
+    """Whether any plugin enabled at any extension point (one mapping per profile) reads
+    the pod-state details."""
+    return any(
+        REGISTRY[name].reads_pod_status
+        for points in enabled
+        for names in points.values()
+        for name in names
+        if name in REGISTRY
+    )
 
 
 def unknown_reason(name: str) -> str:

@@ -8,8 +8,10 @@ import pytest
 
 from agent.descheduler.app import PROJECTIONS
 from agent.descheduler.model import DisruptionBudget, NodeInfo, NodeUsage, PodInfo
+from agent.descheduler.podlist import PodListProjector
 from agent.descheduler.state import ClusterState, Decoding
 from agent.kube.api import KubeApi
+from agent.kube.resources import PODS
 from tests.harness.fake_apiserver import FakeApiServer, manifests
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.conftest import owned_pod
@@ -151,3 +153,40 @@ def test_snapshot_takes_node_usage_from_the_injected_source(kube_api: KubeApi) -
     assert state.snapshot(now=1).node_usage == {}
     source.update(reports)
     assert state.snapshot(now=2).node_usage == reports
+
+
+def test_a_paged_pod_list_is_projected_page_by_page(
+    kube_api: KubeApi, fake_apiserver: FakeApiServer
+) -> None:
+    """A relist without a resourceVersion comes in pages: each page's pods are projected as
+    it is read, and every pod of every page is in the answer, once."""
+    for index in range(7):
+        fake_apiserver.create(owned_pod(f"p{index}", "n1", "web"))
+    projector = PodListProjector()
+    listing = kube_api.list(PODS, page_size=3, decode=projector.decode_page)
+    entries = listing["entries"]
+    assert sorted(key for key, _ in entries) == [f"default/p{index}" for index in range(7)]
+    assert all(pod.owners[0].name == "web" for _, pod in entries)
+    pages = [r for r in fake_apiserver.requests(method="GET") if not r.is_watch]
+    assert len(pages) == 3
+
+
+async def test_a_pod_that_cannot_be_projected_is_skipped_and_counted(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi
+) -> None:
+    """One pod the list's projection rejects (an owner reference's ``controller`` that is
+    not a boolean) is left out and counted; the other pods are cached."""
+    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.create(owned_pod("good", "n1", "web"))
+    odd = owned_pod("odd", "n1", "web")
+    odd["metadata"]["ownerReferences"][0]["controller"] = "yes"
+    fake_apiserver.create(odd)
+    state = ClusterState(kube_api, PROJECTIONS, read_timeout=5)
+    task = asyncio.create_task(state.pods.run())
+    try:
+        await _until(state.pods.synced.is_set)
+        assert list(state.pods.store) == ["default/good"]
+        assert state.pods.skipped == 1
+    finally:
+        state.pods.stop()
+        await asyncio.wait_for(task, 10)

@@ -11,9 +11,10 @@ import pytest
 
 from agent.config.quantities import parse_quantity
 from agent.descheduler import projection
-from agent.descheduler.app import PROJECTIONS
+from agent.descheduler.app import PROJECTIONS, projections_for
 from agent.descheduler.podlist import PodListProjector
-from agent.descheduler.state import ClusterState
+from agent.descheduler.policy import load_policy
+from agent.descheduler.state import ClusterState, Projections
 from agent.descheduler.wire import codec_for
 from agent.kube.pods import MIRROR_ANNOTATION, SOURCE_ANNOTATION
 from tests.unit.descheduler.test_descheduler_wire import PENDING_ADDON, RICH_POD
@@ -199,22 +200,38 @@ ODD_PODS = [
 ]
 
 
+@pytest.mark.parametrize(
+    "with_status", [pytest.param(True, id="full"), pytest.param(False, id="no-pod-status")]
+)
+@pytest.mark.parametrize(
+    "compact", [pytest.param(True, id="compact"), pytest.param(False, id="spaced")]
+)
 @pytest.mark.parametrize("pod", ODD_PODS)
-def test_odd_pods_project_as_the_exact_path(pod: dict[str, Any]) -> None:
-    """A pod with unusual resources, times or volumes projects as ``project_pod`` does.
+def test_odd_pods_project_as_the_exact_path(
+    pod: dict[str, Any], compact: bool, with_status: bool
+) -> None:
+    """A pod with unusual resources, times or volumes projects as ``project_pod`` does,
+    with the pod-state details or without them.
 
-    The rich pod goes first, so a memo keyed on too little would hand its results to a pod
-    that differs only in a part the key left out.
+    The rich pod goes first, so a memo keyed on too little, or a comparison with the
+    previous pod that leaves a part out, would hand its results to a pod that differs only
+    in that part. Compact pages are cut by byte search, spaced ones parsed: both are checked.
     """
-    data = json.dumps({"metadata": {}, "items": [RICH_POD, pod, pod]}).encode()
-    exact = [projection.project_pod(item) for item in codec_for("Pod").decode_page(data)["items"]]
-    projector = PodListProjector()
-    fast = [projector.project(item) for item in projector.decode_page(data)["items"]]
-    assert fast == exact  # the last copy comes from the memo
+    page = {"metadata": {}, "items": [RICH_POD, pod, pod]}
+    data = json.dumps(page, separators=(",", ":") if compact else None).encode()
+    exact = [
+        projection.project_pod(item, with_status=with_status)
+        for item in codec_for("Pod").decode_page(data)["items"]
+    ]
+    projector = PodListProjector(with_status=with_status)
+    fast = [pod for _, pod in projector.decode_page(data)["entries"]]
+    assert fast == exact  # the last copy comes from the previous pod or the memo
 
 
-def _pod_store(data: bytes, decoding: Any) -> dict[str, Any]:
-    state = ClusterState(None, PROJECTIONS, decoding=decoding)  # type: ignore[arg-type]  # never connects
+def _pod_store(
+    data: bytes, decoding: Any, projections: Projections = PROJECTIONS
+) -> dict[str, Any]:
+    state = ClusterState(None, projections, decoding=decoding)  # type: ignore[arg-type]  # never connects
     listing = state.pods.decode_page(data)
     state.pods._apply("REPLACE", state.pods._project_all(listing), "1")
     assert state.pods.skipped == 0
@@ -229,3 +246,34 @@ def test_every_fixture_pod_caches_as_by_json() -> None:
     fast = _pod_store(data, "msgspec")
     assert len(fast) == len(items)
     assert fast == _pod_store(data, "json")
+
+
+def test_every_fixture_pod_caches_as_by_json_without_pod_status() -> None:
+    """The same, for a policy none of whose plugins reads the pod-state details (the parity
+    policy): both paths leave them out alike."""
+    with gzip.open(FIXTURE) as stream:
+        items = [item for item in json.load(stream)["items"] if item["kind"] == "Pod"]
+    data = json.dumps({"metadata": {}, "items": items}, separators=(",", ":")).encode()
+    policy = load_policy(FIXTURE.parent / "policy-lnu-dup.yaml")
+    projections = projections_for(policy)
+    assert not projections.pod_status
+    fast = _pod_store(data, "msgspec", projections)
+    assert len(fast) == len(items)
+    assert fast == _pod_store(data, "json", projections)
+
+
+def test_equal_statuses_of_pods_created_apart_keep_their_own_ages() -> None:
+    """Two pods in a row whose conditions moved at the same instant but which were created a
+    minute apart keep their own times since creation: the previous pod's status is reused
+    only for a pod created at the same time."""
+    timed = _with(
+        RICH_POD,
+        ["status", "conditions"],
+        [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-22T00:05:00Z"}],
+    )
+    later = _with(timed, ["metadata", "creationTimestamp"], "2026-11-22T00:01:00Z")
+    data = json.dumps({"metadata": {}, "items": [timed, later]}, separators=(",", ":")).encode()
+    exact = [projection.project_pod(item) for item in json.loads(data)["items"]]
+    fast = [pod for _, pod in PodListProjector().decode_page(data)["entries"]]
+    assert fast == exact
+    assert fast[0].extra != fast[1].extra

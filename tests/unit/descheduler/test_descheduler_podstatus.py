@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent.descheduler import projection
+from agent.descheduler.app import projections_for
+from agent.descheduler.framework.registry import REGISTRY
 from agent.descheduler.model import EMPTY_MAP, PodInfo
 from agent.descheduler.podlist import PodListProjector
 from agent.descheduler.podstatus import (
@@ -18,6 +22,7 @@ from agent.descheduler.podstatus import (
     status_of,
     transition_time,
 )
+from agent.descheduler.policy import parse_policy
 from agent.descheduler.sharing import Sharing
 from agent.descheduler.wire import codec_for
 from tests.harness.podstatus import container
@@ -136,7 +141,7 @@ def _both_paths(pods: list[dict[str, Any]]) -> tuple[list[PodInfo], list[PodInfo
     by_json = [projection.project_pod(pod) for pod in json.loads(data)["items"]]
     by_wire = [projection.project_pod(pod) for pod in codec_for("Pod").decode_page(data)["items"]]
     projector = PodListProjector()
-    by_list = [projector.project(item) for item in projector.decode_page(data)["items"]]
+    by_list = [pod for _, pod in projector.decode_page(data)["entries"]]
     return by_json, by_wire, by_list
 
 
@@ -191,3 +196,62 @@ def test_pods_started_in_the_same_rhythm_share_one_status_through_sharing() -> N
         sharing.pod(projection.project_pod(p)) for p in (_started("a", 1), _started("b", 5))
     )
     assert first.extra is second.extra
+
+
+def test_every_plugin_that_reads_pod_status_says_so() -> None:
+    """A plugin module that imports ``podstatus`` is registered as reading the pod-state
+    details, and no other is: the pod cache leaves them out when no enabled plugin says so,
+    so a plugin that read them without saying so would see every pod without a status."""
+    readers = set()
+    for spec in REGISTRY.values():
+        module = sys.modules[spec.factory.__module__]
+        if "agent.descheduler.podstatus" in Path(module.__file__ or "").read_text("utf-8"):
+            readers.add(spec.name)
+    assert readers == {name for name, spec in REGISTRY.items() if spec.reads_pod_status}
+    assert readers == {"PodLifeTime", "RemoveFailedPods", "RemovePodsHavingTooManyRestarts"}
+
+
+@pytest.mark.parametrize(
+    ("plugins", "reads"),
+    [
+        pytest.param({"balance": ["LowNodeUtilization", "RemoveDuplicates"]}, False, id="parity"),
+        pytest.param({"deschedule": ["PodLifeTime"]}, True, id="podlifetime"),
+        pytest.param({"deschedule": ["RemoveFailedPods"]}, True, id="failed"),
+        pytest.param({"deschedule": ["RemovePodsHavingTooManyRestarts"]}, True, id="restarts"),
+        pytest.param({"deschedule": ["RemovePodsViolatingNodeTaints"]}, False, id="taints"),
+    ],
+)
+def test_the_pod_cache_keeps_pod_status_only_for_a_plugin_that_reads_it(
+    plugins: dict[str, list[str]], reads: bool
+) -> None:
+    """The caches' projection follows the policy: pod-state details are kept exactly when
+    an enabled plugin reads them, and a pod then keeps its status, else not."""
+    policy = parse_policy(
+        {
+            "apiVersion": "descheduler/v1alpha2",
+            "kind": "DeschedulerPolicy",
+            "profiles": [
+                {
+                    "name": "p",
+                    "plugins": {point: {"enabled": names} for point, names in plugins.items()},
+                    "pluginConfig": [
+                        {"name": "PodLifeTime", "args": {"maxPodLifeTimeSeconds": 60}},
+                        {
+                            "name": "RemovePodsHavingTooManyRestarts",
+                            "args": {"podRestartThreshold": 3},
+                        },
+                        {
+                            "name": "LowNodeUtilization",
+                            "args": {"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}},
+                        },
+                    ],
+                }
+            ],
+        },
+        "test",
+    )
+    projections = projections_for(policy)
+    assert policy.reads_pod_status is reads
+    assert projections.pod_status is reads
+    crashing = _pod({"containerStatuses": [{"restartCount": 4}]})
+    assert (STATUS in projections.pod(crashing).extra) is reads

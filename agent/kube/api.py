@@ -21,6 +21,7 @@ from kubernetes import client as k8s_client
 
 from agent.kube.errors import KubeError, Timeout, TLSError, Unavailable, error_for_status
 from agent.kube.resources import PODS, Resource
+from agent.kube.responsehead import use_lean_responses
 
 Decode = Callable[[bytes], Any]
 """Turns one response body (a list page, or one watch event line) into JSON-shaped data.
@@ -192,14 +193,17 @@ class KubeApi:
         Asking the pool manager every time parsed the URL twice and rebuilt the pool's key;
         the pool itself, its connections and its TLS settings are the client's. ``close``
         closes it and empties the cache. Threads may race to fill the cache: they get the
-        same pool from the manager, which has its own lock."""
+        same pool from the manager, which has its own lock. Its new connections read
+        response headers without the email parser (``responsehead``)."""
         manager = self.api_client.rest_client.pool_manager
         if type(manager) is not urllib3.PoolManager:
             return None
         cached = self._pool
         if cached is None or cached[0] != host:
             base_path = (urllib3.util.parse_url(host).path or "").rstrip("/")
-            cached = (host, manager.connection_from_url(host), base_path)
+            pool = manager.connection_from_url(host)
+            use_lean_responses(pool)
+            cached = (host, pool, base_path)
             self._pool = cached
         return cached[1], cached[2]
 

@@ -275,8 +275,11 @@ class Evictions:
 
     def _recompute(self, namespace: str) -> None:
         pod_rt, pdb_rt = self._types()
+        budgets = self._store.iter_objects(pdb_rt, namespace)
+        if not budgets:
+            return  # every pod write lands here: do not list the namespace's pods for nothing
         pods = self._store.iter_objects(pod_rt, namespace)
-        for pdb in self._store.iter_objects(pdb_rt, namespace):
+        for pdb in budgets:
             if is_deleting(pdb):
                 continue
             old = pdb.get("status") or {}

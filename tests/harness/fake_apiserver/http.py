@@ -25,6 +25,7 @@ from typing_extensions import override
 from . import discovery, tables
 from .faults import FaultInjector
 from .operations import Operations, ResourceRoute
+from .requesthead import BadRequest, read_headers, request_line
 from .requestlog import RecordedRequest, RequestLog
 from .resources import ResourceRegistry
 from .routing import is_api_path, parse_resource_path
@@ -179,6 +180,32 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  # stdlib signature
         """Silence the per-request stderr lines of BaseHTTPRequestHandler."""
+
+    @override
+    def parse_request(self) -> bool:
+        """The request line and headers, read by ``requesthead`` (not the email parser),
+        with ``BaseHTTPRequestHandler``'s decisions on errors, keep-alive and ``Expect``.
+        An error is answered with a status line even to a request line without a version
+        (``http.server`` would answer as HTTP/0.9, which no client of the fake speaks)."""
+        self.command = None  # type: ignore[assignment]  # as http.server, until it is read
+        self.request_version = "HTTP/1.1"
+        self.close_connection = True
+        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        try:
+            self.command, self.path, version = request_line(self.raw_requestline)
+            self.request_version = f"HTTP/{version[0]}.{version[1]}"
+            self.headers = read_headers(self.rfile)  # type: ignore[assignment]  # get/items only
+        except BadRequest as error:
+            self.send_error(error.status, error.message)
+            return False
+        connection = (self.headers.get("Connection") or "").lower()
+        self.close_connection = connection == "close" or (
+            version < (1, 1) and connection != "keep-alive"
+        )
+        expect = (self.headers.get("Expect") or "").lower()
+        if expect == "100-continue" and version >= (1, 1):
+            return self.handle_expect_100()
+        return True
 
     def do_GET(self) -> None:
         """GET."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
+import marshal
 import re
 import secrets
 import uuid
@@ -64,8 +65,17 @@ def is_dns_subdomain(name: str) -> bool:
 
 
 def deep_copy(obj: T) -> T:
-    """An independent copy of a JSON value (stored objects are never handed out)."""
-    return copy.deepcopy(obj)
+    """An independent copy of a JSON value (stored objects are never handed out).
+
+    A ``marshal`` round trip: JSON values (dicts, lists, strings, numbers, booleans, None)
+    are all marshallable, and it copies them in C, several times faster than
+    ``copy.deepcopy``, which was the largest part of the fake's CPU per request. Anything
+    else falls back to ``copy.deepcopy``.
+    """
+    try:
+        return marshal.loads(marshal.dumps(obj))  # type: ignore[no-any-return]  # noqa: S302 - bytes made on this line
+    except ValueError:  # not marshallable: not plain JSON
+        return copy.deepcopy(obj)
 
 
 def canonical(obj: Any) -> str:

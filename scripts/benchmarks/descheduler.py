@@ -91,9 +91,23 @@ def _peak_mib() -> float:
 # -- child: one cluster size --------------------------------------------------------------
 
 
-def child_size(directory: Path, decoding: str, runs: int) -> dict[str, Any]:
-    """Fill the caches from the list bodies in ``directory``, then plan ``runs`` cycles; the
-    caches keep what the policy's plugins read, as ``run_descheduler``'s do."""
+_ANSWER = "@@"
+"""Prefixes the child's answers on stdout, so a stray log line cannot be taken for one."""
+
+
+def _answer(result: dict[str, Any]) -> None:
+    print(_ANSWER + json.dumps(result), flush=True)
+
+
+def child_size(directory: Path, decoding: str) -> None:
+    """Fill the caches from the list bodies in ``directory``, answer with their figures,
+    then plan a capped and an uncapped cycle for each ``cycle`` line read from stdin, until
+    ``done``. The caches keep what the policy's plugins read, as ``run_descheduler``'s do.
+
+    The parent keeps one such child per size and asks them in turn, so the cycles of every
+    size are spread over the same minutes: this machine's speed drifts by a fifth from one
+    minute to the next, and sizes measured one after another carried that drift into the
+    growth exponent."""
     from agent.descheduler.app import projections_for  # noqa: PLC0415
     from agent.descheduler.cycle import CycleOptions, run_cycle  # noqa: PLC0415
     from agent.descheduler.policy import parse_policy_text  # noqa: PLC0415
@@ -101,7 +115,7 @@ def child_size(directory: Path, decoding: str, runs: int) -> dict[str, Any]:
 
     policy = parse_policy_text(POLICY, "bench")
     state = ClusterState(None, projections_for(policy), decoding=decoding)  # type: ignore[arg-type]  # never connects
-    caches = {
+    caches: dict[str, Any] = {
         "Node": state.nodes,
         "Pod": state.pods,
         "Namespace": state.namespaces,
@@ -124,37 +138,85 @@ def child_size(directory: Path, decoding: str, runs: int) -> dict[str, Any]:
         if kind == "Pod":
             pod_cold_start = time.perf_counter() - started
     cached, peak_cached = _rss_mib(), _peak_mib()
-    cycles: list[float] = []
-    uncapped_cycles: list[float] = []
-    evictions = uncapped_evictions = 0
     uncapped = parse_policy_text(POLICY_UNCAPPED, "bench")
     snapshot = state.snapshot(time.time())  # counted in the peak even without a cycle
-    for _ in range(runs):
+    _answer(
+        {
+            "pods": len(state.pods.store),
+            "rss_before": before,
+            "rss_cached": cached,
+            "peak_cached": peak_cached,
+            "pod_cold_start": pod_cold_start,
+        }
+    )
+    for line in sys.stdin:
+        if line.strip() != "cycle":
+            break
         snapshot = state.snapshot(time.time())
         started = time.perf_counter()
         plan = run_cycle(policy, snapshot, CycleOptions())
-        cycles.append(time.perf_counter() - started)
+        cycle = time.perf_counter() - started
         evictions = len(plan.evictions)
         del plan
         started = time.perf_counter()
         plan = run_cycle(uncapped, snapshot, CycleOptions())
-        uncapped_cycles.append(time.perf_counter() - started)
-        uncapped_evictions = len(plan.evictions)
+        uncapped_cycle = time.perf_counter() - started
+        _answer(
+            {
+                "cycle": cycle,
+                "evictions": evictions,
+                "uncapped_cycle": uncapped_cycle,
+                "uncapped_evictions": len(plan.evictions),
+            }
+        )
         del plan
-    return {
-        "pods": len(state.pods.store),
-        "rss_before": before,
-        "rss_cached": cached,
-        "peak_cached": peak_cached,
-        "peak": _peak_mib(),
-        "pod_cold_start": pod_cold_start,
-        "cycle": statistics.median(cycles) if cycles else float("nan"),
-        "cycles": cycles,
-        "evictions": evictions,
-        "uncapped_cycle": statistics.median(uncapped_cycles) if cycles else float("nan"),
-        "uncapped_cycles": uncapped_cycles,
-        "uncapped_evictions": uncapped_evictions,
-    }
+    _answer({"peak": _peak_mib()})
+
+
+class SizeChild:
+    """The parent's side of one ``child_size`` process."""
+
+    def __init__(self, directory: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--child", "size", str(directory), "msgspec"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.figures: dict[str, Any] = {**self._read(), "cycles": [], "uncapped_cycles": []}
+
+    def _read(self) -> dict[str, Any]:
+        assert self.process.stdout is not None  # noqa: S101 - PIPE given
+        for line in self.process.stdout:
+            if line.startswith(_ANSWER):
+                return json.loads(line[len(_ANSWER) :])  # type: ignore[no-any-return]
+        raise RuntimeError(f"size child exited with {self.process.wait()}")
+
+    def _send(self, line: str) -> dict[str, Any]:
+        assert self.process.stdin is not None  # noqa: S101 - PIPE given
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+        return self._read()
+
+    def cycle(self) -> None:
+        answer = self._send("cycle")
+        self.figures["cycles"].append(answer["cycle"])
+        self.figures["uncapped_cycles"].append(answer["uncapped_cycle"])
+        self.figures["evictions"] = answer["evictions"]
+        self.figures["uncapped_evictions"] = answer["uncapped_evictions"]
+
+    def finish(self) -> dict[str, Any]:
+        """The figures, with the process's peak RSS and the cycles' medians."""
+        self.figures.update(self._send("done"))
+        self.process.wait(timeout=60)
+        f = self.figures
+        f.setdefault("evictions", 0)
+        f.setdefault("uncapped_evictions", 0)
+        f["cycle"] = statistics.median(f["cycles"]) if f["cycles"] else float("nan")
+        f["uncapped_cycle"] = (
+            statistics.median(f["uncapped_cycles"]) if f["cycles"] else float("nan")
+        )
+        return f
 
 
 def child_decode(path: Path, decoding: str) -> dict[str, Any]:
@@ -637,16 +699,61 @@ def main() -> int:
             serve_fake_apiserver(int(rest[0]), float(rest[1]), Path(rest[2]))
             return 0
         if mode == "size":
-            result = child_size(Path(rest[0]), rest[1], int(rest[2]))
-        else:
-            result = (  # "cold": the pod-list cold start, one run
-                child_cold_start(Path(rest[0]), rest[1])
-                if mode == "cold"
-                else child_decode(Path(rest[0]), rest[1])
-            )
+            child_size(Path(rest[0]), rest[1])
+            return 0
+        result = (  # "cold": the pod-list cold start, one run
+            child_cold_start(Path(rest[0]), rest[1])
+            if mode == "cold"
+            else child_decode(Path(rest[0]), rest[1])
+        )
         print(json.dumps(result))
         return 0
     return run_parent(args)
+
+
+def _measure_sizes(
+    args: argparse.Namespace,
+    sizes: list[int],
+    figures: dict[int, dict[str, Any]],
+    decoders: dict[str, dict[str, Any]],
+) -> None:
+    """One ``SizeChild`` per size, cycles asked round by round; the decoders on the smallest."""
+    with tempfile.TemporaryDirectory() as workdir:
+        children: dict[int, SizeChild] = {}
+        for size in sizes:
+            directory = Path(workdir) / str(size)
+            directory.mkdir()
+            write_cluster(size, directory)
+            children[size] = SizeChild(directory)
+            if size == min(sizes):
+                pod_file = str(directory / "Pod.json")
+                for decoding in ("json", "msgspec"):
+                    d = run_child("decode", pod_file, decoding)
+                    decoders[decoding] = d
+                    print(
+                        f"  decoder {decoding:7s} ({d['pods']} pods): decode {d['decode']:5.2f} s, "
+                        f"decode+project {d['total']:5.2f} s, peak above the bytes "
+                        f"{d['peak_over_bytes']:6.1f} MiB"
+                    )
+            for path in directory.iterdir():
+                path.unlink()
+        # Round by round, every size in turn (see ``child_size``).
+        for _ in range(args.runs):
+            for size in sizes:
+                if size <= args.cycle_max_nodes:
+                    children[size].cycle()
+        for size in sizes:
+            figures[size] = f = children[size].finish()
+            print(
+                f"  {size:5d} nodes, {f['pods']:6d} pods: peak RSS {f['peak']:7.1f} MiB "
+                f"(caches filled {f['rss_cached']:.1f}, their peak {f['peak_cached']:.1f}; "
+                f"interpreter + imports {f['rss_before']:.1f} MiB); pod list decoded+indexed "
+                f"{f['pod_cold_start']:6.2f} s; cycle (median of {len(f['cycles'])}) "
+                f"{f['cycle']:6.2f} s, {f['evictions']} evictions planned; without the total "
+                f"limit {f['uncapped_cycle']:6.2f} s, {f['uncapped_evictions']} evictions "
+                f"(runs: {_seconds(f['cycles'])} / {_seconds(f['uncapped_cycles'])})"
+            )
+            emit_size(size, f)
 
 
 def run_parent(args: argparse.Namespace) -> int:
@@ -667,36 +774,7 @@ def run_parent(args: argparse.Namespace) -> int:
     pod_list_cold_start(args)
     figures: dict[int, dict[str, Any]] = {}
     decoders: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory() as workdir:
-        for size in sizes:
-            directory = Path(workdir) / str(size)
-            directory.mkdir()
-            write_cluster(size, directory)
-            runs = args.runs if size <= args.cycle_max_nodes else 0
-            figures[size] = run_child("size", str(directory), "msgspec", str(runs))
-            f = figures[size]
-            print(
-                f"  {size:5d} nodes, {f['pods']:6d} pods: peak RSS {f['peak']:7.1f} MiB "
-                f"(caches filled {f['rss_cached']:.1f}, their peak {f['peak_cached']:.1f}; "
-                f"interpreter + imports {f['rss_before']:.1f} MiB); pod list decoded+indexed "
-                f"{f['pod_cold_start']:6.2f} s; cycle (median of {args.runs}) "
-                f"{f['cycle']:6.2f} s, {f['evictions']} evictions planned; without the total "
-                f"limit {f['uncapped_cycle']:6.2f} s, {f['uncapped_evictions']} evictions "
-                f"(runs: {_seconds(f['cycles'])} / {_seconds(f['uncapped_cycles'])})"
-            )
-            emit_size(size, f)
-            if size == min(sizes):
-                pod_file = str(directory / "Pod.json")
-                for decoding in ("json", "msgspec"):
-                    d = run_child("decode", pod_file, decoding)
-                    decoders[decoding] = d
-                    print(
-                        f"  decoder {decoding:7s} ({d['pods']} pods): decode {d['decode']:5.2f} s, "
-                        f"decode+project {d['total']:5.2f} s, peak above the bytes "
-                        f"{d['peak_over_bytes']:6.1f} MiB"
-                    )
-            for path in directory.iterdir():
-                path.unlink()
+    _measure_sizes(args, sizes, figures, decoders)
     emit_decoders(decoders)
     timed = [size for size in sizes if not math.isnan(figures[size]["cycle"])]
     if len(timed) > 1:

@@ -190,11 +190,12 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         self.command = None  # type: ignore[assignment]  # as http.server, until it is read
         self.request_version = "HTTP/1.1"
         self.close_connection = True
-        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        raw: bytes = self.raw_requestline  # type: ignore[attr-defined]  # set by handle_one_request
+        self.requestline = str(raw, "iso-8859-1").rstrip("\r\n")
         try:
-            self.command, self.path, version = request_line(self.raw_requestline)
+            self.command, self.path, version = request_line(raw)
             self.request_version = f"HTTP/{version[0]}.{version[1]}"
-            self.headers = read_headers(self.rfile)  # type: ignore[assignment]  # get/items only
+            self.headers = read_headers(self.rfile)  # type: ignore[assignment,arg-type]  # get/items only; a binary stream
         except BadRequest as error:
             self.send_error(error.status, error.message)
             return False

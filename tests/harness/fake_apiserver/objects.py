@@ -73,7 +73,7 @@ def deep_copy(obj: T) -> T:
     else falls back to ``copy.deepcopy``.
     """
     try:
-        return marshal.loads(marshal.dumps(obj))  # type: ignore[no-any-return]  # noqa: S302 - bytes made on this line
+        return marshal.loads(marshal.dumps(obj))  # type: ignore[no-any-return,arg-type]  # noqa: S302 - bytes made on this line
     except ValueError:  # not marshallable: not plain JSON
         return copy.deepcopy(obj)
 

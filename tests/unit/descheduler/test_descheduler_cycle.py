@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 from typing import Any
 
@@ -183,3 +184,23 @@ def test_pods_evicted_earlier_in_the_cycle_are_gone_for_later_plugins() -> None:
         ("first", "rs-n1-2"),
         ("second", "rs-n1-1"),
     ]
+
+
+def test_plugins_plan_with_the_collector_paused_and_it_resumes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cyclic garbage collector is off while the plugins plan (their short-lived
+    containers hold no cycles) and back on once the cycle returns."""
+    seen: list[bool] = []
+
+    def recording(self: RemoveDuplicates, nodes: Any) -> None:
+        seen.append(gc.isenabled())
+        original(self, nodes)
+
+    original = RemoveDuplicates.balance
+    monkeypatch.setattr(RemoveDuplicates, "balance", recording)
+    assert gc.isenabled()
+    state = snapshot(node("n1"), node("n2"), *_namespaced("one"), *_namespaced("two"))
+    run_cycle(_two_profiles(), state)
+    assert seen == [False, False]
+    assert gc.isenabled()

@@ -20,8 +20,8 @@ import urllib3
 from kubernetes import client as k8s_client
 
 from agent.kube.errors import KubeError, Timeout, TLSError, Unavailable, error_for_status
+from agent.kube.httpconnections import use_lean_connections
 from agent.kube.resources import PODS, Resource
-from agent.kube.responsehead import use_lean_responses
 
 Decode = Callable[[bytes], Any]
 """Turns one response body (a list page, or one watch event line) into JSON-shaped data.
@@ -194,7 +194,7 @@ class KubeApi:
         the pool itself, its connections and its TLS settings are the client's. ``close``
         closes it and empties the cache. Threads may race to fill the cache: they get the
         same pool from the manager, which has its own lock. Its new connections read
-        response headers without the email parser (``responsehead``)."""
+        response headers without the email parser (``httpconnections``)."""
         manager = self.api_client.rest_client.pool_manager
         if type(manager) is not urllib3.PoolManager:
             return None
@@ -202,7 +202,7 @@ class KubeApi:
         if cached is None or cached[0] != host:
             base_path = (urllib3.util.parse_url(host).path or "").rstrip("/")
             pool = manager.connection_from_url(host)
-            use_lean_responses(pool)
+            use_lean_connections(pool)
             cached = (host, pool, base_path)
             self._pool = cached
         return cached[1], cached[2]

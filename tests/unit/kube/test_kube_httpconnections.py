@@ -1,11 +1,17 @@
-"""Response headers read without the email parser are what ``http.client`` reads."""
+"""The client pool's connections: response headers read as http.client reads them, and a
+request's head written with its body."""
 
 import http.client
 import io
 
 import pytest
 
-from agent.kube.responsehead import LeanHeadResponse, parse_header_lines, read_header_lines
+from agent.kube.httpconnections import (
+    LeanHeadResponse,
+    LeanHTTPConnection,
+    parse_header_lines,
+    read_header_lines,
+)
 
 HEADER_BLOCKS = [
     pytest.param(
@@ -125,3 +131,76 @@ def test_a_bad_protocol_is_refused_as_http_client_refuses_it() -> None:
             LeanHeadResponse(_Socket(data)).begin()  # type: ignore[arg-type]  # makefile only
         with pytest.raises(error):
             http.client.HTTPResponse(_Socket(data)).begin()  # type: ignore[arg-type]  # same
+
+
+class _Recorder:
+    """A connected socket that records each write."""
+
+    def __init__(self, fail_first: bool = False) -> None:
+        self.writes: list[bytes] = []
+        self.fail_first = fail_first
+
+    def sendall(self, data: bytes) -> None:
+        if self.fail_first:
+            self.fail_first = False
+            raise BrokenPipeError
+        self.writes.append(bytes(data))
+
+    def settimeout(self, _timeout: float | None) -> None:
+        pass
+
+
+def _connection(sock: _Recorder) -> LeanHTTPConnection:
+    connection = LeanHTTPConnection("127.0.0.1", 1)
+    connection.sock = sock  # type: ignore[assignment]  # sendall and settimeout are all it uses
+    return connection
+
+
+def test_a_request_with_a_body_is_one_write() -> None:
+    """The head and a bytes body leave in one write (one TCP segment), byte for byte what
+    urllib3 would have written in two."""
+    sock = _Recorder()
+    _connection(sock).request("POST", "/e", body=b'{"a":1}', headers={"X-A": "1"})
+    assert len(sock.writes) == 1
+    head, _, body = sock.writes[0].partition(b"\r\n\r\n")
+    assert head.startswith(b"POST /e HTTP/1.1\r\n")
+    assert b"\r\nContent-Length: 7" in head
+    assert body == b'{"a":1}'
+
+
+def test_a_request_without_a_body_is_its_head() -> None:
+    """A GET is written as its head alone, at once (nothing waits for a body)."""
+    sock = _Recorder()
+    _connection(sock).request("GET", "/g")
+    assert len(sock.writes) == 1
+    assert sock.writes[0].startswith(b"GET /g HTTP/1.1\r\n")
+    assert sock.writes[0].endswith(b"\r\n\r\n")
+
+
+def test_a_failed_write_leaves_nothing_held_for_the_next_request() -> None:
+    """After a request whose write failed, the next request is written whole and alone,
+    with no part of the failed one in front of it."""
+    sock = _Recorder(fail_first=True)
+    connection = _connection(sock)
+    with pytest.raises(BrokenPipeError):
+        connection.request("POST", "/first", body=b"1")
+    connection._HTTPConnection__state = http.client._CS_IDLE  # type: ignore[attr-defined]  # as after a reset
+    connection.request("POST", "/second", body=b"22")
+    assert len(sock.writes) == 1
+    assert sock.writes[0].startswith(b"POST /second ")
+    assert sock.writes[0].endswith(b"\r\n\r\n22")
+
+
+def test_a_request_refused_before_its_head_was_written_holds_nothing_back() -> None:
+    """A request that fails while its head is built (a header value with a newline) leaves
+    the connection writing the next request's head at once."""
+    sock = _Recorder()
+    connection = _connection(sock)
+    with pytest.raises(ValueError, match="Invalid header"):
+        connection.request("POST", "/bad", body=b"1", headers={"X-Bad": "a\nb"})
+    # http.client's own state, as after a reset (urllib3 would close this connection;
+    # what is pinned here is that nothing of ours is left over).
+    connection._HTTPConnection__state = http.client._CS_IDLE  # type: ignore[attr-defined]  # its own
+    connection._buffer.clear()  # type: ignore[attr-defined]  # the half-built head
+    connection.request("GET", "/next")
+    assert [write.split(b" ")[1] for write in sock.writes] == [b"/next"]

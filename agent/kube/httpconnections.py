@@ -1,4 +1,5 @@
-"""Reading a response's headers without the ``email`` parser, for the API client's pool.
+"""The API client pool's connections: response headers read without the ``email`` parser,
+and a request's head sent with its body.
 
 ``http.client`` hands every response's header block to ``email.parser``, whose generic
 machinery (a feed parser, MIME checks, a policy per header) was about a third of the
@@ -11,7 +12,8 @@ the two on a table of header blocks.
 
 ``LeanHeadResponse.begin`` is ``http.client.HTTPResponse.begin`` (the same in Python 3.11 to
 3.13) with only the header parsing swapped; the connection classes plug it into urllib3,
-which reads the message exactly as before.
+which reads the message exactly as before. They also send a request's head together with
+its body (``_HeadWithBody``), one write where urllib3 made two.
 """
 
 from __future__ import annotations
@@ -118,17 +120,43 @@ class LeanHeadResponse(http.client.HTTPResponse):
         return length if length >= 0 else None
 
 
-class LeanHTTPConnection(urllib3.connection.HTTPConnection):
+class _HeadWithBody:
+    """Sends a request's head and its bytes body in one write.
+
+    urllib3 writes the head (``endheaders``) and then the body: two TCP segments, as the
+    client turns Nagle off, and two reads for the server. The head of a request with a
+    bytes body is held back for the body's ``send``. Mixed into the connection classes.
+    """
+
+    _hold_head = False
+    _held_head: bytes | None = None
+
+    def request(self, method: str, url: str, body: Any = None, *args: Any, **kwargs: Any) -> None:
+        # Set afresh for each request, so one that failed half-way leaves nothing behind.
+        self._hold_head = type(body) is bytes and bool(body)
+        self._held_head = None
+        super().request(method, url, body, *args, **kwargs)  # type: ignore[misc]  # the connection's
+
+    def send(self, data: Any) -> None:
+        if self._hold_head:  # the head, from ``endheaders``
+            self._hold_head = False
+            self._held_head = data
+            return
+        held, self._held_head = self._held_head, None
+        super().send(data if held is None else held + data)  # type: ignore[misc]  # same
+
+
+class LeanHTTPConnection(_HeadWithBody, urllib3.connection.HTTPConnection):
     response_class = LeanHeadResponse
 
 
-class LeanHTTPSConnection(urllib3.connection.HTTPSConnection):
+class LeanHTTPSConnection(_HeadWithBody, urllib3.connection.HTTPSConnection):
     response_class = LeanHeadResponse
 
 
-def use_lean_responses(pool: urllib3.HTTPConnectionPool) -> None:
-    """Make ``pool``'s new connections read their responses' headers this way, if they are
-    urllib3's own connection classes (anything else is left as it is)."""
+def use_lean_connections(pool: urllib3.HTTPConnectionPool) -> None:
+    """Make ``pool``'s new connections the lean ones (headers read here, head sent with the
+    body), if they are urllib3's own connection classes; anything else is left as it is."""
     if pool.ConnectionCls is urllib3.connection.HTTPSConnection:
         pool.ConnectionCls = LeanHTTPSConnection
     elif pool.ConnectionCls is urllib3.connection.HTTPConnection:

@@ -48,7 +48,7 @@ BENCHMARKS = (
     Benchmark("shutdown", ("--rounds", "7"), ("--rounds", "1", "--pods", "6"), True, 1.5),
     Benchmark(
         "descheduler",
-        ("--sizes", "1000,2000,5000", "--runs", "7"),
+        ("--sizes", "1000,2000,5000", "--runs", "11"),
         (
             "--sizes",
             "100,200",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -134,6 +135,18 @@ def _descheduler_plan_flags(parser: argparse.ArgumentParser) -> None:
     add("--policy-config-file", metavar="FILE", required=True, help="DeschedulerPolicy")
     add("--node-reports", metavar="FILE", help="kubectl get nodereports -o json (gzip accepted)")
     add("--output", choices=("table", "json"), default="table", help="output format")
+    add(
+        "--captured-at",
+        metavar="TIME",
+        help="RFC 3339 time the snapshot was taken (default: the newest time the API server "
+        "stamped on one of its objects); NodeReports are judged at it, pod ages count to it",
+    )
+    add(
+        "--max-snapshot-bytes",
+        type=int,
+        metavar="N",
+        help="refuse a file (or what a gzip expands to) larger than N bytes (default 8 GiB)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -176,6 +189,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _stop_during_start_up)
+    # Names and messages can carry any character an input file held (lone surrogates too):
+    # the CLI escapes what the terminal's encoding cannot show instead of failing on it.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     try:
         args = build_parser().parse_args(argv)
         handler: Handler = args.handler

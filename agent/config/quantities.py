@@ -20,6 +20,7 @@ table), but the client's version differs where it matters here:
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -42,6 +43,9 @@ _SUFFIX = {
     "Pi": Fraction(2**50),
     "Ei": Fraction(2**60),
 }
+MAX_EXPONENT = 40
+"""Decimal exponents beyond +-40 are refused: no resource comes near 1e40 of its unit, and an
+exponent of millions would make the exact arithmetic below take minutes."""
 _QUANTITY = re.compile(
     r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?)$"
 )
@@ -54,6 +58,8 @@ def parse_quantity(value: str | int | float) -> Fraction:
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"invalid quantity {value!r}: not finite")
         return Fraction(Decimal(repr(value)))
     match = _QUANTITY.match(value.strip())
     if match is None:
@@ -62,9 +68,13 @@ def parse_quantity(value: str | int | float) -> Fraction:
     if suffix and ("e" in number.lower()):
         raise ValueError(f"invalid quantity {value!r}: exponent and suffix together")
     try:
-        return Fraction(Decimal(number)) * _SUFFIX[suffix]
+        decimal = Decimal(number)
     except InvalidOperation as error:  # pragma: no cover - the regex admits only decimals
         raise ValueError(f"invalid quantity {value!r}") from error
+    if decimal and not -MAX_EXPONENT <= decimal.adjusted() <= MAX_EXPONENT:
+        # ``Fraction`` would build the power of ten exactly: 1e400000000 would take minutes.
+        raise ValueError(f"invalid quantity {value!r}: out of range")
+    return Fraction(decimal) * _SUFFIX[suffix]
 
 
 def whole_bytes(exact: Fraction) -> int:

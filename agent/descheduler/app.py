@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
@@ -52,12 +53,8 @@ from agent.descheduler.evictions.live import (
     ResultListener,
 )
 from agent.descheduler.framework.types import BALANCE
-from agent.descheduler.metrics import (
-    RESULT_BLOCKED_BY_PDB,
-    DeschedulerMetrics,
-    NodeReportFreshness,
-)
-from agent.descheduler.model import ClusterSnapshot, NodeUsage, PodInfo
+from agent.descheduler.metrics import RESULT_BLOCKED_BY_PDB, DeschedulerMetrics, SkippedObjects
+from agent.descheduler.model import ClusterSnapshot, PodInfo
 from agent.descheduler.plan import Plan, PlannedEviction
 from agent.descheduler.plugins.criticaladdonrescue import NAME as RESCUE
 from agent.descheduler.plugins.criticaladdonrescue import CriticalAddonRescueArgs, is_critical
@@ -65,6 +62,7 @@ from agent.descheduler.plugins.nodeutilization.lownodeutilization import LowNode
 from agent.descheduler.policy import DeschedulerPolicy
 from agent.descheduler.projection import UNSCHEDULABLE_SINCE
 from agent.descheduler.render import render_json, render_table
+from agent.descheduler.reporttrust import NodeReportTrustMetrics, ReportTrust
 from agent.descheduler.state import ClusterState, Decoding, Projections, UsageSource
 from agent.descheduler.taintactions import RescueTracker, TaintActions
 from agent.descheduler.triggers import (
@@ -74,11 +72,10 @@ from agent.descheduler.triggers import (
     NodeReadyWatch,
     UtilizationWatch,
 )
-from agent.descheduler.usage import usage_by_node
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
 from agent.kube.errors import KubeError, LeadershipLost, NotFound
-from agent.kube.events import EventRecorder
+from agent.kube.events import EventRecorder, EventSink, ObjectRef
 from agent.kube.evictionmemory import (
     EvictionsMemory,
     LeaseAnnotationMemory,
@@ -89,7 +86,7 @@ from agent.kube.nodereports import NodeReportCache, NodeUsageReport
 from agent.kube.ownedtaints import OwnedTaints
 from agent.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from agent.kube.taintownership import RESCUE_ANNOTATION
-from agent.runtime.clock import Clock, SystemClock
+from agent.runtime.clock import Clock, SystemClock, sleep_or_set
 from agent.runtime.supervisor import STAGE_CONTROLLER, STAGE_WATCH, RootTask, Supervisor
 from agent.runtime.watches import watch_task
 from agent.telemetry.health import Health
@@ -100,6 +97,8 @@ A = TypeVar("A")
 COMPONENT = "descheduler"
 LEASE_NAMESPACE = "kube-system"
 LEASE_NAME = "descheduler"
+CYCLE_FAILED = "DeschedulingFailed"
+"""The reason of the Warning Event a cycle posts when a plugin or a profile failed."""
 CHURN_MEMORY_SECONDS = 24 * 3600.0
 """How long the Lease remembers an owner's last eviction (longer than any sane cooldown)."""
 LEFTOVER_SYNC_SECONDS = 5.0
@@ -176,6 +175,8 @@ class Descheduler:
         elector: LeaderElector | None = None,
         memory: EvictionsMemory | None = None,
         taint_actions: TaintActions | None = None,
+        events: EventSink | None = None,
+        subject: ObjectRef | None = None,
     ) -> None:
         self.policy = policy
         self.options = options
@@ -193,6 +194,9 @@ class Descheduler:
         self.taint_actions = taint_actions
         """Applies the plan's taints (rescue, out-of-service); ``None``: no taints at all."""
         self._leftovers_checked = False
+        self.events = events
+        self.subject = subject
+        """What the cycle's own Warning Events are about: this replica's Pod, else its Lease."""
 
     @property
     def leading(self) -> bool:
@@ -236,10 +240,19 @@ class Descheduler:
                 )
             self.last_results = await self._execute(plan)
             await self._remember(snapshot, owner_evictions, self.last_results)
-            self.metrics.cycles.labels("skipped" if plan.skipped else "planned").inc()
+            self.metrics.cycles.labels(_outcome(plan)).inc()
+        if plan.errors:
+            await self._report_failures(plan)
         self.metrics.loop_duration.observe(self.clock.monotonic() - started)
         self.last_plan = plan
         return plan
+
+    async def _report_failures(self, plan: Plan) -> None:
+        """A plugin or profile that failed: an error line and a Warning Event each."""
+        for error in plan.errors:
+            _log.error("descheduling cycle incomplete", error=error)
+            if self.events is not None and self.subject is not None:
+                await self.events.emit(self.subject, "Warning", CYCLE_FAILED, error)
 
     async def _execute(self, plan: Plan) -> list[EvictionResult]:
         """Taints first (a rescue's node is tainted before its pods go), then evictions."""
@@ -326,6 +339,24 @@ class Descheduler:
                 await self.memory.save(remembered)
             except (KubeError, LeadershipLost) as error:
                 _log.warning("churn guard memory not saved", error=str(error))
+
+
+def _outcome(plan: Plan) -> str:
+    """The ``cycles`` metric's outcome of a cycle that evicted."""
+    if plan.errors:
+        return "failed"
+    return "skipped" if plan.skipped else "planned"
+
+
+def event_subject(namespace: str, lease: str) -> ObjectRef:
+    """This replica's Pod (``POD_NAME``/``POD_NAMESPACE`` from the downward API), else the
+    leader Lease: the object the cycle's own Warning Events are posted on."""
+    pod, pod_namespace = os.environ.get("POD_NAME"), os.environ.get("POD_NAMESPACE")
+    if pod and pod_namespace:
+        return ObjectRef(kind="Pod", name=pod, namespace=pod_namespace)
+    return ObjectRef(
+        kind="Lease", name=lease, namespace=namespace, api_version="coordination.k8s.io/v1"
+    )
 
 
 def rescue_timeout(policy: DeschedulerPolicy) -> float:
@@ -417,19 +448,7 @@ async def until_next_cycle(
             return
         poll = now + RESCUE_POLL_SECONDS if rescuing else None
         deadlines = [t for t in (due, poll) if t is not None]
-        await _sleep_or_wake(clock, min(deadlines) - now if deadlines else None, wake)
-
-
-async def _sleep_or_wake(clock: Clock, seconds: float | None, wake: asyncio.Event) -> None:
-    """Return after ``seconds`` (``None``: never) or as soon as ``wake`` is set."""
-    waiter = asyncio.ensure_future(wake.wait())
-    sleeper = asyncio.ensure_future(clock.sleep(seconds)) if seconds is not None else None
-    pending = {waiter} | ({sleeper} if sleeper is not None else set())
-    try:
-        await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in pending:
-            task.cancel()
+        await sleep_or_set(clock, min(deadlines) - now if deadlines else None, wake)
 
 
 def _on_result(metrics: DeschedulerMetrics) -> ResultListener:
@@ -456,16 +475,19 @@ def uses_cooldown(policy: DeschedulerPolicy) -> bool:
 
 
 async def _reports_listed(reports: NodeReportCache, clock: Clock) -> bool:
-    """Wait (bounded) for the first list of NodeReports; ``False`` at once without the CRD."""
+    """Wait (bounded) for the first list of NodeReports; ``False`` soon without the CRD."""
     deadline = clock.monotonic() + REPORTS_SYNC_SECONDS
-    while not reports.reflector.synced.is_set():
-        if isinstance(reports.reflector.last_error, NotFound) or clock.monotonic() >= deadline:
+    synced = reports.reflector.synced
+    while not synced.is_set():
+        remaining = deadline - clock.monotonic()
+        if isinstance(reports.reflector.last_error, NotFound) or remaining <= 0:
             return False
-        await clock.sleep(0.05)
+        # Checked again every 50 ms for the error, which the watch thread only records.
+        await sleep_or_set(clock, min(0.05, remaining), synced)
     return True
 
 
-async def run_descheduler(  # noqa: PLR0915 - the one place that wires the process
+async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires the process
     policy: DeschedulerPolicy,
     options: RunOptions,
     api: KubeApi,
@@ -523,16 +545,22 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
         failure_events=policy.eviction_failure_event_notification,
     )
     reports: NodeReportCache | None = None
+    trust: ReportTrust | None = None
     if usage is None:
-        reports = NodeReportCache(api, now=clock.now)
-        watched = reports
-
-        def usage() -> Mapping[str, NodeUsage]:
-            return usage_by_node(watched.all_reports(), clock.now())
-
-        registry.register(NodeReportFreshness(watched.all_reports, clock.now))
-
+        reports = NodeReportCache(api, monotonic=clock.monotonic)
+        trust = ReportTrust(reports, clock)
+        usage = trust.usage
     state = ClusterState(api, projections_for(policy), usage=usage, decoding=options.decoding)
+    registry.register(
+        SkippedObjects(
+            lambda: {reflector.name: reflector.skipped for reflector in state.reflectors}
+        )
+    )
+    if trust is not None:
+        judging = trust
+        registry.register(
+            NodeReportTrustMetrics(lambda: judging.verdicts(dict(state.nodes.store)), clock.now)
+        )
     owned_taints = OwnedTaints(kube, monotonic=clock.monotonic)
     taint_actions = TaintActions(
         owned_taints,
@@ -552,6 +580,8 @@ async def run_descheduler(  # noqa: PLR0915 - the one place that wires the proce
         elector=elector,
         memory=memory,
         taint_actions=taint_actions,
+        events=events,
+        subject=event_subject(options.lease_namespace, options.lease_name),
     )
     metrics.follow_leadership(lambda: descheduler.leading)
     exit_code = 0

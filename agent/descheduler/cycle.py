@@ -4,7 +4,8 @@ Upstream's ``runProfiles`` (descheduler.go): take the nodes matching the policy'
 ``nodeSelector`` and keep the Ready ones (cordoned nodes stay in); with at most one, skip
 ("requires >=2 nodes"); run the Deschedule plugins of every profile, then the Balance
 plugins of every profile, all sharing one evictor whose limits are checked Total -> PerNode
--> PerNamespace. A plugin that fails is logged and the cycle goes on.
+-> PerNamespace. A plugin that fails is logged, recorded in ``Plan.errors``, and the cycle
+goes on with the others (the runtime then fails the cycle loudly).
 
 The runtime supplies what is not pure: the snapshot (with its ``now``), the churn guard's
 memory (``CycleOptions.owner_evictions``) and a monotonic clock for the per-plugin durations
@@ -222,8 +223,19 @@ def _run(  # noqa: PLR0917 - one call site, every argument named there
     except Exception as error:
         # Upstream logs a plugin's error status and goes on with the next plugin; a bug in
         # one plugin must not stop the others, so this catches everything and says where.
-        log.exception("profile %s: plugin %s failed", profile, plugin.name)
-        plan.errors.append(f"profile {profile}: plugin {plugin.name}: {error}")
+        # The plan records it: the runtime fails the cycle loudly (exit 1 offline; live, the
+        # cycle's outcome and a Warning Event). The traceback is for whoever debugs it.
+        log.error(  # noqa: TRY400 - the traceback follows at debug level
+            "profile %s: plugin %s failed: %s: %s",
+            profile,
+            plugin.name,
+            type(error).__name__,
+            error,
+        )
+        log.debug("profile %s: plugin %s failed", profile, plugin.name, exc_info=True)
+        plan.errors.append(
+            f"profile {profile}: plugin {plugin.name}: {type(error).__name__}: {error}"
+        )
     plan.durations.append(
         {
             "profile": profile,

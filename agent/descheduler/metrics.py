@@ -4,22 +4,21 @@ Dashboards and alerts written for upstream keep working: ``descheduler_pods_evic
 (``result`` is ``success``, ``error``, or why the eviction was not made), the loop and
 per-strategy durations, and ``descheduler_build_info``. Ours carry the product prefix.
 
-Two are read at scrape time, so every replica, leader or not, says what is true now: whether
-this replica leads (an alert fires when no replica does), and how fresh the agents'
-NodeReports are (the reports every replica watches; an alert fires on stale ones).
+Some are read at scrape time, so every replica, leader or not, says what is true now: whether
+this replica leads (an alert fires when no replica does) here, and how the agents' NodeReports
+are judged (``reporttrust``: fresh, stale, distrusted; an alert fires on stale ones).
 """
 
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
 from agent import __version__
-from agent.kube.nodereports import NodeUsageReport
 
 RESULT_SUCCESS = "success"
 RESULT_ERROR = "error"
@@ -70,7 +69,8 @@ class DeschedulerMetrics:
         )
         self.cycles = Counter(
             "kubelet_companion_descheduler_cycles",
-            "Descheduling cycles, by outcome (planned, skipped, dry-run, follower).",
+            "Descheduling cycles, by outcome (planned, skipped, failed: a plugin or profile "
+            "failed and the rest of the plan went ahead, dry-run, follower).",
             ["outcome"],
             registry=registry,
         )
@@ -91,44 +91,28 @@ class DeschedulerMetrics:
         self.pods_evicted.labels(result, strategy, profile, namespace, node).inc()
 
 
-class NodeReportFreshness(Collector):
-    """``kubelet_companion_descheduler_nodereports{state}`` (``fresh``/``stale``: older than
-    three heartbeats, the age at which the plugins stop believing a report) and the age of
-    the oldest report, from the reports the descheduler watches.
+class SkippedObjects(Collector):
+    """``kubelet_companion_descheduler_objects_skipped_total{cache}``: objects a cache left
+    out because they could not be projected (a quantity or timestamp the API server would
+    not have stored, JSON nested too deep). Read at scrape time from the caches' counters
+    (ints, written on the watch threads; a read sees the old value or the new one)."""
 
-    Runs on the HTTP threads: ``reports`` returns a copy of the cache's store (one
-    ``list(dict.values())``, which the GIL makes atomic), and the reports are immutable.
-    """
+    def __init__(self, counts: Callable[[], Mapping[str, int]]) -> None:
+        self._counts = counts
 
-    def __init__(
-        self, reports: Callable[[], Iterable[NodeUsageReport]], now: Callable[[], float]
-    ) -> None:
-        self._reports = reports
-        self._now = now
+    def describe(self) -> Iterator[CounterMetricFamily]:
+        return self._families({})
 
-    def describe(self) -> Iterator[GaugeMetricFamily]:
-        return self._families([], 0.0)
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        return self._families(list(self._reports()), self._now())
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        return self._families(self._counts())
 
     @staticmethod
-    def _families(reports: list[NodeUsageReport], now: float) -> Iterator[GaugeMetricFamily]:
-        stale = sum(1 for report in reports if report.stale(now))
-        counts = GaugeMetricFamily(
-            "kubelet_companion_descheduler_nodereports",
-            "NodeReports the descheduler sees, by state: fresh, or stale (older than three "
-            "heartbeats, or never observed; the node's usage falls back to requests).",
-            labels=["state"],
+    def _families(counts: Mapping[str, int]) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "kubelet_companion_descheduler_objects_skipped",
+            "Objects a cache left out because they could not be projected, by cache.",
+            labels=["cache"],
         )
-        counts.add_metric(["fresh"], len(reports) - stale)
-        counts.add_metric(["stale"], stale)
-        yield counts
-        ages = [
-            now - report.observed_time for report in reports if report.observed_time is not None
-        ]
-        yield GaugeMetricFamily(
-            "kubelet_companion_descheduler_nodereport_max_age_seconds",
-            "Seconds since the oldest NodeReport was observed by its agent (0 without any).",
-            value=max(ages, default=0.0),
-        )
+        for cache, count in sorted(counts.items()):
+            family.add_metric([cache], count)
+        yield family

@@ -28,6 +28,11 @@ CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
 
+CLOCK_SKEW_SECONDS = 60.0
+"""How far two clocks of the cluster may disagree and a comparison between them still hold
+(an agent's ``observedTime`` against the descheduler's clock; the descheduler's record of a
+report's change against a Node condition's ``lastTransitionTime``)."""
+
 EMPTY_MAP: Mapping[str, Any] = MappingProxyType({})
 """Shared by every object without the map; read-only so no one can fill it for all."""
 
@@ -163,11 +168,21 @@ class NodeUsage:
     """The report's last word on the node's shutdown was ``completed``."""
     boot_id: str = ""
     """The boot the report was written in (``status.bootID``)."""
+    changed_at: float = 0.0
+    """When the descheduler last saw the report change (wall-clock seconds on its own
+    clock; offline, bounded by the snapshot's capture time): never later than the writer's
+    ``observedTime``."""
+    stale_after: float = 180.0
+    """How long after ``changed_at`` the report counts (three of its heartbeats)."""
+    change_witnessed: bool = False
+    """The descheduler saw the report change to what it says (a watch event), rather than
+    finding it so when it started: only then is ``changed_at`` the change's own time."""
 
     @property
     def usable_as_destination(self) -> bool:
-        """A node whose report says going down, gated or stopped is never counted as room."""
-        return not (self.shutting_down or self.gated or self.agent_stopped)
+        """A node whose fresh report says going down, gated or stopped is never counted as
+        room; a stale report vetoes nothing."""
+        return self.stale or not (self.shutting_down or self.gated or self.agent_stopped)
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,12 @@ give the plan the live loop would make on that state (``--dry-run``'s cycle, PDB
 the API server would), plus what a dry run cannot say: where each evicted pod would most
 likely land (``placement``) and how the nodes' requests look before and after.
 
-Every problem with the input (the policy, either file) is reported at once, each with its
-file and path, as a ``ConfigError``: exit 2, before anything is planned.
+Every problem with the input (the policy, either file, a ``priorityThreshold.name`` no
+PriorityClass of the snapshot has) is reported at once, each with its file and path, as a
+``ConfigError``: exit 2, before anything is planned. NodeReports the descheduler does not
+believe are named on stderr, one line each, and their nodes fall back to requests, as live. A
+plugin that fails makes no plan at all: its reason on stderr, exit 1 (a plan missing a
+plugin's part would be a wrong plan with exit 0).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TextIO, TypeVar
 
 from agent.config.errors import ConfigError, FieldError
@@ -25,10 +29,12 @@ from agent.descheduler.placement import PlacementResult, place, with_destination
 from agent.descheduler.plan import Plan
 from agent.descheduler.policy import load_policy
 from agent.descheduler.render import render_json, render_plan_table
-from agent.descheduler.snapshotfile import load_snapshot
+from agent.descheduler.snapshotfile import DEFAULT_MAX_BYTES, load_snapshot
+from agent.kube.timestamps import parse_rfc3339
 from agent.telemetry.logs import configure_logging
 
 T = TypeVar("T")
+EXIT_FAILURE = 1
 
 
 def _collect(errors: list[FieldError], load: Callable[[], T]) -> T | None:
@@ -49,22 +55,62 @@ def plan_snapshot(snapshot: ClusterSnapshot, plan: Plan) -> tuple[Plan, Placemen
     return with_destinations(plan, placed), placed
 
 
+def _captured_at(value: str | None, errors: list[FieldError]) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_rfc3339(value)
+    except (ValueError, OverflowError):
+        errors.append(FieldError("--captured-at", f"not an RFC 3339 time: {value!r}"))
+        return None
+
+
+def _say(stream: TextIO, lines: Iterable[str]) -> None:
+    stream.writelines(f"kubelet-companion descheduler plan: {line}\n" for line in lines)
+
+
 def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
     errors: list[FieldError] = []
     policy = _collect(errors, lambda: load_policy(args.policy_config_file))
+    captured_at = _captured_at(getattr(args, "captured_at", None), errors)
     loaded = _collect(
         errors,
-        lambda: load_snapshot(args.snapshot, now=time.time(), node_reports=args.node_reports),
+        lambda: load_snapshot(
+            args.snapshot,
+            now=time.time(),
+            node_reports=args.node_reports,
+            captured_at=captured_at,
+            max_bytes=getattr(args, "max_snapshot_bytes", None) or DEFAULT_MAX_BYTES,
+        ),
     )
+    if policy is not None and loaded is not None:
+        classes = loaded.snapshot.priority_classes
+        errors += [
+            FieldError(f"{args.policy_config_file}: {each.path}", each.reason)
+            for each in policy.unknown_priority_classes(classes)
+        ]
     if errors or policy is None or loaded is None:
         raise ConfigError("descheduler plan input", errors)
-    snapshot, ignored = loaded
+    snapshot = loaded.snapshot
     # stdout carries the plan; the cycle's warnings go to stderr.
     configure_logging(level="warning", component="descheduler", stream=sys.stderr)
-    if ignored:
-        kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(ignored.items()))
-        sys.stderr.write(f"kubelet-companion descheduler plan: ignored {kinds}\n")
-    plan, placed = plan_snapshot(snapshot, run_cycle(policy, snapshot, CycleOptions()))
+    if loaded.ignored:
+        kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(loaded.ignored.items()))
+        _say(sys.stderr, [f"ignored {kinds}"])
+    _say(
+        sys.stderr,
+        (
+            f"NodeReport {name} not believed ({each.reason}): {each.detail}; its node falls "
+            "back to requests"
+            for name, each in sorted(loaded.distrusted.items())
+        ),
+    )
+    cycle = run_cycle(policy, snapshot, CycleOptions())
+    if cycle.errors:
+        # A plan missing a plugin's part is not the plan: say why, print none, exit 1.
+        _say(sys.stderr, (f"failed: {error}" for error in cycle.errors))
+        return EXIT_FAILURE
+    plan, placed = plan_snapshot(snapshot, cycle)
     stream = out or sys.stdout
     stream.write(render_json(plan) if args.output == "json" else render_plan_table(plan, placed))
     stream.flush()

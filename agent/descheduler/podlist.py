@@ -61,7 +61,7 @@ from agent.descheduler.podlistrules import (
     NO_VOLUMES,
     StatusKey,
     annotation_facts,
-    decode_any,
+    decode_shaped,
     exact_requests_and_qos,
     first_ready,
     owner_refs_of,
@@ -70,6 +70,7 @@ from agent.descheduler.podlistrules import (
     volume_facts,
 )
 from agent.descheduler.podstatus import STATUS, PodStatusInfo
+from agent.descheduler.shapes import AFFINITY, SPREAD, TOLERATIONS
 from agent.kube.reflector import Unprojected
 
 K = TypeVar("K", bound=Hashable)
@@ -242,7 +243,7 @@ class PodListProjector:
         stamp = metadata.creation_timestamp or ""
         created = times.get(stamp, _MISSING)
         if created is _MISSING:
-            created = self._time(stamp)
+            created = self._time(stamp, "metadata.creationTimestamp")
         created = created or 0.0
         status_key: StatusKey | None = None
         pod_status: PodStatusInfo | None = None
@@ -262,7 +263,7 @@ class PodListProjector:
         if started:
             start_time = times.get(started, _MISSING)
             if start_time is _MISSING:
-                start_time = self._time(started)
+                start_time = self._time(started, "status.startTime")
         else:
             start_time = None
         # Positional, in ``PodInfo``'s field order: a Struct matches keywords against its
@@ -376,11 +377,14 @@ class PodListProjector:
         tolerations = self._tolerations.get(tolerations_bytes)
         if tolerations is None:
             tolerations = self._tolerations.remember(
-                tolerations_bytes, tuple(decode_any(tolerations_bytes) or ())
+                tolerations_bytes,
+                tuple(decode_shaped(tolerations_bytes, TOLERATIONS, "spec.tolerations") or ()),
             )
         affinity = self._affinity.get(affinity_bytes, _MISSING)
         if affinity is _MISSING:
-            affinity = self._affinity.remember(affinity_bytes, decode_any(affinity_bytes) or None)
+            affinity = self._affinity.remember(
+                affinity_bytes, decode_shaped(affinity_bytes, AFFINITY, "spec.affinity") or None
+            )
         containers_key: _ContainersKey = key[3:]
         containers = self._containers.get(containers_key)
         if containers is None:
@@ -389,12 +393,12 @@ class PodListProjector:
             containers = self._containers.remember(containers_key, (requests, qos, images))
         return (node_selector, tolerations, affinity, *containers)
 
-    def _time(self, value: str | None) -> float | None:
+    def _time(self, value: str | None, path: str) -> float | None:
         if not value:
             return None
         found = self._times.get(value, _MISSING)
         if found is _MISSING:
-            found = self._times.remember(value, projection.parse_timestamp(value))
+            found = self._times.remember(value, projection.parse_timestamp(value, path))
         return found  # type: ignore[no-any-return]  # the memo holds float | None
 
     def _new_map(self, data: bytes) -> Mapping[str, str]:
@@ -432,7 +436,7 @@ class PodListProjector:
                 ready = condition.status == "True"
             moved = times.get(condition.last_transition_time or "", _MISSING)
             if moved is _MISSING:
-                moved = self._time(condition.last_transition_time)
+                moved = self._time(condition.last_transition_time, "status.conditions")
             conditions.append(
                 (
                     condition.type,
@@ -496,7 +500,7 @@ class PodListProjector:
         extra: dict[str, Any] = {}
         if claims:
             extra["resourceClaims"] = True
-        if constraints := decode_any(spread):
+        if constraints := decode_shaped(spread, SPREAD, "spec.topologySpreadConstraints"):
             extra[projection.SPREAD_CONSTRAINTS] = tuple(constraints)
         if status is not None:
             extra[STATUS] = status

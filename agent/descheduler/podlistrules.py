@@ -40,6 +40,11 @@ def decode_any(raw: bytes) -> Any:
     return msgspec.json.decode(raw)
 
 
+def decode_shaped(raw: bytes, shape: Any, path: str) -> Any:
+    """A part kept raw, decoded and checked against the API server's shape for it."""
+    return projection.shaped(msgspec.json.decode(raw), shape, path)
+
+
 NO_ANNOTATIONS: tuple[Mapping[str, str], bool, bool] = (EMPTY_MAP, False, False)
 NO_VOLUMES: tuple[bool, tuple[str, ...]] = (False, ())
 

@@ -16,7 +16,7 @@ silently), and an upstream plugin we do not implement yet is named as such.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -192,6 +192,20 @@ class DeschedulerPolicy:
     eviction_failure_event_notification: bool = False
     grace_period_seconds: int | None = None
     metrics_providers: tuple[MetricsProvider, ...] = ()
+    priority_class_refs: tuple[tuple[str, str], ...] = ()
+    """``(path, name)`` of every ``priorityThreshold.name`` in the file, for the check
+    against the cluster's PriorityClasses (``unknown_priority_classes``)."""
+
+    def unknown_priority_classes(self, known: Collection[str]) -> list[FieldError]:
+        """Each ``priorityThreshold.name`` that no PriorityClass of ``known`` has.
+
+        Upstream fails such a plugin when it is built, each cycle; a plan on a snapshot
+        knows the cluster's classes, so it is a policy error there (exit 2)."""
+        return [
+            FieldError(path, f"no PriorityClass {name!r} in the cluster")
+            for path, name in self.priority_class_refs
+            if name not in known
+        ]
 
     @property
     def reads_pod_status(self) -> bool:
@@ -223,7 +237,12 @@ def _default_enabled_args(
             )
 
 
-def _resolve_profile(index: int, document: ProfileDocument, errors: list[FieldError]) -> Profile:
+def _resolve_profile(
+    index: int,
+    document: ProfileDocument,
+    errors: list[FieldError],
+    priority_refs: list[tuple[str, str]],
+) -> Profile:
     here = f"profiles[{index}]"
     args: dict[str, Any] = {}
     for i, config in enumerate(document.plugin_config):
@@ -241,6 +260,9 @@ def _resolve_profile(index: int, document: ProfileDocument, errors: list[FieldEr
             for e in arg_errors
         )
         args[config.name] = value
+        threshold = getattr(value, "priority_threshold", None)
+        if threshold is not None and threshold.name:
+            priority_refs.append((f"{path}.args.priorityThreshold.name", threshold.name))
     enabled: dict[str, tuple[str, ...]] = {}
     disabled: dict[str, tuple[str, ...]] = {}
     for point in EXTENSION_POINTS:
@@ -269,15 +291,48 @@ def _resolve_profile(index: int, document: ProfileDocument, errors: list[FieldEr
     return Profile(name=document.name, enabled=resolved, args=args)
 
 
+MAX_NESTING = 32
+"""A policy nests under ten levels; deeper is refused before anything walks it recursively."""
+MAX_VALUES = 100_000
+"""A policy holds a few hundred values; YAML aliases can make a small file hold billions
+(each alias is counted again where it is used), and everything after reads them all."""
+
+
+def _shape_error(raw: Any) -> str:
+    """Why the document is too deep or too large to read, or "" (walked iteratively)."""
+    pending = [(raw, 1)]
+    seen = 0
+    while pending:
+        current, depth = pending.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            return f"more than {MAX_VALUES} values (YAML aliases count each time they are used)"
+        if isinstance(current, dict):
+            children: Any = current.values()
+        elif isinstance(current, list):
+            children = current
+        else:
+            continue
+        if depth > MAX_NESTING:
+            return f"nested deeper than {MAX_NESTING} levels"
+        pending.extend((child, depth + 1) for child in children)
+    return ""
+
+
 def parse_policy(raw: Any, source: str) -> DeschedulerPolicy:
     """Validate a parsed YAML document; raise ``ConfigError`` with every problem."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(source, [FieldError("", "the document must be a mapping")])
+    if problem := _shape_error(raw):
+        raise ConfigError(source, [FieldError("", problem)])
     document, errors = load(PolicyDocument, raw)
     errors += document.cross_field_errors()
-    profiles = tuple(_resolve_profile(i, p, errors) for i, p in enumerate(document.profiles))
+    priority_refs: list[tuple[str, str]] = []
+    profiles = tuple(
+        _resolve_profile(i, p, errors, priority_refs) for i, p in enumerate(document.profiles)
+    )
     if errors:
         raise ConfigError(source, errors)
     return DeschedulerPolicy(
@@ -289,6 +344,7 @@ def parse_policy(raw: Any, source: str) -> DeschedulerPolicy:
         eviction_failure_event_notification=document.eviction_failure_event_notification,
         grace_period_seconds=document.grace_period_seconds,
         metrics_providers=document.metrics_providers,
+        priority_class_refs=tuple(priority_refs),
     )
 
 

@@ -7,12 +7,20 @@ server's, and kubelet's where upstream calls theirs):
 - effective pod requests follow ``resourcehelper.PodRequests`` (what upstream's
   ``PodRequestsAndLimits`` returns): the sum of the containers, raised to any init container
   that asks for more (restartable "sidecar" init containers add to the sum and to every later
-  init container), plus ``spec.overhead``; ``pods`` is 1 so summing requests counts pods;
+  init container); then pod-level ``spec.resources.requests`` replace that for the resources
+  pod-level resources support (cpu, memory, ``hugepages-*``), a pod-level limit standing in
+  for a request the pod and its containers leave unset, as the API server defaults it; plus
+  ``spec.overhead``; ``pods`` is 1 so summing requests counts pods;
 - QoS is ``agent.kube.qos`` (``status.qosClass`` first);
 - a Node is Ready unless it has a ``Ready`` condition that is not True (upstream's
   ``IsReady``: a node with no conditions at all counts as ready);
 - a Node's capacity for the plugins is ``status.allocatable``, or ``status.capacity`` when
   allocatable is empty (upstream's ``referencedResourceListForNodeCapacity``).
+
+Input is checked as the API server would have: a quantity that does not parse, is negative,
+or is beyond what an int64 holds in its base unit (millicores for cpu), and a timestamp that
+is not RFC 3339, raise ``ProjectionError`` naming the field's path. The live caches skip such
+an object (counted); the offline plan refuses its file (exit 2).
 
 Pure: dicts in, frozen model objects out.
 """
@@ -41,6 +49,7 @@ from agent.descheduler.podstatus import (
     PodStatusInfo,
     container_status,
 )
+from agent.descheduler.shapes import AFFINITY, SELECTOR, SPREAD, TAINTS, TOLERATIONS, misfit
 from agent.kube.pods import is_mirror_pod, is_static_pod
 from agent.kube.qos import pod_qos
 from agent.kube.taintownership import OWNED_ANNOTATIONS
@@ -67,6 +76,37 @@ SPREAD_CONSTRAINTS = "topologySpreadConstraints"
 carry none, so it lives in ``extra`` and costs the common pod nothing)."""
 
 JsonObject = Mapping[str, Any]
+
+MAX_AMOUNT = 2**63 - 1
+"""The largest amount a quantity may come to, in its base unit (millicores for cpu): what the
+int64 of every Kubernetes consumer (``Quantity.Value()``, ``MilliValue()``) holds."""
+POD_LEVEL_RESOURCES = frozenset({CPU, "memory"})
+"""What pod-level ``spec.resources`` may set, besides ``hugepages-*``."""
+
+
+class ProjectionError(ValueError):
+    """A field of an object is not what the API server would have stored."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}" if path else reason)
+        self.path = path
+        self.reason = reason
+
+
+def shaped(value: Any, shape: Any, path: str) -> Any:
+    """``value`` as sent, after checking it has the shape the API server enforces
+    (``shapes``); ``ProjectionError`` at the offending field otherwise."""
+    if value is None:
+        return None
+    problem = misfit(value, shape)
+    if problem is not None:
+        where, reason = problem
+        raise ProjectionError(f"{path}{where}", reason)
+    return value
+
+
+def _pod_level(name: str) -> bool:
+    return name in POD_LEVEL_RESOURCES or name.startswith("hugepages-")
 
 
 _WHOLE_SUFFIXES = {
@@ -112,45 +152,59 @@ def fast_amount(value: Any, *, millis: bool) -> int | None:
     return number * scale * 1000 if millis else number * scale
 
 
-def _ceil(value: Any) -> int | None:
+def _exact(value: Any, path: str) -> Any:
+    try:
+        return parse_quantity(value)
+    except (ValueError, TypeError, AttributeError) as error:
+        raise ProjectionError(path, f"not a quantity: {value!r:.60}") from error
+
+
+def _checked(amount: int, value: Any, path: str) -> int:
+    if amount < 0:
+        raise ProjectionError(path, f"negative quantity {value!r:.60}")
+    if amount > MAX_AMOUNT:
+        raise ProjectionError(path, f"quantity {value!r:.60} is too large")
+    return amount
+
+
+def _ceil(value: Any, path: str = "") -> int:
     fast = fast_amount(value, millis=False)
     if fast is not None:
-        return fast
-    try:
-        exact = parse_quantity(value)
-    except (ValueError, TypeError):
-        return None  # a quantity that does not parse counts as unset, as in podresources
-    return -((-exact.numerator) // exact.denominator)
+        return _checked(fast, value, path)
+    exact = _exact(value, path)
+    return _checked(-((-exact.numerator) // exact.denominator), value, path)
 
 
-def _millis(value: Any) -> int | None:
+def _millis(value: Any, path: str = "") -> int:
     fast = fast_amount(value, millis=True)
     if fast is not None:
-        return fast
-    try:
-        exact = parse_quantity(value) * 1000
-    except (ValueError, TypeError):
-        return None
-    return -((-exact.numerator) // exact.denominator)
+        return _checked(fast, value, path)
+    exact = _exact(value, path) * 1000
+    return _checked(-((-exact.numerator) // exact.denominator), value, path)
 
 
-def resource_list(raw: Any) -> dict[str, int]:
+def resource_list(raw: Any, path: str = "") -> dict[str, int]:
     """A ``ResourceList`` as integers: CPU in millicores, the rest rounded up."""
-    if not isinstance(raw, Mapping):
+    if raw is None:
         return {}
+    if not isinstance(raw, Mapping):
+        raise ProjectionError(path, "not a map of quantities")
     parsed: dict[str, int] = {}
     for name, value in raw.items():
-        amount = _millis(value) if name == CPU else _ceil(value)
-        if amount is not None:
-            parsed[str(name)] = amount
+        where = f"{path}.{name}" if path else str(name)
+        parsed[str(name)] = _millis(value, where) if name == CPU else _ceil(value, where)
     return parsed
 
 
-def _container_requests(container: Mapping[str, Any]) -> dict[str, int]:
+def _container_requests(container: Any, path: str) -> dict[str, int]:
+    if not isinstance(container, Mapping):
+        raise ProjectionError(path, "not an object")
     resources = container.get("resources") or {}
-    requests = resource_list(resources.get("requests"))
+    if not isinstance(resources, Mapping):
+        raise ProjectionError(f"{path}.resources", "not an object")
+    requests = resource_list(resources.get("requests"), f"{path}.resources.requests")
     # The API server defaults a missing request to its limit before storing the pod.
-    for name, limit in resource_list(resources.get("limits")).items():
+    for name, limit in resource_list(resources.get("limits"), f"{path}.resources.limits").items():
         requests.setdefault(name, limit)
     return requests
 
@@ -166,15 +220,24 @@ def _raise_to(into: dict[str, int], other: Mapping[str, int]) -> None:
             into[name] = amount
 
 
+def _listed(spec: Mapping[str, Any], key: str) -> list[Any]:
+    value = spec.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ProjectionError(f"spec.{key}", "not a list")
+    return value
+
+
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
     """Effective requests of a pod spec (``resourcehelper.PodRequests``), plus ``pods: 1``."""
     total: dict[str, int] = {}
-    for container in spec.get("containers") or []:
-        _add(total, _container_requests(container))
+    for index, container in enumerate(_listed(spec, "containers")):
+        _add(total, _container_requests(container, f"spec.containers[{index}]"))
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
-    for container in spec.get("initContainers") or []:
-        requests = _container_requests(container)
+    for index, container in enumerate(_listed(spec, "initContainers")):
+        requests = _container_requests(container, f"spec.initContainers[{index}]")
         if container.get("restartPolicy") == "Always":
             _add(sidecars, requests)
             _raise_to(init_peak, sidecars)
@@ -184,9 +247,26 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
             _raise_to(init_peak, running)
     _add(total, sidecars)
     _raise_to(total, init_peak)
-    _add(total, resource_list(spec.get("overhead")))
+    _pod_level_requests(spec.get("resources"), total)
+    _add(total, resource_list(spec.get("overhead"), "spec.overhead"))
     total[PODS] = 1
     return total
+
+
+def _pod_level_requests(resources: Any, total: dict[str, int]) -> None:
+    """Pod-level ``spec.resources`` over the containers' sum (``IsPodLevelRequestsSet``):
+    a supported resource's pod-level request replaces it; a pod-level limit stands in for a
+    request neither the pod nor any container sets (the API server's defaulting)."""
+    if resources is None:
+        return
+    if not isinstance(resources, Mapping):
+        raise ProjectionError("spec.resources", "not an object")
+    requests = resource_list(resources.get("requests"), "spec.resources.requests")
+    limits = resource_list(resources.get("limits"), "spec.resources.limits")
+    total.update({name: amount for name, amount in requests.items() if _pod_level(name)})
+    for name, amount in limits.items():
+        if _pod_level(name) and name not in requests and not total.get(name):
+            total[name] = amount
 
 
 def _condition_true(status: Mapping[str, Any], kind: str) -> bool | None:
@@ -212,17 +292,20 @@ def unschedulable_since(node_name: str, status: Mapping[str, Any]) -> float | No
         return None
     if condition.get("reason") != "Unschedulable":
         return None
-    return parse_timestamp(condition.get("lastTransitionTime")) or 0.0
+    return parse_timestamp(condition.get("lastTransitionTime"), "status.conditions") or 0.0
 
 
-def parse_timestamp(value: Any) -> float | None:
-    """Unix seconds of an API timestamp; ``None`` when absent or not RFC 3339."""
-    if not isinstance(value, str) or not value:
+def parse_timestamp(value: Any, path: str = "") -> float | None:
+    """Unix seconds of an API timestamp; ``None`` when absent; ``ProjectionError`` when it
+    is not RFC 3339 (the API server stores none such)."""
+    if value is None or value == "":
         return None
+    if not isinstance(value, str):
+        raise ProjectionError(path, f"not a timestamp: {value!r:.60}")
     try:
         return parse_rfc3339(value)
-    except ValueError:
-        return None
+    except (ValueError, OverflowError) as error:
+        raise ProjectionError(path, f"not an RFC 3339 timestamp: {value!r:.60}") from error
 
 
 def owner_refs(metadata: Mapping[str, Any]) -> tuple[OwnerRef, ...]:
@@ -271,7 +354,7 @@ def pod_status(status: Mapping[str, Any], created: float) -> PodStatusInfo | Non
     """What the pod-state plugins read of ``status`` (see ``podstatus``); ``None`` if nothing."""
     conditions = []
     for condition in status.get("conditions") or ():
-        moved = parse_timestamp(condition.get("lastTransitionTime"))
+        moved = parse_timestamp(condition.get("lastTransitionTime"), "status.conditions")
         conditions.append(
             PodConditionInfo(
                 type=str(condition.get("type") or ""),
@@ -302,11 +385,14 @@ def project_pod(pod: JsonObject, *, with_status: bool = True) -> PodInfo:
     kept = {key: str(annotations[key]) for key in KEPT_ANNOTATIONS if key in annotations}
     local_storage, claims = _volumes(spec)
     priority = spec.get("priority")
-    created = parse_timestamp(metadata.get("creationTimestamp")) or 0.0
+    created = parse_timestamp(metadata.get("creationTimestamp"), "metadata.creationTimestamp")
+    created = created or 0.0
     extra: dict[str, Any] = {}
     if spec.get("resourceClaims"):
         extra["resourceClaims"] = True
-    if spread := spec.get("topologySpreadConstraints"):
+    if spread := shaped(
+        spec.get("topologySpreadConstraints"), SPREAD, "spec.topologySpreadConstraints"
+    ):
         extra[SPREAD_CONSTRAINTS] = tuple(spread)
     since = unschedulable_since(str(spec.get("nodeName") or ""), status)
     if since is not None:
@@ -322,7 +408,7 @@ def project_pod(pod: JsonObject, *, with_status: bool = True) -> PodInfo:
         node_name=str(spec.get("nodeName") or ""),
         phase=str(status.get("phase") or ""),
         creation_timestamp=created,
-        start_time=parse_timestamp(status.get("startTime")),
+        start_time=parse_timestamp(status.get("startTime"), "status.startTime"),
         deleting=bool(metadata.get("deletionTimestamp")),
         labels=dict(metadata.get("labels") or EMPTY_MAP),
         annotations=kept or EMPTY_MAP,
@@ -334,8 +420,8 @@ def project_pod(pod: JsonObject, *, with_status: bool = True) -> PodInfo:
         mirror=is_mirror_pod(pod),
         static=is_static_pod(pod),
         node_selector=dict(spec.get("nodeSelector") or EMPTY_MAP),
-        affinity=spec.get("affinity") or None,
-        tolerations=tuple(spec.get("tolerations") or ()),
+        affinity=shaped(spec.get("affinity"), AFFINITY, "spec.affinity") or None,
+        tolerations=tuple(shaped(spec.get("tolerations"), TOLERATIONS, "spec.tolerations") or ()),
         local_storage=local_storage,
         pvc_claims=claims,
         images=tuple(sorted(str(c.get("image") or "") for c in spec.get("containers") or [])),
@@ -348,7 +434,9 @@ def project_node(node: JsonObject) -> NodeInfo:
     metadata = node.get("metadata") or {}
     spec = node.get("spec") or {}
     status = node.get("status") or {}
-    allocatable = resource_list(status.get("allocatable")) or resource_list(status.get("capacity"))
+    allocatable = resource_list(status.get("allocatable"), "status.allocatable") or resource_list(
+        status.get("capacity"), "status.capacity"
+    )
     ready = _condition(status, "Ready")
     annotations = metadata.get("annotations") or {}
     kept = {key: str(annotations[key]) for key in KEPT_NODE_ANNOTATIONS if key in annotations}
@@ -356,13 +444,13 @@ def project_node(node: JsonObject) -> NodeInfo:
         name=str(metadata.get("name") or ""),
         uid=str(metadata.get("uid") or ""),
         labels=dict(metadata.get("labels") or EMPTY_MAP),
-        taints=tuple(spec.get("taints") or ()),
+        taints=tuple(shaped(spec.get("taints"), TAINTS, "spec.taints") or ()),
         allocatable=allocatable,
         unschedulable=spec.get("unschedulable") is True,
         ready=_condition_true(status, "Ready") is not False,
         ready_transition=None
         if ready is None
-        else parse_timestamp(ready.get("lastTransitionTime")),
+        else parse_timestamp(ready.get("lastTransitionTime"), "status.conditions"),
         boot_id=str((status.get("nodeInfo") or {}).get("bootID") or ""),
         annotations=kept or EMPTY_MAP,
     )
@@ -382,7 +470,7 @@ def project_disruption_budget(pdb: JsonObject) -> DisruptionBudget:
     return DisruptionBudget(
         namespace=str(metadata.get("namespace") or ""),
         name=str(metadata.get("name") or ""),
-        selector=spec.get("selector"),
+        selector=shaped(spec.get("selector"), SELECTOR, "spec.selector"),
         min_available=_int_or_percent(spec.get("minAvailable")),
         max_unavailable=_int_or_percent(spec.get("maxUnavailable")),
         disruptions_allowed=allowed if isinstance(allowed, int) else 0,

@@ -50,7 +50,8 @@ from agent.kube.resources import (
 
 T = TypeVar("T")
 Decoding = Literal["msgspec", "json"]
-UsageSource = Callable[[], Mapping[str, NodeUsage]]
+UsageSource = Callable[[Mapping[str, NodeInfo]], Mapping[str, NodeUsage]]
+"""The nodes of the snapshot in, the usage believed for them out (``usage.judge``)."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class Projections:
     the same way (``PodListProjector(with_status=...)``)."""
 
 
-def _no_usage() -> Mapping[str, NodeUsage]:
+def _no_usage(_nodes: Mapping[str, NodeInfo]) -> Mapping[str, NodeUsage]:
     return {}
 
 
@@ -170,8 +171,9 @@ class ClusterState:
         budgets: dict[str, list[DisruptionBudget]] = {}
         for budget in self.disruption_budgets.store.values():
             budgets.setdefault(budget.namespace, []).append(budget)
+        nodes = dict(self.nodes.store)
         return ClusterSnapshot(
-            nodes=dict(self.nodes.store),
+            nodes=nodes,
             # Unbound pods stay under "" (``ClusterSnapshot.pending_pods``): the critical
             # add-on rescue looks for Pending ones; plugins that walk nodes never see them.
             pods_by_node={
@@ -181,6 +183,6 @@ class ClusterState:
             disruption_budgets={ns: tuple(items) for ns, items in budgets.items()},
             claims=dict(self.claims.store),
             priority_classes=dict(self.priority_classes.store),
-            node_usage=dict(self.usage()),
+            node_usage=dict(self.usage(nodes)),
             now=now,
         )

@@ -34,6 +34,8 @@ PATCH_TYPES = {
     "strategic": "application/strategic-merge-patch+json",
 }
 JsonObject = dict[str, Any]
+UNDECODABLE = "UNDECODABLE"
+"""The type of a watch event whose line did not decode (see ``WatchStream``)."""
 _log = structlog.get_logger(subsystem="kube.api")
 _CERTIFICATE_REASONS = ("CERTIFICATE", "UNKNOWN_CA", "UNSUPPORTED_CERT")
 """OpenSSL reasons (alerts from the server included) that mean a certificate was refused."""
@@ -273,6 +275,8 @@ class KubeApi:
         except ValueError as error:
             # A truncated or garbled body is a transport problem: worth a retry, not a crash.
             raise Unavailable(f"{method} {path}: response is not JSON: {error}") from error
+        except RecursionError as error:
+            raise Unavailable(f"{method} {path}: response nested too deep to decode") from error
         return parsed if isinstance(parsed, dict) else {"items": parsed}
 
     def send(
@@ -477,9 +481,9 @@ class WatchStream:
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
                     if line.strip():
-                        yield self._decode(line)
+                        yield self._decode_whole(line)
             if buffer.strip():
-                yield self._decode(buffer)
+                yield self._decode(buffer)  # a line cut short: the stream broke
         except (urllib3.exceptions.TimeoutError, TimeoutError) as error:
             if not self.closed:
                 raise Timeout(f"watch read timed out: {error}") from error
@@ -490,6 +494,15 @@ class WatchStream:
             with self._lock:
                 self._reader = None
             self._release()
+
+    def _decode_whole(self, line: bytes) -> JsonObject:
+        """One complete event line; one that does not decode (an object nested too deep
+        to read, say) is handed on as ``UNDECODABLE`` for the reader to skip and count:
+        reconnecting would only read it again."""
+        try:
+            return self._decode(line)  # type: ignore[no-any-return]  # a decoder returns an event
+        except (ValueError, RecursionError) as error:
+            return {"type": UNDECODABLE, "object": {}, "error": f"{type(error).__name__}: {error}"}
 
     def close(self) -> None:
         with self._lock:

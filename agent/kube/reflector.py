@@ -40,7 +40,7 @@ from typing import Any, Generic, TypeVar
 
 import structlog
 
-from agent.kube.api import Decode, JsonObject, KubeApi
+from agent.kube.api import UNDECODABLE, Decode, JsonObject, KubeApi
 from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.errors import Gone, KubeConfigError, KubeError
 from agent.kube.resources import Resource, object_key
@@ -378,7 +378,9 @@ class ProjectingReflector(Generic[T]):
                 resource_version = str(
                     (obj.get("metadata") or {}).get("resourceVersion") or resource_version
                 )
-                if kind == "BOOKMARK":
+                if kind == UNDECODABLE:
+                    self._skip("(undecodable watch event)", str(event.get("error")))
+                elif kind == "BOOKMARK":
                     self._post(kind, None, resource_version)
                 else:
                     entry = self._projected(obj)

@@ -27,3 +27,24 @@ class SystemClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
+
+
+async def sleep_or_set(clock: Clock, seconds: float | None, *events: asyncio.Event) -> bool:
+    """Sleep ``seconds`` on ``clock`` (``None``: no timer) unless one of ``events`` is set
+    first; ``True`` when one was (already set counts), ``False`` when the time ran out.
+
+    The one place the race "until something happens, or a timer" is written: both sides
+    are tasks, and the loser is cancelled whichever way the wait ends (a cancel of the
+    caller included), so no sleeper or waiter outlives it.
+    """
+    if any(event.is_set() for event in events):
+        return True
+    waiters = {asyncio.ensure_future(event.wait()) for event in events}
+    timer = asyncio.ensure_future(clock.sleep(seconds)) if seconds is not None else None
+    racing = waiters | ({timer} if timer is not None else set())
+    try:
+        await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in racing:
+            task.cancel()
+    return any(event.is_set() for event in events)

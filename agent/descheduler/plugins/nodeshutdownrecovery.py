@@ -9,14 +9,30 @@ is only safe when the node is really off: on a node that is merely cut off, the 
 run and write to their volumes while copies start elsewhere.
 
 When: the node's Ready condition has not been True for at least ``notReadySeconds``, and our
-evidence that it is off holds: its agent's NodeReport last said the shutdown ``completed``,
-and that report was written in the boot the Node still reports (``status.nodeInfo.bootID``):
-kubelet reports a new bootID as soon as the node comes up again, so a node that booted since
-is never taken for one that is still down. A node with no report, a report that never said
-``completed``, a report from another boot, or no known time of becoming NotReady is left
-alone. Act: add the taint, recorded as ours by an annotation
-(``agent.kube.ownedtaints``). Undo: once the node is Ready again, remove the taint, only if
-our annotation says we added it; an operator's own out-of-service taint is never touched.
+evidence that it is off holds, all of it from a report the descheduler believes (owned by this
+Node's current uid, well-formed, plausible: ``agent.descheduler.usage``):
+
+- its agent's NodeReport last said the shutdown ``completed``;
+- in the boot the Node still reports (``status.nodeInfo.bootID``): kubelet reports a new
+  bootID as soon as the node comes up again, so a node that booted since is never taken for
+  one that is still down;
+- and the report was the node's last word, which the descheduler witnessed: it saw the
+  report change (a watch event, not a report it found when it started: when that one last
+  changed, only its writer says), no later than the node went NotReady
+  (``CLOCK_SKEW_SECONDS`` allowed between the descheduler's clock and the condition's), and
+  no earlier than its staleness window before that. A report that changed
+  *after* the node went NotReady was written by someone who could still reach the API server
+  while the node's kubelet could not (another node, or an agent on a node that is not off);
+  one already stale when the node went NotReady says nothing about that moment. So this
+  plugin acts only in a descheduler that was running (any replica: followers watch too) when
+  the node went down; a one-shot run, or the offline plan, never adds the taint.
+
+A node with no believed report, a report that never said ``completed``, a report from
+another boot, a report that is not the node's last word, or no known time of becoming
+NotReady is left alone. Act: add the taint, recorded as ours by an annotation
+(``agent.kube.ownedtaints``); the reason (and so the Event on the Node) names the evidence.
+Undo: once the node is Ready again, remove the taint, only if our annotation says we added
+it; an operator's own out-of-service taint is never touched.
 
 Every node is looked at, not only the cycle's (those are Ready by definition), and the plugin
 runs even when the cycle is skipped for having fewer than two Ready nodes.
@@ -29,7 +45,7 @@ from dataclasses import dataclass
 
 from agent.config.schema import setting
 from agent.descheduler.framework.types import Handle
-from agent.descheduler.model import NodeInfo, NodeUsage
+from agent.descheduler.model import CLOCK_SKEW_SECONDS, NodeInfo, NodeUsage
 from agent.descheduler.plan import TaintChange
 from agent.kube.taintownership import OUT_OF_SERVICE_ANNOTATION, out_of_service_taint
 
@@ -42,15 +58,34 @@ class NodeShutdownRecoveryArgs:
     """How long the node must have been NotReady after our agent saw its shutdown complete."""
 
 
-def shutdown_evidence(node: NodeInfo, usage: NodeUsage | None) -> str | None:
+def shutdown_evidence(node: NodeInfo, usage: NodeUsage | None) -> str | None:  # noqa: PLR0911 - one exit per missing piece of evidence
     """Why the node does not count as shut down by our agent's word, or ``None`` when it does."""
     if usage is None:
-        return "no NodeReport"
+        return "no NodeReport the descheduler believes"
     if not usage.shutdown_completed:
         return "its NodeReport does not say the shutdown completed"
     if not usage.boot_id or usage.boot_id != node.boot_id:
         return "the node has booted since its NodeReport was written"
+    if not usage.change_witnessed:
+        return "the descheduler did not see its NodeReport's last change happen"
+    went_down = node.ready_transition
+    if went_down is None:
+        return "no known time of becoming NotReady"
+    if usage.changed_at > went_down + CLOCK_SKEW_SECONDS:
+        return "its NodeReport changed after the node went NotReady"
+    if went_down - usage.changed_at > usage.stale_after:
+        return "its NodeReport was already stale when the node went NotReady"
     return None
+
+
+def evidence(node: NodeInfo, usage: NodeUsage) -> str:
+    """The evidence ``shutdown_evidence`` accepted, in words (the Event says it)."""
+    lead = (node.ready_transition or 0.0) - usage.changed_at
+    return (
+        f"its agent's NodeReport (owned by Node uid {node.uid}) said the shutdown completed "
+        f"in boot {usage.boot_id}, which the Node still reports, and last changed "
+        f"{lead:.0f}s before the node went NotReady"
+    )
 
 
 def wants_taint(
@@ -95,9 +130,10 @@ class NodeShutdownRecovery:
                 )
             ):
                 add = True
+                usage = snapshot.node_usage[node.name]  # wants_taint held: it is there
                 reason = (
-                    f"NotReady for {snapshot.now - (node.ready_transition or 0):.0f}s after its "
-                    "agent reported the shutdown completed"
+                    f"NotReady for {snapshot.now - (node.ready_transition or 0):.0f}s; "
+                    f"evidence: {evidence(node, usage)}"
                 )
             else:
                 continue

@@ -50,12 +50,16 @@ def _node(name: str) -> dict[str, Any]:
 
 
 def _report(
-    node: str, cpu_cores: float, pods: list[dict[str, Any]], *, age: float = 5.0
+    node: str, uid: str, cpu_cores: float, pods: list[dict[str, Any]], *, age: float = 5.0
 ) -> dict[str, Any]:
+    """The report an agent writes: owned by its Node (by uid), sampled ``age`` s ago."""
     return {
         "apiVersion": "kubelet-companion.io/v1alpha1",
         "kind": "NodeReport",
-        "metadata": {"name": node},
+        "metadata": {
+            "name": node,
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node, "uid": uid}],
+        },
         "status": {
             "observedTime": rfc3339(time.time() - age),
             "heartbeatSeconds": 60,
@@ -72,8 +76,9 @@ def _report(
 def _cluster(server: FakeApiServer, *, hot_report_age: float = 5.0) -> None:
     """A hot node (really 90 % busy, 10 % requested) and two idle nodes, all reporting."""
     register_crd(server)
-    for name in ("hot", "cold-a", "cold-b"):
-        server.create(_node(name))
+    uids = {
+        name: server.create(_node(name))["metadata"]["uid"] for name in ("hot", "cold-a", "cold-b")
+    }
     kubelet = server.kubelet("hot", register_node=False)
     pod_reports = []
     for name, cores in POD_CPU_CORES.items():
@@ -85,9 +90,10 @@ def _cluster(server: FakeApiServer, *, hot_report_age: float = 5.0) -> None:
         pod_reports.append(
             {"namespace": "default", "name": name, "uid": uid, "cpu": cores, "memory": 2**28}
         )
-    server.create(_report("hot", sum(POD_CPU_CORES.values()), pod_reports, age=hot_report_age))
+    hot = _report("hot", uids["hot"], sum(POD_CPU_CORES.values()), pod_reports, age=hot_report_age)
+    server.create(hot)
     for name in ("cold-a", "cold-b"):
-        server.create(_report(name, 0.1, []))
+        server.create(_report(name, uids[name], 0.1, []))
 
 
 def _evicted(server: FakeApiServer) -> list[str]:

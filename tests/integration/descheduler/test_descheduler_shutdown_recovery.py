@@ -1,14 +1,21 @@
 """NodeShutdownRecovery end to end: NodeReports through the API server, taints on the Nodes.
 
-Only the node whose agent reported the shutdown completed, in the boot the Node still shows,
-and that has been NotReady long enough, gets ``node.kubernetes.io/out-of-service``; once it
-is Ready again the next run removes it. A node merely cut off, one that booted since its
-report, and an operator's own out-of-service taint are left alone.
+Only a node whose agent's last word the running descheduler witnessed (shutdown completed,
+in the boot the Node still shows, seen before the node went NotReady) and that has been
+NotReady long enough gets ``node.kubernetes.io/out-of-service``; once it is Ready again a
+later cycle removes it. A node merely cut off, one that booted since, one whose report
+changed after it went NotReady (someone else wrote it), one whose report was only found at
+start, and an operator's own out-of-service taint are left alone.
+
+The descheduler runs on a hand-driven clock (``tests.harness.clock``): a node NotReady for
+minutes takes no real time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +24,11 @@ from agent.descheduler.policy import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.taintownership import OUT_OF_SERVICE_ANNOTATION
 from agent.kube.timestamps import rfc3339
+from agent.telemetry.metrics import new_registry
+from tests.harness.clock import HandClock
 from tests.harness.fake_apiserver import FakeApiServer, manifests
 from tests.harness.nodereport import register_crd
+from tests.harness.waiting import wait_until
 
 RECOVERY_POLICY = """\
 apiVersion: "descheduler/v1alpha2"
@@ -33,6 +43,7 @@ profiles:
       deschedule:
         enabled: ["NodeShutdownRecovery"]
 """
+CYCLES = "kubelet_companion_descheduler_cycles_total"
 OUT_OF_SERVICE = {
     "key": "node.kubernetes.io/out-of-service",
     "value": "nodeshutdown",
@@ -40,95 +51,161 @@ OUT_OF_SERVICE = {
 }
 
 
-def _node(
-    name: str,
-    *,
-    ready: bool = True,
-    down_for: float = 600,
-    boot: str = "boot-1",
-    taints: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
+def _node(name: str, *, taints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     node = manifests.node(name, taints=taints or [])
-    node["status"]["conditions"] = [
-        {
-            "type": "Ready",
-            "status": "True" if ready else "Unknown",
-            "lastTransitionTime": rfc3339(time.time() - down_for),
-        }
-    ]
-    node["status"]["nodeInfo"] = {"bootID": boot}
+    node["status"]["nodeInfo"] = {"bootID": "boot-1"}
     return node
 
 
-def _report(node: str, state: str, boot: str = "boot-1") -> dict[str, Any]:
-    return {
-        "apiVersion": "kubelet-companion.io/v1alpha1",
-        "kind": "NodeReport",
-        "metadata": {"name": node},
-        "status": {
-            "observedTime": rfc3339(time.time() - 700),
-            "bootID": boot,
-            "heartbeatSeconds": 60,
-            "shutdown": {"state": state},
-            "agentStopped": state == "completed",
-        },
-    }
-
-
-async def _run_once(kube_api: KubeApi, policy_file: Path) -> int:
-    return await run_descheduler(
-        load_policy(policy_file),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
-        kube_api,
-        install_signal_handlers=False,
+def _set_ready(
+    server: FakeApiServer, name: str, status: str, since: float, boot: str = "boot-1"
+) -> None:
+    """What kubelet (or the node lifecycle controller) writes: Ready and since when."""
+    conditions = [{"type": "Ready", "status": status, "lastTransitionTime": rfc3339(since)}]
+    server.patch(
+        "nodes",
+        name,
+        {"status": {"conditions": conditions, "nodeInfo": {"bootID": boot}}},
+        subresource="status",
+        patch_type="merge",
     )
+
+
+def _report(server: FakeApiServer, name: str, uid: str, state: str, observed: float) -> None:
+    """What the node's agent writes: its report, owned by its Node, in boot-1."""
+    if server.try_get("nodereports", name) is None:
+        server.create(
+            {
+                "apiVersion": "kubelet-companion.io/v1alpha1",
+                "kind": "NodeReport",
+                "metadata": {
+                    "name": name,
+                    "ownerReferences": [
+                        {"apiVersion": "v1", "kind": "Node", "name": name, "uid": uid}
+                    ],
+                },
+            }
+        )
+    status = {
+        "observedTime": rfc3339(observed),
+        "bootID": "boot-1",
+        "heartbeatSeconds": 60,
+        "shutdown": {"state": state},
+        "agentStopped": state == "completed",
+    }
+    server.patch("nodereports", name, {"status": status}, subresource="status", patch_type="merge")
 
 
 def _taints(server: FakeApiServer, node: str) -> list[dict[str, Any]]:
     return list(server.get("nodes", node)["spec"].get("taints") or [])
 
 
-async def test_out_of_service_only_with_evidence_and_removed_when_ready(
+async def _cycles_until(clock: HandClock, condition: Callable[[], bool], what: str) -> None:
+    """Move the clock a cycle's interval at a time until ``condition`` holds (each move lets
+    the loop run one cycle); fail after 100 tries."""
+    for _ in range(100):
+        if condition():
+            return
+        clock.advance(60)
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"never saw {what}")
+
+
+async def test_out_of_service_only_on_a_witnessed_last_word_and_removed_when_ready(
     fake_apiserver: FakeApiServer, kube_api: KubeApi, tmp_path: Path
 ) -> None:
-    """The shut-down node is tainted and annotated, no other; Ready again, it is untainted."""
+    """The shut-down node is tainted (its Event names the evidence); no other node is; Ready
+    again, it is untainted."""
+    register_crd(fake_apiserver)
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(RECOVERY_POLICY)
+    clock = HandClock(start=1000.0, epoch=time.time() - 1000.0)
+    now = clock.now()
+    names = ("a", "b", "off", "forged", "cut", "rebooted", "recent", "found", "manual")
+    uids = {
+        name: fake_apiserver.create(
+            _node(name, taints=[OUT_OF_SERVICE] if name == "manual" else None)
+        )["metadata"]["uid"]
+        for name in names
+    }
+    for name in names:
+        _report(fake_apiserver, name, uids[name], "none", now)
+    # Cut off ten minutes ago; its report is then rewritten by someone who can still write.
+    _set_ready(fake_apiserver, "forged", "Unknown", now - 600)
+    # Found already completed when the descheduler starts: when it changed, only it says.
+    _report(fake_apiserver, "found", uids["found"], "completed", now - 30)
+    _set_ready(fake_apiserver, "found", "Unknown", now - 20)
+    stop = asyncio.Event()
+    registry = new_registry("descheduler")
+    run = asyncio.create_task(
+        run_descheduler(
+            load_policy(policy_file),
+            RunOptions(interval=60, metrics_bind_address="127.0.0.1:0", qps=0),
+            kube_api,
+            clock=clock,
+            stop=stop,
+            install_signal_handlers=False,
+            registry=registry,
+        )
+    )
+    try:
+        # The first cycle has run: the caches listed what was there before.
+        await wait_until(
+            lambda: registry.get_sample_value(CYCLES, {"outcome": "planned"}), "a first cycle"
+        )
+        # One watch per kind delivers in order: once "off" is seen, everything before is.
+        for name in ("forged", "rebooted", "recent", "off"):
+            _report(fake_apiserver, name, uids[name], "completed", clock.now())
+        _set_ready(fake_apiserver, "cut", "Unknown", clock.now() + 5)
+        _set_ready(fake_apiserver, "rebooted", "Unknown", clock.now() + 5, boot="boot-2")
+        _set_ready(fake_apiserver, "recent", "Unknown", clock.now() + 3000)
+        _set_ready(fake_apiserver, "off", "Unknown", clock.now() + 5)
+        await _cycles_until(clock, lambda: bool(_taints(fake_apiserver, "off")), "off tainted")
+
+        assert _taints(fake_apiserver, "off") == [OUT_OF_SERVICE]
+        annotations = fake_apiserver.get("nodes", "off")["metadata"]["annotations"]
+        assert annotations[OUT_OF_SERVICE_ANNOTATION] == "nodeshutdown"
+        for name in ("a", "b", "forged", "cut", "rebooted", "recent", "found"):
+            assert _taints(fake_apiserver, name) == [], name
+        assert _taints(fake_apiserver, "manual") == [OUT_OF_SERVICE]
+        events = [
+            e
+            for e in fake_apiserver.list("events", "default")
+            if e["reason"] == "NodeShutdownRecovery"
+        ]
+        assert [e["involvedObject"]["name"] for e in events] == ["off"]
+        assert f"owned by Node uid {uids['off']}" in events[0]["message"]
+        assert "completed in boot boot-1" in events[0]["message"]
+
+        _set_ready(fake_apiserver, "off", "True", clock.now())
+        await _cycles_until(clock, lambda: not _taints(fake_apiserver, "off"), "off untainted")
+        assert OUT_OF_SERVICE_ANNOTATION not in (
+            fake_apiserver.get("nodes", "off")["metadata"].get("annotations") or {}
+        )
+        assert _taints(fake_apiserver, "manual") == [OUT_OF_SERVICE]
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(run, 10) == 0
+
+
+async def test_a_one_shot_run_never_takes_a_found_report_for_evidence(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, tmp_path: Path
+) -> None:
+    """A Job finds every report already written: none of them witnessed, so a node that
+    looks shut down for ten minutes is left alone (and the run ends with exit 0)."""
     register_crd(fake_apiserver)
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(RECOVERY_POLICY)
     for name in ("a", "b"):
         fake_apiserver.create(_node(name))
-    fake_apiserver.create(_node("off", ready=False))  # shutdown completed, still that boot
-    fake_apiserver.create(_node("cut", ready=False))  # agent saw no shutdown: maybe running
-    fake_apiserver.create(_node("rebooted", ready=False, boot="boot-2"))  # booted since
-    fake_apiserver.create(_node("recent", ready=False, down_for=30))  # not long enough
-    fake_apiserver.create(_node("manual", taints=[OUT_OF_SERVICE]))  # an operator's taint
-    fake_apiserver.create(_report("off", "completed"))
-    fake_apiserver.create(_report("cut", "none"))
-    fake_apiserver.create(_report("rebooted", "completed"))
-    fake_apiserver.create(_report("recent", "completed"))
-
-    assert await _run_once(kube_api, policy_file) == 0
-    assert _taints(fake_apiserver, "off") == [OUT_OF_SERVICE]
-    annotations = fake_apiserver.get("nodes", "off")["metadata"]["annotations"]
-    assert annotations[OUT_OF_SERVICE_ANNOTATION] == "nodeshutdown"
-    for name in ("cut", "rebooted", "recent", "a", "b"):
-        assert _taints(fake_apiserver, name) == [], name
-    assert _taints(fake_apiserver, "manual") == [OUT_OF_SERVICE]
-    events = fake_apiserver.list("events", "default")
-    assert [
-        e["involvedObject"]["name"] for e in events if e["reason"] == "NodeShutdownRecovery"
-    ] == ["off"]
-
-    fake_apiserver.patch(
-        "nodes",
-        "off",
-        {"status": {"conditions": _node("off")["status"]["conditions"]}},
-        subresource="status",
-        patch_type="merge",
+    uid = fake_apiserver.create(_node("off"))["metadata"]["uid"]
+    _report(fake_apiserver, "off", uid, "completed", time.time() - 700)
+    _set_ready(fake_apiserver, "off", "Unknown", time.time() - 600)
+    code = await run_descheduler(
+        load_policy(policy_file),
+        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
+        kube_api,
+        install_signal_handlers=False,
     )
-    assert await _run_once(kube_api, policy_file) == 0
+    assert code == 0
     assert _taints(fake_apiserver, "off") == []
-    assert OUT_OF_SERVICE_ANNOTATION not in (
-        fake_apiserver.get("nodes", "off")["metadata"].get("annotations") or {}
-    )
-    assert _taints(fake_apiserver, "manual") == [OUT_OF_SERVICE]

@@ -149,7 +149,7 @@ def test_snapshot_takes_node_usage_from_the_injected_source(kube_api: KubeApi) -
         )
     }
     source: dict[str, NodeUsage] = {}
-    state = ClusterState(kube_api, PROJECTIONS, usage=lambda: source)
+    state = ClusterState(kube_api, PROJECTIONS, usage=lambda _nodes: source)
     assert state.snapshot(now=1).node_usage == {}
     source.update(reports)
     assert state.snapshot(now=2).node_usage == reports

@@ -1,4 +1,5 @@
-"""The descheduler's NodeReport cache against the fake API server: projections, staleness, 410."""
+"""The descheduler's NodeReport cache against the fake API server: projections, when each report
+was seen to change (on the descheduler's own clock), and a relist after 410."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 from typing import Any
 
 from agent.kube.api import KubeApi
-from agent.kube.nodereports import NodeReportCache, NodeUsageReport
+from agent.kube.nodereports import NodeReportCache, Seen
 from agent.kube.timestamps import rfc3339
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.nodereport import register_crd
@@ -23,7 +24,12 @@ def _report(server: FakeApiServer, name: str, observed: float, **status: Any) ->
             {
                 "apiVersion": "kubelet-companion.io/v1alpha1",
                 "kind": "NodeReport",
-                "metadata": {"name": name},
+                "metadata": {
+                    "name": name,
+                    "ownerReferences": [
+                        {"apiVersion": "v1", "kind": "Node", "name": name, "uid": f"uid-{name}"}
+                    ],
+                },
             }
         )
     body = {
@@ -43,59 +49,58 @@ def _report(server: FakeApiServer, name: str, observed: float, **status: Any) ->
     server.patch("nodereports", name, {"status": body}, patch_type="merge", subresource="status")
 
 
-async def test_reader_answers_from_projections_and_marks_stale_after_3_heartbeats(
+def _entries(cache: NodeReportCache) -> dict[str, Seen]:
+    return {seen.report.node: seen for seen in cache.entries()}
+
+
+async def test_the_cache_keeps_projections_and_when_each_report_was_seen_to_change(
     kube_api: KubeApi, fake_apiserver: FakeApiServer
 ) -> None:
-    """Node and pod usage, shutdown, gate and stop come from the cache; a report older than
-    3 heartbeats (180 s here) counts as missing."""
+    """Each report is kept as its projection (owners included, never the raw JSON), with
+    the monotonic time this process saw it change and whether it witnessed the change; a
+    write moves that time, and the writer's observedTime has no say in it."""
     register_crd(fake_apiserver)
-    now = [T0]
+    clock = [100.0]
     _report(fake_apiserver, "node-a", T0 - 10)
-    _report(fake_apiserver, "node-b", T0 - 5, shutdown={"state": "inProgress"})
-    cache = NodeReportCache(kube_api, now=lambda: now[0], read_timeout=5)
+    cache = NodeReportCache(kube_api, monotonic=lambda: clock[0], read_timeout=5)
     task = asyncio.create_task(cache.reflector.run())
     try:
         async with asyncio.timeout(10):
             await cache.reflector.synced.wait()
-        report = cache.node("node-a")
-        assert isinstance(report, NodeUsageReport)
-        assert (report.cpu_cores, report.memory_bytes) == (2.5, 12 * 2**30)
-        assert (report.cpu_capacity, report.cpu_allocatable) == (8, 7.5)
-        pod = cache.pod(POD_UID)
-        assert pod is not None
-        assert (pod.cpu_cores, pod.memory_bytes) == (0.4, 2**28)
-        assert cache.shutting_down("node-b")
-        assert not cache.shutting_down("node-a")
-        assert not cache.gated("node-a")
-        assert cache.stale("node-c")  # no report at all
-
-        _report(fake_apiserver, "node-a", T0, readiness={"gateHeld": True}, agentStopped=True)
-        await wait_until(lambda: cache.gated("node-a"), "the update by watch")
-        assert cache.stopped("node-a")
-        # The raw JSON is not kept: the store holds the name and the projection only.
+        report, seen, witnessed = _entries(cache)["node-a"]
+        # Found by the first list: seen then, but its change was not witnessed.
+        assert (report.cpu_cores, report.memory_bytes, seen, witnessed) == (
+            2.5,
+            12 * 2**30,
+            100.0,
+            False,
+        )
+        assert [(o.kind, o.name, o.uid) for o in report.owners] == [
+            ("Node", "node-a", "uid-node-a")
+        ]
+        assert report.pods[0].uid == POD_UID
         assert set(cache.reflector.store["node-a"]) == {"metadata", "projection"}
 
-        now[0] = T0 + 180  # exactly 3 heartbeats after node-a's report: still fresh
-        assert not cache.stale("node-a")
-        now[0] = T0 + 181
-        assert cache.stale("node-a")
-        assert cache.node("node-a") is None
-        assert cache.pod(POD_UID) is None  # a stale report answers for none of its pods
-        assert cache.reports() == []
+        clock[0] = 160.0
+        # Dated in the past by its writer: still a change, seen now.
+        _report(fake_apiserver, "node-a", T0 - 3600, readiness={"gateHeld": True})
+        await wait_until(lambda: _entries(cache)["node-a"].report.gate_held, "the watch event")
+        assert _entries(cache)["node-a"][1:] == (160.0, True)
     finally:
         cache.reflector.stop()
         await asyncio.wait_for(task, 10)
 
 
-async def test_reader_survives_a_watch_410_with_a_relist(
+async def test_a_relist_keeps_the_time_of_reports_that_did_not_change(
     kube_api: KubeApi, fake_apiserver: FakeApiServer
 ) -> None:
-    """A watch from a compacted resourceVersion gets 410; the cache relists and has the
-    report written meanwhile."""
+    """A watch from a compacted resourceVersion gets 410 and the cache relists: a report
+    equal to the one it had keeps its old change time, one written meanwhile gets the new."""
     register_crd(fake_apiserver)
+    clock = [100.0]
     _report(fake_apiserver, "node-a", T0)
     fake_apiserver.faults.add("GET", r"/nodereports$", status=503, times=1, watch=True)
-    cache = NodeReportCache(kube_api, now=lambda: T0, read_timeout=5)
+    cache = NodeReportCache(kube_api, monotonic=lambda: clock[0], read_timeout=5)
     task = asyncio.create_task(cache.reflector.run())
     try:
         async with asyncio.timeout(10):
@@ -103,16 +108,39 @@ async def test_reader_survives_a_watch_410_with_a_relist(
         await asyncio.to_thread(
             fake_apiserver.wait_for_request, lambda r: r.is_watch and r.status == 503, 10
         )
+        clock[0] = 200.0
         _report(fake_apiserver, "node-b", T0, shutdown={"state": "completed"})
         fake_apiserver.compact()
-        await wait_until(lambda: cache.shutting_down("node-b"), "node-b after the relist")
+        await wait_until(lambda: "node-b" in _entries(cache), "node-b after the relist")
         lists = [
             r
             for r in fake_apiserver.requests(method="GET", path_contains="/nodereports")
             if not r.is_watch
         ]
         assert [r.query.get("resourceVersion") for r in lists] == ["0", None]
-        assert cache.node("node-a") is not None
+        entries = _entries(cache)
+        # node-a is as the first list found it; node-b's arrival the relist witnessed.
+        assert (entries["node-a"][1:], entries["node-b"][1:]) == ((100.0, False), (200.0, True))
+        assert entries["node-b"].report.shutdown == "completed"
+    finally:
+        cache.reflector.stop()
+        await asyncio.wait_for(task, 10)
+
+
+async def test_a_deleted_report_is_forgotten(
+    kube_api: KubeApi, fake_apiserver: FakeApiServer
+) -> None:
+    """Deleting a report removes it from the cache and from the change times."""
+    register_crd(fake_apiserver)
+    _report(fake_apiserver, "node-a", T0)
+    cache = NodeReportCache(kube_api, monotonic=lambda: 1.0, read_timeout=5)
+    task = asyncio.create_task(cache.reflector.run())
+    try:
+        async with asyncio.timeout(10):
+            await cache.reflector.synced.wait()
+        fake_apiserver.delete("nodereports", "node-a")
+        await wait_until(lambda: not cache.entries(), "the deletion by watch")
+        assert cache.all_reports() == []
     finally:
         cache.reflector.stop()
         await asyncio.wait_for(task, 10)

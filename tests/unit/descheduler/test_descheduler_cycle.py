@@ -125,7 +125,7 @@ def test_a_failing_plugin_does_not_stop_the_cycle(monkeypatch: pytest.MonkeyPatc
     state = snapshot(node("n1"), node("n2"), *_namespaced("one"), *_namespaced("two"))
     plan = run_cycle(_two_profiles(), state)
     assert [(e.profile, e.name) for e in plan.allowed] == [("second", "two-2")]
-    assert plan.errors == ["profile first: plugin RemoveDuplicates: boom"]
+    assert plan.errors == ["profile first: plugin RemoveDuplicates: RuntimeError: boom"]
 
 
 def test_durations_per_plugin() -> None:

@@ -43,8 +43,16 @@ def down(
 
 
 def report(
-    name: str = "down", *, completed: bool = True, boot: str = "boot-1", shutting: bool = True
+    name: str = "down",
+    *,
+    completed: bool = True,
+    boot: str = "boot-1",
+    shutting: bool = True,
+    changed_at: float = NOW - 630,
+    witnessed: bool = True,
 ) -> NodeUsage:
+    """A believed report (stale by now), last seen to change at ``changed_at``: by default
+    30 s before ``down()``'s node went NotReady, a change the descheduler witnessed."""
     return NodeUsage(
         name,
         {},
@@ -55,6 +63,9 @@ def report(
         agent_stopped=False,
         shutdown_completed=completed,
         boot_id=boot,
+        changed_at=changed_at,
+        stale_after=180.0,
+        change_witnessed=witnessed,
     )
 
 
@@ -77,9 +88,44 @@ def _changes(
         pytest.param(
             {"notReadySeconds": 30},
             [down(since=NOW - 60)],
-            {"down": report()},
+            {"down": report(changed_at=NOW - 90)},
             [f"+down:{OOS}"],
             id="configurable-time",
+        ),
+        pytest.param(
+            None,
+            [down()],
+            {"down": report(witnessed=False)},
+            [],
+            id="found-at-start-not-witnessed",
+        ),
+        pytest.param(
+            None,
+            [down()],
+            {"down": report(changed_at=NOW - 600 + 120)},
+            [],
+            id="report-changed-after-the-node-went-notready",
+        ),
+        pytest.param(
+            None,
+            [down()],
+            {"down": report(changed_at=NOW - 600 + 50)},
+            [f"+down:{OOS}"],
+            id="within-the-clock-skew",
+        ),
+        pytest.param(
+            None,
+            [down()],
+            {"down": report(changed_at=NOW - 600 - 181)},
+            [],
+            id="report-already-stale-when-the-node-went-notready",
+        ),
+        pytest.param(
+            None,
+            [down()],
+            {"down": report(changed_at=NOW - 600 - 180)},
+            [f"+down:{OOS}"],
+            id="report-fresh-to-the-last-second",
         ),
         pytest.param(None, [down()], {}, [], id="no-report-no-taint"),
         pytest.param(
@@ -127,6 +173,19 @@ def test_out_of_service_taint(
 ) -> None:
     """The taint goes on only with our evidence, and comes off only if we put it on."""
     assert _changes(args, items, usage) == changes
+
+
+def test_the_taints_reason_names_the_evidence() -> None:
+    """The reason (which the Event on the Node carries) says what was believed: the owner's
+    uid, the boot, and how long before NotReady the report last changed."""
+    plan = run_cycle(
+        policy((RECOVERY, None)),
+        snapshot(node("a"), node("b"), down(), node_usage={"down": report()}),
+    )
+    (change,) = plan.taints
+    assert "NotReady for 600s; evidence: its agent's NodeReport (owned by Node uid" in change.reason
+    assert "completed in boot boot-1" in change.reason
+    assert "last changed 30s before the node went NotReady" in change.reason
 
 
 def test_node_without_ready_transition_is_left_alone() -> None:

@@ -17,6 +17,7 @@ from agent.descheduler.policy import load_policy
 from agent.descheduler.state import ClusterState, Projections
 from agent.descheduler.wire import codec_for
 from agent.kube.pods import MIRROR_ANNOTATION, SOURCE_ANNOTATION
+from agent.kube.reflector import Unprojected
 from tests.unit.descheduler.test_descheduler_wire import PENDING_ADDON, RICH_POD
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "descheduler" / "cluster-1k.json.gz"
@@ -80,14 +81,20 @@ QUANTITIES = [
     "millis", [pytest.param(True, id="millis"), pytest.param(False, id="whole")]
 )
 def test_fast_quantities_equal_the_exact_parse(value: Any, fast: bool, millis: bool) -> None:
-    """The integer parser answers the common forms exactly and leaves every other to Fraction."""
+    """The integer parser answers the common forms exactly and leaves every other to Fraction;
+    what neither would store is refused on both paths."""
     answer = projection.fast_amount(value, millis=millis)
     assert (answer is not None) is fast
     if answer is not None:
         assert answer == _exact(value, millis=millis)
     cpu_or_memory = "cpu" if millis else "memory"
-    listed = projection.resource_list({cpu_or_memory: value}).get(cpu_or_memory)
-    assert listed == _exact(value, millis=millis)
+    exact = _exact(value, millis=millis)
+    if exact is None or not 0 <= exact <= projection.MAX_AMOUNT:
+        # What the API server would not store (or no int64 holds) is refused, with its path.
+        with pytest.raises(projection.ProjectionError, match=f"^requests.{cpu_or_memory}: "):
+            projection.resource_list({cpu_or_memory: value}, "requests")
+    else:
+        assert projection.resource_list({cpu_or_memory: value})[cpu_or_memory] == exact
 
 
 def test_fast_quantities_round_milli_units_up() -> None:
@@ -144,7 +151,6 @@ ODD_PODS = [
         id="null-resources",
     ),
     pytest.param(_with(RICH_POD, ["spec", "volumes"], [{"name": "h", "hostPath": {}}]), id="host"),
-    pytest.param(_with(RICH_POD, ["metadata", "creationTimestamp"], "nonsense"), id="bad-time"),
     pytest.param(
         _with(RICH_POD, ["metadata", "creationTimestamp"], "2026-11-22T01:02:03.123456789+02:00"),
         id="nano-time",
@@ -226,6 +232,49 @@ def test_odd_pods_project_as_the_exact_path(
     projector = PodListProjector(with_status=with_status)
     fast = [pod for _, pod in projector.decode_page(data)["entries"]]
     assert fast == exact  # the last copy comes from the previous pod or the memo
+
+
+@pytest.mark.parametrize(
+    ("pod", "path"),
+    [
+        pytest.param(
+            _with(RICH_POD, ["metadata", "creationTimestamp"], "nonsense"),
+            "metadata.creationTimestamp",
+            id="bad-time",
+        ),
+        pytest.param(
+            _with(
+                RICH_POD,
+                ["spec", "containers"],
+                [{"name": "a", "resources": {"requests": {"cpu": "-4"}}}],
+            ),
+            "spec.containers[0].resources.requests.cpu",
+            id="negative-cpu",
+        ),
+        pytest.param(
+            _with(
+                RICH_POD,
+                ["spec", "affinity"],
+                {"a": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[{}]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]},
+            ),
+            "spec.affinity",
+            id="nested-too-deep",
+        ),
+    ],
+)
+def test_pods_the_api_server_would_not_store_are_refused_on_both_paths(
+    pod: dict[str, Any], path: str
+) -> None:
+    """A bad timestamp, a negative quantity or a sub-object nested too deep: the exact path
+    raises ``ProjectionError`` at the field's path, and the list path leaves the pod out as
+    ``Unprojected`` with the same reason (the cache counts it)."""
+    with pytest.raises(projection.ProjectionError) as raised:
+        projection.project_pod(pod)
+    assert raised.value.path == path
+    data = json.dumps({"metadata": {}, "items": [RICH_POD, pod]}).encode()
+    entries = list(PodListProjector().decode_page(data)["entries"])
+    assert isinstance(entries[1], Unprojected)
+    assert path in entries[1].error
 
 
 def _pod_store(

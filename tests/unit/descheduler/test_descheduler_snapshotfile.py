@@ -43,11 +43,24 @@ def _write(path: Path, document: Any, *, gzipped: bool = False) -> Path:
     return path
 
 
-def _report(name: str, observed: str, **status: Any) -> dict[str, Any]:
+def _report(
+    name: str, observed: str, *, owner_uid: str | None = None, **status: Any
+) -> dict[str, Any]:
+    """A NodeReport owned by the Node ``name`` (``tests.harness.deschedulerstate``'s uid)."""
     return {
         "apiVersion": "kubelet-companion.io/v1alpha1",
         "kind": "NodeReport",
-        "metadata": {"name": name},
+        "metadata": {
+            "name": name,
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "name": name,
+                    "uid": owner_uid or f"uid-{name}",
+                }
+            ],
+        },
         "status": {
             "observedTime": observed,
             "heartbeatSeconds": 60,
@@ -57,10 +70,15 @@ def _report(name: str, observed: str, **status: Any) -> dict[str, Any]:
     }
 
 
+def _created(item: dict[str, Any], stamp: str) -> dict[str, Any]:
+    """``item`` as the API server stamped it at ``stamp``."""
+    return {**item, "metadata": {**item["metadata"], "creationTimestamp": stamp}}
+
+
 def test_items_are_projected_as_the_caches_project_them(tmp_path: Path) -> None:
     """Every pod and node of the shipped sample equals the dict path's projection of it; the
     PDBs, namespaces and priority classes are all there."""
-    snapshot, ignored = load_snapshot(EXAMPLES / "snapshot.json.gz", now=NOW)
+    snapshot, ignored, _, _ = load_snapshot(EXAMPLES / "snapshot.json.gz", now=NOW)
     with gzip.open(EXAMPLES / "snapshot.json.gz") as stream:
         items = json.load(stream)["items"]
     pods = {f"{p.namespace}/{p.name}": p for ps in snapshot.pods_by_node.values() for p in ps}
@@ -95,16 +113,16 @@ def test_gzip_is_recognised_by_its_bytes_not_its_name(tmp_path: Path) -> None:
 def test_typed_lists_and_unknown_kinds(tmp_path: Path) -> None:
     """Items of a typed list (``PodList``) need no kind; other kinds are counted, not read."""
     pods = _list({**pod("p", "n1"), "kind": None}, kind="PodList")
-    snapshot, _ = load_snapshot(_write(tmp_path / "pods.json", pods), now=NOW)
+    snapshot = load_snapshot(_write(tmp_path / "pods.json", pods), now=NOW).snapshot
     assert [p.name for p in snapshot.pods_on("n1")] == ["p"]
     mixed = _list(node("n1"), {"kind": "Service", "metadata": {"name": "s"}})
-    _, ignored = load_snapshot(_write(tmp_path / "mixed.json", mixed), now=NOW)
+    ignored = load_snapshot(_write(tmp_path / "mixed.json", mixed), now=NOW).ignored
     assert ignored == {"Service": 1}
 
 
-def test_node_reports_are_judged_when_they_were_captured(tmp_path: Path) -> None:
-    """Reports are stale only against the newest report of the file (not against today), and
-    a report saying shutdown makes its node no room."""
+def test_node_reports_are_judged_at_the_capture_time_given(tmp_path: Path) -> None:
+    """With ``captured_at``, reports are stale against it (not against today), and a fresh
+    report saying shutdown makes its node no room."""
     snapshot_file = _write(tmp_path / "s.json", _list(node("a"), node("b"), node("c")))
     reports = _write(
         tmp_path / "r.json.gz",
@@ -115,11 +133,76 @@ def test_node_reports_are_judged_when_they_were_captured(tmp_path: Path) -> None
         ),
         gzipped=True,
     )
-    snapshot, _ = load_snapshot(snapshot_file, now=NOW, node_reports=reports)
-    usage = snapshot.node_usage
+    captured = 1_793_527_260.0  # 2026-11-01T10:01:00Z
+    loaded = load_snapshot(snapshot_file, now=NOW, node_reports=reports, captured_at=captured)
+    usage = loaded.snapshot.node_usage
     assert (usage["a"].stale, usage["b"].stale) == (False, True)
     assert usage["a"].usage == {"cpu": 500, "memory": 2**30}
     assert not usage["c"].usable_as_destination
+    assert (loaded.captured_at, loaded.snapshot.now) == (captured, captured)
+
+
+def test_without_a_capture_time_the_newest_server_stamp_is_taken(tmp_path: Path) -> None:
+    """The capture time defaults to the newest time the API server stamped (creation,
+    deletion, managedFields), never to a report's own observedTime."""
+    stamped = _created(node("b"), "2026-11-01T10:00:30Z")
+    stamped["metadata"]["managedFields"] = [{"time": "2026-11-01T10:01:00Z"}]
+    items = [_created(node("a"), "2026-01-01T00:00:00Z"), stamped]
+    reports = [_report("a", "2026-11-01T10:00:50Z"), _report("b", "2026-11-01T09:00:00Z")]
+    loaded = load_snapshot(_write(tmp_path / "s.json", _list(*items, *reports)), now=NOW)
+    assert loaded.captured_at == 1_793_527_260.0  # 10:01:00, the managedFields time
+    assert (loaded.snapshot.node_usage["a"].stale, loaded.snapshot.node_usage["b"].stale) == (
+        False,
+        True,
+    )
+    assert loaded.snapshot.now == NOW  # pod ages still count to now without --captured-at
+
+
+def test_a_report_from_the_future_cannot_make_the_others_stale(tmp_path: Path) -> None:
+    """One report dated 2099 is distrusted as from the future; the others are judged at the
+    snapshot's own capture time and stay fresh."""
+    items = [_created(node("a"), "2026-11-01T10:00:30Z"), node("z")]
+    reports = [_report("a", "2026-11-01T10:00:00Z"), _report("z", "2099-01-01T00:00:00Z")]
+    loaded = load_snapshot(_write(tmp_path / "s.json", _list(*items, *reports)), now=NOW)
+    assert not loaded.snapshot.node_usage["a"].stale
+    assert "z" not in loaded.snapshot.node_usage
+    assert loaded.distrusted["z"].reason == "future-timestamp"
+
+
+@pytest.mark.parametrize(
+    ("report", "reason"),
+    [
+        pytest.param(
+            _report("a", "2026-11-01T10:00:00Z", owner_uid="uid-b"), "not-owned", id="foreign"
+        ),
+        pytest.param(
+            {**_report("a", "2026-11-01T10:00:00Z"), "metadata": {"name": "a"}},
+            "not-owned",
+            id="unowned",
+        ),
+        pytest.param(_report("ghost", "2026-11-01T10:00:00Z"), "no-node", id="no-node"),
+        pytest.param(
+            _report("a", "2026-11-01T10:00:00Z", usage={"cpu": 1e6, "memory": 1}),
+            "implausible",
+            id="absurd",
+        ),
+        pytest.param(
+            _report("a", "2026-11-01T10:00:00Z", usage={"cpu": 1, "memory": 10**400}),
+            "invalid",
+            id="overflowing",
+        ),
+    ],
+)
+def test_reports_the_descheduler_cannot_believe_are_left_out(
+    tmp_path: Path, report: dict[str, Any], reason: str
+) -> None:
+    """A forged, foreign-owned, orphaned or absurd report gives its node no usage (the
+    node falls back to requests) and is named with its reason."""
+    items = [_created(node("a"), "2026-11-01T10:00:30Z"), node("b"), report]
+    loaded = load_snapshot(_write(tmp_path / "s.json", _list(*items)), now=NOW)
+    assert loaded.snapshot.node_usage == {}
+    (distrusted,) = loaded.distrusted.values()
+    assert distrusted.reason == reason
 
 
 @pytest.mark.parametrize(

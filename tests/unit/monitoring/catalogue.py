@@ -14,7 +14,9 @@ from collections.abc import Iterable
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics import MetricWrapperBase
 
-from agent.descheduler.metrics import DeschedulerMetrics, NodeReportFreshness
+from agent.descheduler.metrics import DeschedulerMetrics, SkippedObjects
+from agent.descheduler.reporttrust import NodeReportTrustMetrics
+from agent.descheduler.usage import Verdicts
 from agent.node.facts import collect_node_facts
 from agent.node.metrics import NodeFactsCollector
 from agent.node.paths import HostPaths
@@ -77,5 +79,6 @@ def descheduler() -> Catalogue:
     registry = new_registry("descheduler")
     metrics = DeschedulerMetrics(registry)
     metrics.follow_leadership(lambda: True)
-    registry.register(NodeReportFreshness(list, time.time))
+    registry.register(NodeReportTrustMetrics(Verdicts, time.time))
+    registry.register(SkippedObjects(lambda: {"descheduler-pods": 0}))
     return _collected(registry) | _declared([metrics])

@@ -1,0 +1,318 @@
+"""Fuzzing ``descheduler plan``: whatever the snapshot, the reports and the policy, the answer
+is a plan with exit 0 or a message with exit 2; never a traceback, never exit 1.
+
+Inputs start from valid objects of every kind a snapshot reads (nodes, pods with every field
+a rule reads, budgets, namespaces, priority classes, NodeReports) and valid policies of
+several plugins, then have values anywhere replaced by any JSON shape, fields dropped,
+numbers pushed to extremes, and objects repeated. The examples are derandomized so CI is
+repeatable; ``HYPOTHESIS_PROFILE=deep`` runs many more with fresh randomness.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent.cli import main
+from tests.harness.deschedulerstate import node, pdb, pod
+
+_DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
+FUZZ = settings(
+    max_examples=3000 if _DEEP else 120,
+    derandomize=not _DEEP,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.sampled_from([10**400, -1, 0, 2**63, 2**63 - 1])
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([1e306, -1e306, 5e-324])
+    | st.text(max_size=12)
+    | st.sampled_from(
+        [
+            "1e400", "-4", "100m", "1Gi", "0.5", "1e-400", "9Ei", "NaN", "",
+            "2026-11-01T10:00:00Z", "2099-01-01T00:00:00Z", "yesterday", "In", "Exists",
+            "NoSchedule", "NoExecute", "Running", "Failed", "completed", "Node", "app",
+        ]
+    )
+)  # fmt: skip
+_ANY = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.text(max_size=6) | st.sampled_from(["key", "operator"]), inner, max_size=3
+        )
+    ),
+    max_leaves=8,
+)
+
+
+def _report(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubelet-companion.io/v1alpha1",
+        "kind": "NodeReport",
+        "metadata": {
+            "name": name,
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Node", "name": name, "uid": f"uid-{name}"}
+            ],
+        },
+        "status": {
+            "observedTime": "2026-11-01T10:00:00Z",
+            "heartbeatSeconds": 60,
+            "bootID": "b",
+            "usage": {"cpu": 1.5, "memory": 2**30},
+            "pods": [{"namespace": "default", "name": "p0", "uid": "uid-default-p0", "cpu": 1}],
+            "shutdown": {"state": "completed"},
+            "readiness": {"gateHeld": False, "waitingFor": ["x"]},
+        },
+    }
+
+
+def _with_status(built: dict[str, Any]) -> dict[str, Any]:
+    """``built`` with the container statuses and conditions the pod-state plugins read."""
+    built["status"]["reason"] = "Evicted"
+    built["status"]["conditions"].append(
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+    )
+    built["status"]["containerStatuses"] = [
+        {
+            "name": "c0",
+            "restartCount": 7,
+            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+            "lastState": {"terminated": {"reason": "Error", "exitCode": 1}},
+        },
+    ]
+    built["status"]["initContainerStatuses"] = [
+        {
+            "name": "i",
+            "restartCount": 1,
+            "state": {"terminated": {"reason": "Completed", "exitCode": 0}},
+        },
+    ]
+    return built
+
+
+def _templates() -> list[dict[str, Any]]:
+    """One valid object of every kind and shape the rules read."""
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": "zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "a"}},
+    }
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}]}
+                ]
+            }
+        },
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "zone"}
+            ]
+        },
+    }
+    down = node("n4", ready=False)
+    down["status"]["conditions"][0]["lastTransitionTime"] = "2026-01-01T00:00:00Z"
+    down["status"]["nodeInfo"] = {"bootID": "b"}
+    return [
+        down,
+        node("n1", labels={"zone": "z1"}),
+        node("n2", labels={"zone": "z2"}, taints=[{"key": "k", "effect": "NoSchedule"}]),
+        node("n3", cpu="2", memory="4Gi"),
+        pod("p0", "n1", labels={"app": "a"}, affinity=affinity, extra_spec={
+            "topologySpreadConstraints": [spread],
+            "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "2"}}}],
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+            "overhead": {"cpu": "10m"},
+        }),
+        pod("p1", "n1", labels={"app": "a"}, tolerations=[{"operator": "Exists"}]),
+        pod("p2", "n2", phase="Failed", owner=None),
+        _with_status(pod("p4", "n3", owner=("StatefulSet", "db"), volumes=[
+            {"name": "d", "persistentVolumeClaim": {"claimName": "data"}},
+            {"name": "e", "emptyDir": {}},
+        ])),
+        pod("p3", "", phase="Pending"),
+        pdb("budget", match_labels={"app": "a"}, disruptions_allowed=1),
+        {"kind": "Namespace", "metadata": {"name": "default", "labels": {"team": "a"}}},
+        {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+        {"kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "default"},
+         "spec": {"storageClassName": "fast"}},
+        _report("n1"),
+        _report("n2"),
+        _report("n4"),
+    ]  # fmt: skip
+
+
+_POLICIES = [
+    {
+        "name": "LowNodeUtilization",
+        "args": {
+            "thresholds": {"cpu": 20, "memory": 20, "pods": 20},
+            "targetThresholds": {"cpu": 50, "memory": 50, "pods": 50},
+            "metricsUtilization": {"source": "NodeReports"},
+        },
+        "point": "balance",
+    },
+    {"name": "HighNodeUtilization", "args": {"thresholds": {"cpu": 30}}, "point": "balance"},
+    {"name": "RemoveDuplicates", "args": {}, "point": "balance"},
+    {
+        "name": "RemovePodsViolatingTopologySpreadConstraint",
+        "args": {"constraints": ["DoNotSchedule", "ScheduleAnyway"]},
+        "point": "balance",
+    },
+    {"name": "RemovePodsViolatingInterPodAntiAffinity", "args": {}, "point": "deschedule"},
+    {
+        "name": "RemovePodsViolatingNodeAffinity",
+        "args": {"nodeAffinityType": ["requiredDuringSchedulingIgnoredDuringExecution"]},
+        "point": "deschedule",
+    },
+    {"name": "RemovePodsViolatingNodeTaints", "args": {}, "point": "deschedule"},
+    {"name": "RemoveFailedPods", "args": {"minPodLifetimeSeconds": 0}, "point": "deschedule"},
+    {"name": "PodLifeTime", "args": {"maxPodLifeTimeSeconds": 1}, "point": "deschedule"},
+    {
+        "name": "RemovePodsHavingTooManyRestarts",
+        "args": {"podRestartThreshold": 1},
+        "point": "deschedule",
+    },
+    {"name": "NodeShutdownRecovery", "args": {"notReadySeconds": 0}, "point": "deschedule"},
+    {
+        "name": "CriticalAddonRescue",
+        "args": {"systemNamespaces": ["default"], "unschedulableSeconds": 0},
+        "point": "balance",
+    },
+]
+
+
+def _policy(plugins: list[dict[str, Any]], evictor: dict[str, Any]) -> dict[str, Any]:
+    points: dict[str, list[str]] = {}
+    for plugin in plugins:
+        points.setdefault(plugin["point"], []).append(plugin["name"])
+    return {
+        "apiVersion": "descheduler/v1alpha2",
+        "kind": "DeschedulerPolicy",
+        "profiles": [
+            {
+                "name": "p",
+                "pluginConfig": [
+                    {"name": "DefaultEvictor", "args": evictor},
+                    *({"name": p["name"], "args": p["args"]} for p in plugins),
+                ],
+                "plugins": {point: {"enabled": names} for point, names in points.items()},
+            }
+        ],
+    }
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path into ``value`` (keys and indexes), the value itself included."""
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, child in value.items():
+            found += _paths(child, (*prefix, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            found += _paths(child, (*prefix, index))
+    return found
+
+
+def _same_kind(value: Any) -> st.SearchStrategy[Any]:  # noqa: PLR0911 - one answer per JSON type
+    """Odd values of the same JSON type: what passes a schema but not always the rules."""
+    if isinstance(value, bool):
+        return st.booleans()
+    if isinstance(value, int):
+        return st.sampled_from([0, -1, 1, 2**31, 2**63 - 1, 2**63, -(2**63)]) | st.integers()
+    if isinstance(value, float):
+        return st.floats(allow_nan=False, allow_infinity=False)
+    if isinstance(value, str):
+        return _SCALARS.filter(lambda x: isinstance(x, str))
+    if isinstance(value, list):
+        return st.lists(_ANY, max_size=2) | st.just([])
+    if isinstance(value, dict):
+        return st.just({})
+    return _ANY
+
+
+@st.composite
+def _mutated(draw: st.DrawFn, document: Any, max_changes: int = 4) -> Any:
+    """``document`` with up to ``max_changes`` values replaced (mostly by odd values of the
+    same type, else by any shape) or dropped."""
+    document = copy.deepcopy(document)
+    for _ in range(draw(st.integers(0, max_changes))):
+        paths = [p for p in _paths(document) if p]
+        if not paths:
+            break
+        path = draw(st.sampled_from(paths))
+        parent = document
+        for step in path[:-1]:
+            parent = parent[step]
+        how = draw(st.sampled_from(["same", "same", "any", "drop"]))
+        if how == "drop" and isinstance(parent, dict):
+            del parent[path[-1]]
+        elif how == "any":
+            parent[path[-1]] = draw(_ANY)
+        else:
+            parent[path[-1]] = draw(_same_kind(parent[path[-1]]))
+    return document
+
+
+@st.composite
+def _inputs(draw: st.DrawFn) -> tuple[Any, Any]:
+    items = draw(_mutated(_templates(), max_changes=6))
+    if isinstance(items, list) and items and draw(st.booleans()):
+        items.append(copy.deepcopy(draw(st.sampled_from(items))))  # an object twice
+    snapshot = {"apiVersion": "v1", "kind": "List", "items": items}
+    snapshot = draw(_mutated(snapshot, max_changes=1)) if draw(st.booleans()) else snapshot
+    plugins = draw(st.lists(st.sampled_from(_POLICIES), min_size=1, max_size=4, unique_by=str))
+    evictor = draw(
+        st.sampled_from(
+            [{}, {"nodeFit": True}, {"priorityThreshold": {"name": "high"}}, {"minReplicas": 2}]
+        )
+    )
+    policy = draw(_mutated(_policy(plugins, evictor), max_changes=2))
+    return snapshot, policy
+
+
+@FUZZ
+@given(_inputs())
+def test_any_snapshot_and_policy_give_a_plan_or_exit_2(
+    capsys: pytest.CaptureFixture[str], inputs: tuple[Any, Any]
+) -> None:
+    """Exit 0 with a JSON plan, or exit 2 with a message; nothing else, no traceback."""
+    snapshot, policy = inputs
+    with tempfile.TemporaryDirectory() as directory:
+        snapshot_file = Path(directory) / "snapshot.json"
+        snapshot_file.write_text(json.dumps(snapshot))
+        policy_file = Path(directory) / "policy.yaml"
+        policy_file.write_text(json.dumps(policy))  # JSON is YAML
+        argv = ["descheduler", "plan", "--snapshot", str(snapshot_file), "--output", "json"]
+        code = main([*argv, "--policy-config-file", str(policy_file)])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    assert code in (0, 2), captured.err
+    if code == 0:
+        assert "evictions" in json.loads(captured.out)
+    else:
+        assert captured.out == ""
+        assert captured.err.strip()

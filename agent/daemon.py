@@ -21,6 +21,7 @@ from agent.kube.events import EventRecorder
 from agent.kube.nodestate import NodeState
 from agent.kube.patches import NodePatcher
 from agent.kube.session import open_api
+from agent.kube.tokenclaims import bearer_token, decode_token, node_binding_problem
 from agent.node.facts import collect_node_facts
 from agent.node.metrics import NodeFactsCollector
 from agent.node.paths import HostPaths
@@ -121,7 +122,14 @@ async def _start(
     if cluster is None:
         log.info("no cluster configured: running in node-only mode, Kubernetes features off")
     else:
-        log.info("connected to cluster", server=cluster.api.api_client.configuration.host)
+        claims = decode_token(bearer_token(cluster.api.api_client) or "")
+        log.info(
+            "connected to cluster",
+            server=cluster.api.api_client.configuration.host,
+            credentials=claims.describe() if claims is not None else "no service-account token",
+        )
+        if (problem := node_binding_problem(claims, node)) is not None:
+            log.warning(problem)
     ctx = AgentContext(
         config=config,
         node_name=node,

@@ -17,6 +17,10 @@ from agent.node.facts import NodeFacts
 class ClusterStatus:
     mode: str  # "node-only", "reachable", "unreachable", "misconfigured"
     detail: str
+    credentials: str = ""
+    """Whose token the agent sends and which node it is bound to (empty: not connected)."""
+    credential_problem: str | None = None
+    """Why the own-node admission policy will deny the agent's writes, if it will."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,11 @@ def build_report(
             "readiness_gate": config.readiness.enabled,
             "metrics_bind_address": config.metrics_bind_address,
         },
-        "cluster": {"mode": cluster.mode, "detail": cluster.detail},
+        "cluster": {
+            "mode": cluster.mode,
+            "detail": cluster.detail,
+            **({"credentials": cluster.credentials} if cluster.credentials else {}),
+        },
     }
     warnings = []
     if memory.swap_on and not noswap.supported:
@@ -126,6 +134,8 @@ def build_report(
             )
     if cluster.mode in ("unreachable", "misconfigured"):
         warnings.append(f"cluster {cluster.mode}: {cluster.detail}")
+    if cluster.credential_problem:
+        warnings.append(cluster.credential_problem)
     warnings.extend(dropin_order_warnings(config, dropin_overrides))
     return DoctorReport(sections=sections, warnings=warnings)
 

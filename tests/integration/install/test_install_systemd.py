@@ -1,6 +1,8 @@
 """scripts/install-systemd and uninstall-systemd against a staging tree (``--root``): the
-layout, idempotence, an edited config kept, the unit verified by systemd-analyze, and the
-agent run as the unit runs it on a node that has no kubeconfig yet.
+layout, idempotence, an edited config kept, the unit verified by systemd-analyze, the agent
+run as the unit runs it on a node that has no kubeconfig yet, and joining the cluster with a
+token bound to the node's Node object: the kubeconfig written, rotated, and every token the
+admission policy would refuse refused here.
 
 The staged venv gets the package from a wheel built here, without its dependencies
 (``--pip-arg=--no-deps``): installing those from the index takes minutes and is pip's job.
@@ -8,6 +10,8 @@ The staged venv gets the package from a wheel built here, without its dependenci
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shlex
 import shutil
@@ -26,6 +30,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from agent.kube.connection import connect
+from agent.kube.tokenclaims import bearer_token, decode_token
+from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness.nodereport import register_crd
+from tests.harness.tls import self_signed_certificate
+from tests.harness.tokens import service_account_token
+
 REPO = Path(__file__).resolve().parents[3]
 INSTALL = REPO / "scripts" / "install-systemd"
 UNINSTALL = REPO / "scripts" / "uninstall-systemd"
@@ -42,10 +53,11 @@ class Staged:
     output: str
 
 
-def _run(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _run(script: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(script), *args], capture_output=True, text=True, timeout=600, check=False
-    )
+        [str(script), *args], input=stdin, capture_output=True, text=True, timeout=600,
+        check=False,
+    )  # fmt: skip
 
 
 def _install(root: Path, wheel: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -296,16 +308,17 @@ def _get(url: str) -> int:
         return 0
 
 
-@pytest.fixture
-def unit_process(staged: Staged, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int]]:
-    """The agent started with the staged unit's ExecStart arguments and environment, on the
-    staged config (its ports, state and logind drop-in moved into ``tmp_path``)."""
-    entries = _service_section(staged.root / UNIT)
+@contextlib.contextmanager
+def _as_the_unit_runs_it(root: Path, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """The agent started with the unit's ExecStart arguments and environment in the tree
+    ``root``, on its config (ports, state and logind drop-in moved into ``tmp_path``), and
+    killed afterwards if still running."""
+    entries = _service_section(root / UNIT)
     (exec_start,) = [value for key, value in entries if key == "ExecStart"]
     argv = shlex.split(exec_start)
     assert argv[0] == "/opt/kubelet-companion/bin/kubelet-companion"
     config_at = argv.index("--config") + 1
-    config = yaml.safe_load((staged.root / argv[config_at].lstrip("/")).read_text())
+    config = yaml.safe_load((root / argv[config_at].lstrip("/")).read_text())
     port = _free_port()
     config["metricsBindAddress"] = f"127.0.0.1:{port}"
     config["stateDir"] = str(tmp_path / "state")
@@ -316,7 +329,9 @@ def unit_process(staged: Staged, tmp_path: Path) -> Iterator[tuple[subprocess.Po
     # systemd's own environment for a service: no KUBECONFIG, no in-cluster variables, and
     # ProtectHome= hides ~/.kube; HOME points at an empty directory to the same effect.
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"}
-    env |= _unit_environment(staged.root, entries)
+    env |= _unit_environment(root, entries)
+    if "KUBECONFIG" in env:  # the node's path, read from the tree
+        env["KUBECONFIG"] = str(root / env["KUBECONFIG"].lstrip("/"))
     process = subprocess.Popen(
         [sys.executable, "-m", "agent.cli", *argv[1:]],
         env=env,
@@ -331,6 +346,13 @@ def unit_process(staged: Staged, tmp_path: Path) -> Iterator[tuple[subprocess.Po
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+@pytest.fixture
+def unit_process(staged: Staged, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """The agent as the staged unit runs it."""
+    with _as_the_unit_runs_it(staged.root, tmp_path) as started:
+        yield started
 
 
 def test_without_an_env_file_the_unit_runs_the_agent_node_only(
@@ -358,3 +380,242 @@ def test_without_an_env_file_the_unit_runs_the_agent_node_only(
     assert process.poll() is None, "".join(lines)
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=30) == 0, "".join(lines)
+
+
+# -- joining the cluster: a token bound to the node's Node --------------------------------
+
+KUBECONFIG = Path("etc/kubelet-companion/kubeconfig")
+ENV = Path("etc/kubelet-companion/env")
+SERVER = "https://api.example.test:6443"
+
+
+def _token_file(tmp_path: Path, token: str, name: str = "node-1.token") -> Path:
+    path = tmp_path / name
+    path.write_text(token + "\n")
+    return path
+
+
+def _join(root: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return _run(INSTALL, "--root", str(root), "--credentials-only", *args, stdin=stdin)
+
+
+@pytest.fixture
+def ca_file(tmp_path: Path) -> Path:
+    """A real PEM certificate standing for the cluster's CA bundle."""
+    certificate, _ = self_signed_certificate(tmp_path)
+    return certificate
+
+
+def test_dry_run_with_a_node_bound_token_says_what_it_would_write(
+    tmp_path: Path, ca_file: Path
+) -> None:
+    """``--dry-run`` with a Node-bound token names the kubeconfig (mode 0600), the env with
+    the token's node, the token's node and expiry and how to rotate it, never prints the
+    token itself, and writes nothing."""
+    root = tmp_path / "stage"
+    token = service_account_token(node="node-1")
+    result = _run(
+        INSTALL, "--dry-run", "--root", str(root), "--server", SERVER,
+        "--certificate-authority", str(ca_file), "--token-file", str(_token_file(tmp_path, token)),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for step in (
+        "would install /etc/kubelet-companion/kubeconfig",
+        "would install /etc/kubelet-companion/env",
+        "with NODE_NAME=node-1",
+        "credentials: token of kubelet-companion-agent bound to Node node-1, expires ",
+        f"server {SERVER}",
+        "skip systemctl try-restart: --root",
+        "--credentials-only --token-file FILE",
+    ):
+        assert step in out, out
+    assert token not in out + result.stderr
+    assert not root.exists()
+
+
+def test_a_node_bound_token_becomes_the_agents_kubeconfig(
+    copy_of_staged: Path, tmp_path: Path, ca_file: Path
+) -> None:
+    """``--credentials-only`` writes a kubeconfig (0600) the agent's own loader reads as that
+    server, CA and token, bound to the token's Node, and an env (0644) that points the unit at
+    it and sets NODE_NAME to that Node; the venv, unit and config are left alone."""
+    root = copy_of_staged
+    before = _snapshot(root)
+    token = service_account_token(node="node-1")
+    result = _join(
+        root, "--server", SERVER, "--certificate-authority", str(ca_file),
+        "--token-file", str(_token_file(tmp_path, token)),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "install kubelet-companion (" not in result.stdout
+    kubeconfig, env = root / KUBECONFIG, root / ENV
+    assert kubeconfig.stat().st_mode & 0o777 == 0o600
+    assert env.stat().st_mode & 0o777 == 0o644
+    assert {k: v for k, v in _snapshot(root).items() if k in before} == before
+    connection = connect(str(kubeconfig))
+    assert connection is not None
+    try:
+        assert connection.api_client.configuration.host == SERVER
+        assert Path(connection.api_client.configuration.ssl_ca_cert).read_bytes() == (
+            ca_file.read_bytes()
+        )
+        assert bearer_token(connection.api_client) == token
+        claims = decode_token(token)
+        assert claims is not None
+        assert claims.node_name == "node-1"
+    finally:
+        connection.api_client.close()
+    unit_env = _unit_environment(root, _service_section(root / UNIT))
+    assert unit_env["KUBECONFIG"] == "/etc/kubelet-companion/kubeconfig"
+    assert unit_env["NODE_NAME"] == "node-1"
+
+
+def test_rotating_the_token_keeps_the_server_and_ca_and_changes_only_the_kubeconfig(
+    copy_of_staged: Path, tmp_path: Path, ca_file: Path
+) -> None:
+    """A second run with a new token on stdin and no --server rewrites the kubeconfig with the
+    new token and the same server and CA, keeps the env; the same token again changes nothing
+    but a kubeconfig someone made readable, which goes back to 0600."""
+    root = copy_of_staged
+    first = _token_file(tmp_path, service_account_token(node="node-1"))
+    joined = _join(
+        root, "--server", SERVER, "--certificate-authority", str(ca_file),
+        "--token-file", str(first),
+    )  # fmt: skip
+    assert joined.returncode == 0, joined.stdout + joined.stderr
+    cluster = json.loads((root / KUBECONFIG).read_text())["clusters"]
+    env = (root / ENV).read_bytes()
+    renewed = service_account_token(node="node-1", expires_in=60 * 24 * 3600)
+    rotated = _join(root, "--token-file", "-", stdin=renewed)
+    assert rotated.returncode == 0, rotated.stdout + rotated.stderr
+    assert "update /etc/kubelet-companion/kubeconfig" in rotated.stdout
+    assert "skip systemctl try-restart" in rotated.stdout
+    written = json.loads((root / KUBECONFIG).read_text())
+    assert written["clusters"] == cluster
+    assert written["users"][0]["user"]["token"] == renewed
+    assert (root / ENV).read_bytes() == env
+    (root / KUBECONFIG).chmod(0o644)
+    again = _join(root, "--token-file", "-", stdin=renewed)
+    assert again.returncode == 0, again.stderr
+    assert "ok: /etc/kubelet-companion/kubeconfig" in again.stdout
+    assert "try-restart" not in again.stdout
+    assert "mode 0600 (it holds the token)" in again.stdout
+    assert (root / KUBECONFIG).stat().st_mode & 0o777 == 0o600
+
+
+def test_an_env_naming_another_node_is_kept_with_a_note(
+    copy_of_staged: Path, tmp_path: Path
+) -> None:
+    """An operator's env is never rewritten; when its NODE_NAME is not the token's Node the
+    script says the agent's writes would be denied and what to set."""
+    root = copy_of_staged
+    (root / ENV).write_text("KUBECONFIG=/etc/kubelet-companion/kubeconfig\nNODE_NAME=old\n")
+    token = _token_file(tmp_path, service_account_token(node="node-1"))
+    result = _join(root, "--server", SERVER, "--token-file", str(token))
+    assert result.returncode == 0, result.stderr
+    assert "NODE_NAME=old" in (root / ENV).read_text()
+    assert "sets NODE_NAME=old but the token is bound to Node node-1" in result.stdout
+    assert "set NODE_NAME=node-1" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("token", "extra", "message"),
+    [
+        pytest.param(
+            service_account_token(), [], "bound to no Node, so the cluster's admission policy",
+            id="unbound",
+        ),
+        pytest.param(
+            service_account_token(node="node-1", pod="kubelet-companion-agent-x7k2p"), [],
+            "bound to pod kubelet-companion-agent-x7k2p", id="pod-bound",
+        ),
+        pytest.param(
+            service_account_token(
+                subject="system:serviceaccount:kubelet-companion:kubelet-companion-descheduler",
+                node="node-1",
+            ), [], "not of system:serviceaccount:kubelet-companion:kubelet-companion-agent",
+            id="other-account",
+        ),
+        pytest.param(
+            service_account_token(node="node-1", expires_in=-60), [], "the token expired",
+            id="expired",
+        ),
+        pytest.param(
+            service_account_token(node="node-2"), ["--node", "node-1"],
+            "bound to Node node-2, not node-1", id="other-node",
+        ),
+        pytest.param("not-a-jwt", [], "not a service-account token", id="opaque"),
+        pytest.param("", [], "empty", id="empty"),
+    ],
+)  # fmt: skip
+def test_a_token_the_admission_policy_would_refuse_is_refused(
+    tmp_path: Path, token: str, extra: list[str], message: str
+) -> None:
+    """A token bound to no Node, to a pod, of another account, expired, for another node, or
+    not a token at all: exit 2 with the reason (and, for a missing binding, the kubectl
+    command that makes one), no traceback, nothing written."""
+    root = tmp_path / "stage"
+    root.mkdir()
+    result = _join(
+        root, "--server", SERVER, "--token-file", str(_token_file(tmp_path, token)), *extra
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    if "no Node" in message:
+        assert "--bound-object-kind Node --bound-object-name NODE" in result.stderr
+    assert list(root.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--credentials-only"], "need --token-file", id="credentials-only-alone"),
+        pytest.param(["--server", SERVER], "need --token-file", id="server-alone"),
+        pytest.param(["--token-file", "TOKEN"], "--server URL is needed", id="no-server"),
+        pytest.param(
+            ["--token-file", "TOKEN", "--server", "api.example:6443"], "not an http(s) URL",
+            id="server-without-scheme",
+        ),
+        pytest.param(
+            ["--token-file", "TOKEN", "--server", SERVER, "--certificate-authority", "TOKEN"],
+            "no PEM certificate", id="ca-not-pem",
+        ),
+    ],
+)  # fmt: skip
+def test_bad_credential_arguments_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    """Credential options without a token, a token without a server to send it to, a server
+    that is not a URL or a CA file without a certificate: exit 2 naming it, nothing written."""
+    token = str(_token_file(tmp_path, service_account_token(node="node-1")))
+    root = tmp_path / "stage"
+    result = _run(INSTALL, "--root", str(root), *[token if a == "TOKEN" else a for a in args])
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr
+    assert not root.exists()
+
+
+def test_the_unit_joins_the_cluster_with_the_node_bound_kubeconfig(
+    copy_of_staged: Path, tmp_path: Path, fake_apiserver: FakeApiServer
+) -> None:
+    """With the kubeconfig the script wrote from n1's Node-bound token, the agent as the unit
+    runs it connects, says its token is bound to node n1 (no admission warning) and
+    publishes n1's NodeReport, owned by Node n1."""
+    register_crd(fake_apiserver)
+    node = fake_apiserver.create(manifests.node("n1"))
+    token = _token_file(tmp_path, service_account_token(node="n1"))
+    joined = _join(copy_of_staged, "--server", fake_apiserver.url, "--token-file", str(token))
+    assert joined.returncode == 0, joined.stdout + joined.stderr
+    assert "plain http" in joined.stdout
+    with _as_the_unit_runs_it(copy_of_staged, tmp_path) as (process, _):
+        report = fake_apiserver.wait_for(
+            "nodereports", "n1", lambda obj: obj is not None, timeout=60
+        )
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=30)
+    assert report is not None
+    (owner,) = report["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"]) == ("Node", "n1", node["metadata"]["uid"])
+    (connected,) = [line for line in output.splitlines() if "connected to cluster" in line]
+    assert "bound to node n1" in connected
+    assert "admission policy" not in output

@@ -148,6 +148,23 @@ def test_unreachable_cluster_warns() -> None:
     assert report.warnings == ["cluster unreachable: refused"]
 
 
+def test_credentials_and_their_node_binding_problem_are_shown() -> None:
+    """The cluster section names the credentials; a token the own-node admission policy
+    would refuse (here: bound to no node) is a warning, and a good one is none."""
+    bad = ClusterStatus(
+        "reachable", "kubeconfig k, server v1.33.1", "token of sa bound to no node", "no node!"
+    )
+    report = build_report(AgentConfig(), "n1", facts(), LOGIND, bad)
+    assert report.sections["cluster"]["credentials"] == "token of sa bound to no node"
+    assert report.warnings == ["no node!"]
+    good = replace(bad, credentials="token of sa bound to node n1", credential_problem=None)
+    assert build_report(AgentConfig(), "n1", facts(), LOGIND, good).warnings == []
+    assert (
+        "credentials"
+        not in build_report(AgentConfig(), "n1", facts(), LOGIND, NODE_ONLY).sections["cluster"]
+    )
+
+
 def test_table_and_json_carry_the_same_facts() -> None:
     """The table shows sections and warnings; JSON holds the same values."""
     report = build_report(AgentConfig(), "n1", facts(swap=True, noswap=False), LOGIND, NODE_ONLY)

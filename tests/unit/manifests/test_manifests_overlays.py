@@ -1,6 +1,7 @@
 """Each overlay changes the one thing it is for and leaves the rest of the base alone: the
-descheduler as a CronJob (without the Lease Role it no longer needs), the admission policy
-added, the agent's readiness preset switched to Gardener's keys."""
+descheduler as a CronJob (the Lease Role stays, for the cooldown's memory), the agent's
+readiness preset switched to Gardener's keys. None touches the agent's RBAC or its admission
+policy, which are the base's (tests/unit/manifests/test_manifests_admission.py)."""
 
 from __future__ import annotations
 
@@ -17,15 +18,14 @@ from tests.harness.kustomize import (
     DESCHEDULER_ACCOUNT,
     JSON,
     MANIFESTS,
-    NAMESPACE,
     generated,
     one,
     overlays,
     render,
+    target_id,
 )
 
 CRONJOB = MANIFESTS / "overlays" / "cronjob"
-ADMISSION = MANIFESTS / "overlays" / "admission-policy"
 GARDENER = MANIFESTS / "overlays" / "gardener"
 AGENT_CONFIG = "kubelet-companion-agent"
 
@@ -46,7 +46,7 @@ def _changes(overlay: Path) -> tuple[set[Key], set[Key], set[Key]]:
 def test_the_shipped_overlays_are_the_ones_tested_here() -> None:
     """The overlays of this scope exist (others, e.g. monitoring, are rendered and validated
     by the generic tests, which glob every overlay)."""
-    assert {CRONJOB, ADMISSION, GARDENER} <= set(overlays())
+    assert {CRONJOB, GARDENER} <= set(overlays())
 
 
 def test_the_cronjob_overlay_runs_one_cycle_per_job_instead_of_a_deployment() -> None:
@@ -73,23 +73,6 @@ def test_the_cronjob_overlay_runs_one_cycle_per_job_instead_of_a_deployment() ->
     for field in ("image", "resources", "securityContext", "volumeMounts", "livenessProbe"):
         assert container[field] == deployed[field], field
     assert pod["volumes"] == deployment["spec"]["template"]["spec"]["volumes"]
-
-
-def test_the_admission_policy_overlay_adds_the_policy_for_the_agents_account() -> None:
-    """The overlay adds the ValidatingAdmissionPolicy and its Deny binding, matched to the
-    agent's ServiceAccount, and changes nothing of the base."""
-    removed, added, changed = _changes(ADMISSION)
-    name = "kubelet-companion-own-node-only"
-    assert (removed, changed) == (set(), set())
-    assert added == {
-        ("ValidatingAdmissionPolicy", name),
-        ("ValidatingAdmissionPolicyBinding", name),
-    }
-    docs = render(ADMISSION)
-    binding = one(docs, "ValidatingAdmissionPolicyBinding", name)
-    assert binding["spec"] == {"policyName": name, "validationActions": ["Deny"]}
-    (condition,) = one(docs, "ValidatingAdmissionPolicy", name)["spec"]["matchConditions"]
-    assert f"'system:serviceaccount:{NAMESPACE}:{AGENT_ACCOUNT}'" in condition["expression"]
 
 
 def _agent_config(docs: list[JSON]) -> tuple[str, AgentConfig]:
@@ -123,10 +106,20 @@ def test_the_gardener_overlay_switches_only_the_readiness_preset() -> None:
     assert {"name": "config", "configMap": {"name": name}} in volumes
 
 
-@pytest.mark.parametrize(
-    "overlay", [pytest.param(path, id=path.name) for path in (CRONJOB, ADMISSION, GARDENER)]
-)
-def test_the_agents_rbac_is_the_same_in_every_overlay(overlay: Path) -> None:
-    """No overlay of this scope widens or narrows the agent's ClusterRole or its binding."""
-    for kind in ("ClusterRole", "ClusterRoleBinding", "ServiceAccount"):
-        assert one(render(overlay), kind, AGENT_ACCOUNT) == one(render(BASE), kind, AGENT_ACCOUNT)
+POLICY = "kubelet-companion-own-node-only"
+
+
+@pytest.mark.parametrize("overlay", [pytest.param(path, id=target_id(path)) for path in overlays()])
+def test_the_agents_rbac_and_admission_policy_are_the_same_in_every_overlay(
+    overlay: Path,
+) -> None:
+    """No overlay widens or narrows the agent's ClusterRole, its binding, or the admission
+    policy that keeps it to its own node, nor drops the policy's Deny binding."""
+    for kind, name in (
+        ("ClusterRole", AGENT_ACCOUNT),
+        ("ClusterRoleBinding", AGENT_ACCOUNT),
+        ("ServiceAccount", AGENT_ACCOUNT),
+        ("ValidatingAdmissionPolicy", POLICY),
+        ("ValidatingAdmissionPolicyBinding", POLICY),
+    ):
+        assert one(render(overlay), kind, name) == one(render(BASE), kind, name), kind

@@ -66,11 +66,11 @@ def test_the_cronjob_overlay_runs_one_cycle_per_job_instead_of_a_deployment() ->
     assert "--descheduling-interval=0" in container["args"]
     assert "--leader-elect" not in container["args"]
     assert "--leader-elect-resource-namespace=$(POD_NAMESPACE)" in container["args"]
-    (namespace_env,) = container["env"]
-    assert namespace_env["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    env = {each["name"]: each["valueFrom"]["fieldRef"]["fieldPath"] for each in container["env"]}
+    assert env == {"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"}
     deployment = one(render(BASE), "Deployment", DESCHEDULER_ACCOUNT)
     (deployed,) = deployment["spec"]["template"]["spec"]["containers"]
-    for field in ("image", "resources", "securityContext", "volumeMounts", "livenessProbe"):
+    for field in ("image", "env", "resources", "securityContext", "volumeMounts", "livenessProbe"):
         assert container[field] == deployed[field], field
     assert pod["volumes"] == deployment["spec"]["template"]["spec"]["volumes"]
 

@@ -106,8 +106,13 @@ def _descheduler_flags(parser: argparse.ArgumentParser) -> None:
         ("--leader-elect-retry-period", "26s"),
     ):
         add(flag, metavar="DURATION", default=default, help=f"Go duration (default {default})")
-    add("--client-connection-qps", type=float, metavar="QPS", help="API requests per second")
-    add("--client-connection-burst", type=int, metavar="N", help="API request burst")
+    add(
+        "--client-connection-qps",
+        type=float,
+        metavar="QPS",
+        help="API requests per second (50; Events have a bucket of their own)",
+    )
+    add("--client-connection-burst", type=int, metavar="N", help="API request burst (100)")
     add("--metrics-bind-address", metavar="HOST:PORT", help="/metrics, /healthz, /readyz")
     add(
         "--event-driven-cycles",
@@ -120,6 +125,12 @@ def _descheduler_flags(parser: argparse.ArgumentParser) -> None:
         "--min-cycle-spacing",
         metavar="DURATION",
         help="event-driven cycles start at least this long after the previous one (30s)",
+    )
+    add(
+        "--held-eviction-timeout",
+        metavar="DURATION",
+        help="how long a cycle waits for a PodDisruptionBudget to allow the evictions it "
+        "refused when planned (60s, never past the next interval; 0: report them blocked)",
     )
 
 

@@ -49,7 +49,10 @@ class KubeConfig:
 
     request_timeout: Duration = setting(Duration(10.0), minimum=0.1)
     watch_timeout: Duration = setting(Duration(300.0), minimum=1)
+    """Each watch asks the server to end it after 1 to 2 times this (spread, as client-go)."""
     watch_read_timeout: Duration = setting(Duration(90.0), minimum=1)
+    """How much longer than that a watch may stay silent before the client gives up on it;
+    a dead connection is found sooner, by TCP keepalive."""
 
 
 @dataclass(frozen=True)

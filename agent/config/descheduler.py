@@ -21,9 +21,10 @@ class DeschedulerConfig:
     descheduling_interval: Duration = setting(Duration(0.0))
     dry_run: bool = setting(False)
     leader_elect: bool = setting(False)
-    client_connection_qps: float = setting(5.0)
-    """client-go's default, which upstream gets when the flag is unset; 0 = no limit."""
-    client_connection_burst: int = setting(10, minimum=1)
+    client_connection_qps: float = setting(50.0)
+    """kube-scheduler's client default (upstream's descheduler gets client-go's 5 when the
+    flag is unset; ``agent.kube.ratelimit`` says why we differ); 0 = no limit."""
+    client_connection_burst: int = setting(100, minimum=1)
     eviction_concurrency: int = setting(8, minimum=1, maximum=256)
     """Evictions in flight at once (upstream: 1)."""
     event_driven_cycles: bool = setting(False)
@@ -31,6 +32,9 @@ class DeschedulerConfig:
     LowNodeUtilization thresholds, or a critical add-on goes Unschedulable."""
     min_cycle_spacing: Duration = setting(Duration(30.0), minimum=0)
     """Event-driven cycles never start sooner than this after the previous cycle."""
+    held_eviction_timeout: Duration = setting(Duration(60.0), minimum=0)
+    """Ours: how long a cycle waits for a PodDisruptionBudget to allow an eviction it held
+    (never past the next interval); 0 reports them blocked at once, as a dry run does."""
 
     def validate(self) -> list[FieldError]:
         errors = []

@@ -37,7 +37,7 @@ import functools
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TextIO, TypeVar
 
@@ -46,6 +46,7 @@ from prometheus_client import CollectorRegistry
 
 from agent.descheduler import projection
 from agent.descheduler.cycle import CycleOptions, run_cycle
+from agent.descheduler.evictions.budgetwatch import BudgetWatch
 from agent.descheduler.evictions.live import (
     DEFAULT_CONCURRENCY,
     EvictionResult,
@@ -75,7 +76,7 @@ from agent.descheduler.triggers import (
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
 from agent.kube.errors import KubeError, LeadershipLost, NotFound
-from agent.kube.events import EventRecorder, EventSink, ObjectRef
+from agent.kube.events import EventBroadcaster, EventRecorder, EventSink, ObjectRef
 from agent.kube.evictionmemory import (
     EvictionsMemory,
     LeaseAnnotationMemory,
@@ -105,6 +106,10 @@ LEFTOVER_SYNC_SECONDS = 5.0
 """How long the first cycle waits for the node cache to show leftover rescue taints gone."""
 RESCUE_POLL_SECONDS = 1.0
 """How often an in-place rescue taint is checked against its add-on (in memory, no calls)."""
+EVENT_DRAIN_SECONDS = 5.0
+"""How long a stopping process waits for its queued Events to be posted."""
+DEFAULT_HELD_EVICTION_TIMEOUT = 60.0
+"""How long a cycle waits, at most, for budgets to let its held evictions go."""
 REPORTS_SYNC_SECONDS = 10.0
 """How long the first cycle waits for the agents' NodeReports; without them (no CRD, no
 agents) every node falls back to requests, which the plan records and a metric counts."""
@@ -157,6 +162,16 @@ class RunOptions:
     event_driven: bool = False
     """Also start a cycle soon after a trigger (``triggers``), spaced ``min_cycle_spacing``."""
     min_cycle_spacing: float = DEFAULT_MIN_SPACING
+    held_eviction_timeout: float = DEFAULT_HELD_EVICTION_TIMEOUT
+    """How long a cycle holds an eviction a budget refuses, waiting for the budget to allow
+    it (never past the next interval)."""
+
+    @property
+    def hold_seconds(self) -> float:
+        """The cycle's hold: the timeout, and never longer than the interval."""
+        if self.interval > 0:
+            return min(self.held_eviction_timeout, self.interval)
+        return self.held_eviction_timeout
 
 
 class Descheduler:
@@ -177,6 +192,7 @@ class Descheduler:
         taint_actions: TaintActions | None = None,
         events: EventSink | None = None,
         subject: ObjectRef | None = None,
+        budgets: BudgetWatch | None = None,
     ) -> None:
         self.policy = policy
         self.options = options
@@ -196,6 +212,8 @@ class Descheduler:
         self._leftovers_checked = False
         self.events = events
         self.subject = subject
+        self.budgets = budgets
+        """The budgets' watch, which held evictions wait on; ``None``: they are not held."""
         """What the cycle's own Warning Events are about: this replica's Pod, else its Lease."""
 
     @property
@@ -226,9 +244,6 @@ class Descheduler:
             self.out.flush()
             self.metrics.cycles.labels("dry-run").inc()
         else:
-            for blocked in plan.evictions:
-                if blocked.blocked_by_pdb:
-                    self._count(blocked, RESULT_BLOCKED_BY_PDB)
             for refused in plan.limit_refusals:
                 # Upstream counts a limit's refusal with the limit's text as the result.
                 self.metrics.evicted(
@@ -255,13 +270,19 @@ class Descheduler:
                 await self.events.emit(self.subject, "Warning", CYCLE_FAILED, error)
 
     async def _execute(self, plan: Plan) -> list[EvictionResult]:
-        """Taints first (a rescue's node is tainted before its pods go), then evictions."""
-        actions = self.taint_actions
-        if actions is None or not plan.taints:
-            return await self.evictor.execute(plan)
-        failed = await actions.apply(plan.taints)
-        results = await self.evictor.evict_all(actions.sendable(plan.allowed, failed))
-        await actions.report(plan.taints, results, failed)
+        """Taints first (a rescue's node is tainted before its pods go), then evictions; the
+        ones a budget holds go as it allows, until the hold ends."""
+        actions = self.taint_actions if plan.taints else None
+        failed = await actions.apply(plan.taints) if actions is not None else set()
+        allowed = actions.sendable(plan.allowed, failed) if actions is not None else plan.allowed
+        results = await self.evictor.evict_all(
+            allowed,
+            held=[eviction for eviction in plan.evictions if eviction.blocked_by_pdb],
+            budgets=self.budgets,
+            hold_until=self.clock.monotonic() + self.options.hold_seconds,
+        )
+        if actions is not None:
+            await actions.report(plan.taints, results, failed)
         return results
 
     async def _remove_leftover_rescues(self) -> None:
@@ -339,6 +360,47 @@ class Descheduler:
                 await self.memory.save(remembered)
             except (KubeError, LeadershipLost) as error:
                 _log.warning("churn guard memory not saved", error=str(error))
+
+
+def cycle_summary(plan: Plan, results: Sequence[EvictionResult]) -> dict[str, object]:
+    """What one cycle did, for its log line: evictions by profile and plugin, what a budget
+    still refused, what failed."""
+    evicted: dict[str, int] = {}
+    for result in results:
+        if result.evicted:
+            where = f"{result.eviction.profile}/{result.eviction.plugin}"
+            evicted[where] = evicted.get(where, 0) + 1
+    return {
+        "evicted": dict(sorted(evicted.items())),
+        "blocked": sum(1 for r in results if r.result == RESULT_BLOCKED_BY_PDB),
+        "failed": sum(1 for r in results if not r.evicted and r.result != RESULT_BLOCKED_BY_PDB),
+        "plugin_errors": len(plan.errors),
+    }
+
+
+def _log_cycle(
+    descheduler: Descheduler,
+    seconds: float,
+    schedule: CycleSchedule,
+    clock: Clock,
+    one_shot: bool,
+) -> None:
+    """One info line per cycle a person reads: what it did, how long it took, what is next."""
+    plan = descheduler.last_plan
+    if plan is None:
+        return
+    if descheduler.options.dry_run:
+        summary: dict[str, object] = {"planned": plan.summary()["planned"]}
+    else:
+        summary = cycle_summary(plan, descheduler.last_results)
+    due = schedule.next_start()
+    _log.info(
+        "descheduling cycle done",
+        **summary,
+        skipped=plan.skipped or None,
+        seconds=round(seconds, 2),
+        next_cycle_in=None if one_shot or due is None else round(due - clock.monotonic(), 1),
+    )
 
 
 def _outcome(plan: Plan) -> str:
@@ -531,8 +593,14 @@ async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires 
             clock=clock,
             max_age=CHURN_MEMORY_SECONDS,
         )
-    events = EventRecorder(
-        kube, component=COMPONENT, host=elector.identity if elector else COMPONENT
+    # Events spend tokens of their own (client-go's broadcaster has its own client too):
+    # a Descheduled Event never waits for, nor takes, an eviction's token.
+    event_limiter = TokenBucket(
+        options.qps, options.burst, monotonic=clock.monotonic, sleep=clock.sleep
+    )
+    events = EventBroadcaster(
+        EventRecorder(kube, component=COMPONENT, host=elector.identity if elector else COMPONENT),
+        acquire=event_limiter.acquire,
     )
     evictor = LiveEvictor(
         kube,
@@ -551,6 +619,8 @@ async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires 
         trust = ReportTrust(reports, clock)
         usage = trust.usage
     state = ClusterState(api, projections_for(policy), usage=usage, decoding=options.decoding)
+    budgets = BudgetWatch(state.disruption_budgets.get, clock)
+    state.disruption_budgets.subscribe(budgets.on_event)
     registry.register(
         SkippedObjects(
             lambda: {reflector.name: reflector.skipped for reflector in state.reflectors}
@@ -582,6 +652,7 @@ async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires 
         taint_actions=taint_actions,
         events=events,
         subject=event_subject(options.lease_namespace, options.lease_name),
+        budgets=budgets,
     )
     metrics.follow_leadership(lambda: descheduler.leading)
     exit_code = 0
@@ -611,7 +682,13 @@ async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires 
             _log.warning("no NodeReports (is the CRD installed?); usage falls back to requests")
         one_shot = options.interval <= 0 and not options.event_driven
         while True:
-            schedule.started(clock.monotonic())
+            if elector is not None and not options.dry_run and not elector.is_leader:
+                # A follower plans nothing. Becoming leader starts a cycle at once, whatever
+                # the interval's clock says: the work a dead leader left is not kept waiting.
+                await elector.leading.wait()
+                _log.info("leading: a cycle starts now", identity=elector.identity)
+            started = clock.monotonic()
+            schedule.started(started)
             try:
                 await descheduler.cycle()
             except Exception:  # noqa: BLE001 - any failure of a cycle is logged, never fatal to a loop
@@ -620,6 +697,8 @@ async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires 
                 _log.exception("descheduling cycle failed")
                 if one_shot:
                     exit_code = 1
+            else:
+                _log_cycle(descheduler, clock.monotonic() - started, schedule, clock, one_shot)
             if one_shot:
                 # A rescue taint is not left behind: wait for its add-on, or its timeout.
                 while await descheduler.settle_rescues():
@@ -650,6 +729,13 @@ async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires 
 
         supervisor.add(RootTask(name="leader-election", run=elector.run, stop=release))
     supervisor.add(RootTask(name="cycles", run=cycles, stage=STAGE_CONTROLLER))
+
+    async def flush_events() -> None:
+        # The last cycle's Events go out before the process does (a bounded wait).
+        await events.drain(EVENT_DRAIN_SECONDS)
+
+    # Stopped after the cycles (a later stage), so the last cycle's Events are in the queue.
+    supervisor.add(RootTask(name="events", run=events.run, stop=flush_events, stage=STAGE_WATCH))
     loop = asyncio.get_running_loop()
     if install_signal_handlers:
         for signum in (signal.SIGTERM, signal.SIGINT):

@@ -35,16 +35,14 @@ def resolve_config(args: argparse.Namespace) -> DeschedulerConfig:
     changes: dict[str, object] = {}
     if args.policy_config_file is not None:
         changes["policy_file"] = str(Path(args.policy_config_file).absolute())
-    if getattr(args, "min_cycle_spacing", None) is not None:
+    for field in ("min_cycle_spacing", "held_eviction_timeout", "descheduling_interval"):
+        value = getattr(args, field, None)
+        if value is None:
+            continue
         try:
-            changes["min_cycle_spacing"] = Duration(parse_duration(args.min_cycle_spacing))
+            changes[field] = Duration(parse_duration(value))
         except ValueError as error:
-            errors.append(FieldError("--min-cycle-spacing", str(error)))
-    if args.descheduling_interval is not None:
-        try:
-            changes["descheduling_interval"] = Duration(parse_duration(args.descheduling_interval))
-        except ValueError as error:
-            errors.append(FieldError("--descheduling-interval", str(error)))
+            errors.append(FieldError("--" + field.replace("_", "-"), str(error)))
     for flag, name in (
         ("dry_run", "dry_run"),
         ("kubeconfig", "kubeconfig"),
@@ -102,6 +100,7 @@ def options_from(config: DeschedulerConfig, args: argparse.Namespace) -> RunOpti
         metrics_bind_address=str(config.metrics_bind_address),
         event_driven=config.event_driven_cycles,
         min_cycle_spacing=float(config.min_cycle_spacing),
+        held_eviction_timeout=float(config.held_eviction_timeout),
     )
 
 

@@ -94,16 +94,12 @@ class AsyncKube:
         namespace: str,
         *,
         timeout: float | None = None,
-        then: Callable[[], object] | None = None,
         **kwargs: Any,
     ) -> None:
-        """POST the Eviction; after it was accepted, ``then()`` runs in the same worker
-        call (the descheduler's Event), saving a second hop to the pool and back."""
+        """POST the Eviction."""
 
         def evict(*, timeout: float | None = None) -> None:
             self.api.evict(name, namespace, timeout=timeout, **kwargs)
-            if then is not None:
-                then()
 
         await self._run_within(timeout, evict)
 

@@ -6,19 +6,21 @@ repeats bump ``count`` on the existing Event instead of creating a new one. Mess
 changing detail, so the memory of past Events is bounded (least recently used goes first).
 
 Concurrency: ``emit_now`` is the one implementation and blocks; it runs on a worker thread
-of ``AsyncKube``'s pool (``emit`` sends it there, the descheduler runs it right after its
-Eviction in the same worker call). The memory of past Events is shared by those threads,
+of ``AsyncKube``'s pool (``emit`` sends it there). ``EventBroadcaster`` queues Events and posts
+them from one worker of its own, so a caller on a hot path (the descheduler's evictions) never
+waits for an Event. The memory of past Events is shared by those threads,
 so it is read and written under a lock, never held across an HTTP call: two threads racing
 on the same Event may both create one, which aggregation only makes less likely anyway.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -186,3 +188,91 @@ class EventRecorder:
         except KubeError as error:
             _log.warning("event not posted", reason=reason, error=str(error))
             return False
+
+
+@dataclass(frozen=True)
+class _Queued:
+    involved: ObjectRef
+    event_type: str
+    reason: str
+    message: str
+
+
+class EventBroadcaster:
+    """Events posted behind the caller's back, like client-go's broadcaster: ``post`` never
+    waits. A bounded queue feeds one worker that spends its own token bucket (so Events never
+    take the tokens evictions need) and aggregates through ``EventRecorder``; when the queue
+    is full, the new Event is dropped and counted, never the caller slowed.
+
+    Concurrency: ``post`` and the worker run on the event loop; the worker sends each Event
+    through the recorder's thread pool call, one at a time.
+    """
+
+    def __init__(
+        self,
+        recorder: EventRecorder,
+        *,
+        acquire: Callable[[], Awaitable[None]],
+        capacity: int = 1000,
+    ) -> None:
+        self.recorder = recorder
+        self.acquire = acquire
+        """Waits for the Events' own token (``TokenBucket.acquire``)."""
+        self.capacity = capacity
+        self.dropped = 0
+        """Events dropped because the queue was full."""
+        self.posted = 0
+        self._queue: asyncio.Queue[_Queued] = asyncio.Queue(capacity)
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def post(self, involved: ObjectRef, event_type: str, reason: str, message: str) -> None:
+        """Queue an Event; drops it (and counts) when the queue is full."""
+        try:
+            self._queue.put_nowait(_Queued(involved, event_type, reason, message))
+        except asyncio.QueueFull:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 100 == 0:
+                _log.warning("event queue full; events dropped", dropped=self.dropped)
+            return
+        self._idle.clear()
+
+    async def emit(
+        self,
+        involved: ObjectRef,
+        event_type: str,
+        reason: str,
+        message: str,
+        *,
+        min_interval: float = 0.0,  # noqa: ARG002 - EventSink's signature; aggregation applies
+    ) -> bool:
+        """``EventSink``: queue the Event and return at once."""
+        self.post(involved, event_type, reason, message)
+        return True
+
+    async def run(self) -> None:
+        """The worker: post queued Events, each after its token, until cancelled."""
+        while True:
+            item = await self._queue.get()
+            try:
+                await self.acquire()
+                if await self.recorder.emit(
+                    item.involved, item.event_type, item.reason, item.message
+                ):
+                    self.posted += 1
+            except Exception:  # noqa: BLE001 - Events are best effort; the worker goes on
+                _log.exception("event not posted", reason=item.reason)
+            finally:
+                self._queue.task_done()
+                if self._queue.empty():
+                    self._idle.set()
+
+    async def drain(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` seconds) until every queued Event was posted; ``True``
+        when the queue emptied (a one-shot run's last Events are not lost to its exit)."""
+        try:
+            async with asyncio.timeout(timeout):
+                await self._idle.wait()
+        except TimeoutError:
+            return False
+        return True

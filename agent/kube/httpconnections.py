@@ -21,6 +21,7 @@ from __future__ import annotations
 import email.parser
 import http.client
 import re
+import socket
 from typing import Any, cast
 
 import urllib3
@@ -154,10 +155,31 @@ class LeanHTTPSConnection(_HeadWithBody, urllib3.connection.HTTPSConnection):
     response_class = LeanHeadResponse
 
 
+KEEPALIVE_OPTIONS = [
+    (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1),
+    *(
+        (socket.IPPROTO_TCP, getattr(socket, name), value)
+        for name, value in (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3))
+        if hasattr(socket, name)
+    ),
+]
+"""TCP keepalive after 30 s of silence, every 10 s, 3 probes: a dead peer is found in about a
+minute (Go's dialer, which client-go uses, keeps alive every 30 s). A watch can then wait
+for the server to end it without a short read timeout."""
+
+
 def use_lean_connections(pool: urllib3.HTTPConnectionPool) -> None:
     """Make ``pool``'s new connections the lean ones (headers read here, head sent with the
-    body), if they are urllib3's own connection classes; anything else is left as it is."""
+    body), if they are urllib3's own connection classes; anything else is left as it is.
+    Either way they get TCP keepalive."""
     if pool.ConnectionCls is urllib3.connection.HTTPSConnection:
         pool.ConnectionCls = LeanHTTPSConnection
     elif pool.ConnectionCls is urllib3.connection.HTTPConnection:
         pool.ConnectionCls = LeanHTTPConnection
+    options = pool.conn_kw.get("socket_options")
+    base = (
+        list(options)
+        if options is not None
+        else urllib3.connection.HTTPConnection.default_socket_options
+    )
+    pool.conn_kw["socket_options"] = [*base, *KEEPALIVE_OPTIONS]

@@ -15,9 +15,13 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-DEFAULT_QPS = 5.0
-DEFAULT_BURST = 10
-"""client-go's defaults, which upstream's descheduler gets when the flags are not set."""
+DEFAULT_QPS = 50.0
+DEFAULT_BURST = 100
+"""kube-scheduler's client defaults, not client-go's 5/10 (upstream's descheduler gets those
+when its flags are not set): a descheduler is idle between cycles and then sends a burst of
+evictions, and every second of that burst is a second the cluster stays unbalanced; the API
+server's priority and fairness protects it from any one client, and 50/s is what the
+scheduler, which creates the replacements, is allowed anyway."""
 
 
 async def _sleep(seconds: float) -> None:

@@ -9,7 +9,10 @@ Recovery:
 - a watch that ends normally (server timeout) is reopened from the last resourceVersion;
   one that ends within a second having delivered nothing counts as a failure, so a
   misbehaving server cannot drive us into a reconnect storm;
-- a broken or silent watch (client read timeout) is reopened after a backoff;
+- a broken watch is reopened after a backoff; the server is asked to end each watch
+  (``timeoutSeconds``) before the client's read timeout would, as client-go does, so a quiet
+  resource's watch ends cleanly instead of in a read timeout, and a dead connection is found
+  by TCP keepalive;
 - 410 Gone (as an HTTP status or an ``ERROR`` event) forces a relist, as a consistent read;
 - a configuration problem (``KubeConfigError``, e.g. an untrusted certificate) is retried
   too, at the capped backoff (the CA file may be fixed under us), but logged as an error
@@ -119,6 +122,9 @@ class ProjectingReflector(Generic[T]):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._config_problem: str | None = None
         """The configuration problem last logged (watch thread only)."""
+        self._last_failure: tuple[int, str] | None = None
+        """The failure last logged as a warning, until a list or watch succeeds (watch
+        thread only)."""
         self.watching = False
         """Whether a watch response is open and being read: written by the watch thread,
         read by the loop as a hint (see ``live``)."""
@@ -272,12 +278,14 @@ class ProjectingReflector(Generic[T]):
                     del listing  # the raw page may be large; only projections stay
                     need_list = False
                     self._config_problem = None
+                    self._last_failure = None
                     self.last_error = None
                 started = time.monotonic()
                 resource_version, delivered = self._watch_once(resource_version)
                 if delivered or time.monotonic() - started >= _SHORT_WATCH:
                     failures = 0
                     self._config_problem = None
+                    self._last_failure = None
                 else:
                     failures += 1
                     self._stopping.wait(self.policy.wait(failures))
@@ -305,8 +313,13 @@ class ProjectingReflector(Generic[T]):
                     error=str(error),
                 )
             return
-        _log.warning(
-            "watch failed, retrying",
+        # The same failure again and again (a CRD not installed: 404 every retry) is said
+        # once, then only at debug level, until something succeeds.
+        said = (error.status, str(error))
+        log = _log.debug if said == self._last_failure else _log.warning
+        self._last_failure = said
+        log(
+            "watch failed, retrying" if log is _log.warning else "watch still failing",
             reflector=self.name,
             error=str(error),
             status=error.status,
@@ -349,15 +362,18 @@ class ProjectingReflector(Generic[T]):
     def _watch_once(self, resource_version: str) -> tuple[str, int]:
         """Follow one watch to its end; return the last resourceVersion and the events seen."""
         # Spread reconnects like client-go does, so many agents do not reconnect in step.
-        timeout = int(self.watch_timeout * (1 + random.random()))  # noqa: S311 - jitter
+        timeout = max(1, int(self.watch_timeout * (1 + random.random())))  # noqa: S311 - jitter
         stream = self.api.watch(
             self.resource,
             resource_version=resource_version,
             namespace=self.namespace,
             label_selector=self.label_selector,
             field_selector=self.field_selector,
-            timeout_seconds=max(1, timeout),
-            read_timeout=self.read_timeout,
+            timeout_seconds=timeout,
+            # The server ends a quiet watch (no event, no bookmark) at ``timeout``: the client
+            # waits longer than that, so an idle watch ends cleanly, never in a read timeout.
+            # A dead peer is found sooner by TCP keepalive (``httpconnections``).
+            read_timeout=timeout + self.read_timeout,
             decode=self.decode_event,
         )
         self._stream = stream

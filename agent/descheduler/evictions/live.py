@@ -1,17 +1,27 @@
-"""Sending a plan's allowed evictions through the eviction API, in parallel, within limits.
+"""Sending a plan's evictions through the eviction API: in parallel, within limits, and the
+held ones when their budgets allow.
 
 Upstream evicts one pod at a time (about 160/s on our bench machine). Here up to
 ``concurrency`` Evictions are in flight at once, each first taking a token from the
 client's QPS bucket. The limits (total, per node, per namespace) were checked when the
 plan was made, so concurrency can never exceed them; this module only decides how fast.
 
-Order: evictions *start* in the plan's order (the pool admits them one by one, in order);
-they may finish in any order. Results, as upstream: 429 (a PodDisruptionBudget, or
+Order: allowed evictions *start* in the plan's order (the pool admits them one by one, in
+order); they may finish in any order. Results, as upstream: 429 (a PodDisruptionBudget, or
 throttling that outlasted our retries) and 404 (the pod is gone) count as not evicted and
-the run goes on; 5xx and timeouts are retried with backoff a few times. A success posts a
-Normal Event ``Descheduled`` on the pod, in the same worker call as its Eviction (a thread
-hop per request was the largest share of client CPU left per eviction, and the client CPU
-is what bounds the pool's gain under the GIL).
+the run goes on; 5xx and timeouts are retried with backoff a few times.
+
+**Held evictions** (a budget refused them when the plan was made; ``planner``) are sent
+per budget, in the plan's order, after the allowed ones (which must not race them), each as
+soon as the budget's watch says it may go (``BudgetWatch``): at once if it already does, else
+at its next change; after a success, only once the budget's status has changed since. A 429
+on the way (the status moved under us) waits for the next change. What a budget still
+refuses at ``hold_until`` is reported as blocked by it. So a budget that recovers as
+replacements turn Ready lets its pods go within the cycle, one at a time, as the API server
+would admit them.
+
+Events never slow evictions: a success posts a Normal Event ``Descheduled`` through the
+``EventBroadcaster``, which queues it and spends its own tokens.
 
 Concurrency: everything runs on the event loop; the blocking calls run on the adapter's
 thread pool (``AsyncKube``), which is larger than the default pool size.
@@ -25,17 +35,18 @@ from dataclasses import dataclass
 
 import structlog
 
+from agent.descheduler.evictions.budgetwatch import BudgetWatch
 from agent.descheduler.metrics import (
     RESULT_BLOCKED_BY_PDB,
     RESULT_ERROR,
     RESULT_NOT_FOUND,
     RESULT_SUCCESS,
 )
-from agent.descheduler.plan import Plan, PlannedEviction
+from agent.descheduler.plan import PlannedEviction
 from agent.kube.backoff import Backoff, retry_async
 from agent.kube.client import AsyncKube
 from agent.kube.errors import KubeError, NotFound, TooManyRequests, Unavailable
-from agent.kube.events import EventRecorder, ObjectRef
+from agent.kube.events import EventBroadcaster, ObjectRef
 from agent.kube.ratelimit import TokenBucket
 
 DEFAULT_CONCURRENCY = 8
@@ -65,11 +76,15 @@ def _ignore(_result: EvictionResult) -> None:
     return None
 
 
+class _Stopped(Exception):
+    """No longer allowed to evict (leadership lost): the rest is dropped."""
+
+
 class LiveEvictor:
     def __init__(
         self,
         kube: AsyncKube,
-        events: EventRecorder,
+        events: EventBroadcaster,
         *,
         limiter: TokenBucket,
         concurrency: int = DEFAULT_CONCURRENCY,
@@ -89,22 +104,50 @@ class LiveEvictor:
         self.retry_attempts = retry_attempts
         self.on_result = on_result
         self.may_continue = may_continue
-        """Asked before each eviction is admitted (leadership); ``False`` stops the run."""
+        """Asked before each eviction is sent (leadership); ``False`` stops the run."""
         self.failure_events = failure_events
         """The policy's ``evictionFailureEventNotification``: a Warning ``EvictionFailed``
         Event on each pod whose eviction the API server refused or that failed."""
 
-    async def execute(self, plan: Plan) -> list[EvictionResult]:
-        """Evict the plan's allowed pods; return one result per eviction, in plan order."""
-        return await self.evict_all(plan.allowed)
-
-    async def evict_all(self, evictions: Sequence[PlannedEviction]) -> list[EvictionResult]:
-        slots = asyncio.Semaphore(self.concurrency)
-        tasks: list[asyncio.Task[EvictionResult]] = []
+    async def evict_all(
+        self,
+        evictions: Sequence[PlannedEviction],
+        *,
+        held: Sequence[PlannedEviction] = (),
+        budgets: BudgetWatch | None = None,
+        hold_until: float = 0.0,
+    ) -> list[EvictionResult]:
+        """Send ``evictions`` at once, and ``held`` as their budgets allow until ``hold_until``
+        (monotonic; without ``budgets`` they are reported blocked at once). One result per
+        eviction: the sent ones in plan order, then the held ones."""
         # Bound once per run, not once per line: the module's lazy proxy re-binds (a new
         # logger from the factory) at every call, as configuration is not cached (tests'
         # capture_logs needs that); a run's lines go to the configuration of its start.
         log = _log.bind()
+        sent = await self._pool(evictions, log)
+        # Held ones only now: an allowed eviction under the same budget must not race them.
+        by_budget: dict[str, list[PlannedEviction]] = {}
+        for eviction in held:
+            by_budget.setdefault(eviction.blocked_by_pdb, []).append(eviction)
+        holding = [
+            asyncio.create_task(
+                self._hold(key, pending, budgets, hold_until, log), name=f"hold-{key}"
+            )
+            for key, pending in by_budget.items()
+        ]
+        try:
+            held_results = [r for results in await asyncio.gather(*holding) for r in results]
+        except BaseException:
+            for task in holding:
+                task.cancel()
+            raise
+        return sent + held_results
+
+    async def _pool(
+        self, evictions: Sequence[PlannedEviction], log: Logger
+    ) -> list[EvictionResult]:
+        slots = asyncio.Semaphore(self.concurrency)
+        tasks: list[asyncio.Task[EvictionResult]] = []
 
         async def run(eviction: PlannedEviction) -> EvictionResult:
             try:
@@ -117,9 +160,9 @@ class LiveEvictor:
                 # Admission is sequential, so starts keep the plan's order; a slot is
                 # taken before the token so a throttled pool does not hoard tokens.
                 await slots.acquire()
-                await self.limiter.acquire()
-                # Asked last, right before sending: the waits above may have been long.
-                if self.may_continue is not None and not self.may_continue():
+                try:
+                    await self._admit()
+                except _Stopped:
                     slots.release()
                     _log.warning("no longer allowed to evict; the rest of the plan is dropped")
                     break
@@ -130,35 +173,61 @@ class LiveEvictor:
                 task.cancel()
             raise
 
-    async def _evict_one(self, eviction: PlannedEviction, log: Logger) -> EvictionResult:
-        pod = ObjectRef(
-            kind="Pod", name=eviction.name, namespace=eviction.namespace, uid=eviction.uid
-        )
+    async def _admit(self) -> None:
+        """Take a token; then ask (last: the wait may have been long) whether we may evict."""
+        await self.limiter.acquire()
+        if self.may_continue is not None and not self.may_continue():
+            raise _Stopped
 
-        def post_descheduled() -> None:
-            # Runs on the worker thread right after the Eviction was accepted: one hop to
-            # the pool per eviction, not two. ``emit_now`` logs and swallows its own
-            # KubeError, so a failed Event never fails (or retries) the eviction.
-            self.events.emit_now(
-                pod,
-                "Normal",
-                DESCHEDULED,
-                f"pod evicted from {eviction.node} node by kubelet-companion descheduler "
-                f"({eviction.profile}/{eviction.plugin}: {eviction.reason})",
+    async def _hold(
+        self,
+        key: str,
+        pending: list[PlannedEviction],
+        budgets: BudgetWatch | None,
+        hold_until: float,
+        log: Logger,
+    ) -> list[EvictionResult]:
+        """One budget's held evictions, in plan order, each when the budget allows it."""
+        results: list[EvictionResult] = []
+        if budgets is not None and hold_until <= budgets.clock.monotonic():
+            budgets = None  # no hold at all: report them blocked, as the plan says
+        while pending and budgets is not None:
+            seen = budgets.version(key)
+            if budgets.allows(key):
+                try:
+                    await self._admit()
+                except _Stopped:
+                    log.warning("no longer allowed to evict; held evictions dropped", budget=key)
+                    return results
+                result = await self._evict_one(pending[0], log, report_blocked=False)
+                if result.result != RESULT_BLOCKED_BY_PDB:
+                    results.append(result)
+                    pending.pop(0)
+                    if not result.evicted:
+                        continue  # gone or failed: the next one may go at once
+                # Sent (or refused: the status moved under us): the next waits for the
+                # budget's status to show it.
+            if not await budgets.wait_changed(key, seen, hold_until):
+                break
+        for eviction in pending:
+            result = EvictionResult(
+                eviction, RESULT_BLOCKED_BY_PDB, f"{key} still refused it when the cycle ended"
             )
+            self._report(log, result)
+            results.append(result)
+        return results
+
+    async def _evict_one(
+        self, eviction: PlannedEviction, log: Logger, *, report_blocked: bool = True
+    ) -> EvictionResult:
+        """Send one Eviction (its token already taken); report the result unless it is a
+        budget's 429 and ``report_blocked`` is off (a held eviction waits and tries again)."""
 
         async def send() -> None:
             await self.kube.evict(
-                eviction.name,
-                eviction.namespace,
-                grace_period_seconds=self.grace_period_seconds,
-                then=post_descheduled,
+                eviction.name, eviction.namespace, grace_period_seconds=self.grace_period_seconds
             )
 
-        # The Event's token is taken here, before the Eviction is sent (the worker thread
-        # cannot wait on the loop's bucket): a refused eviction leaves one token unused,
-        # which errs on the side of fewer requests than the QPS allows, never more.
-        await self.limiter.acquire()
         try:
             # Only transport failures are retried here; a 429 is an answer (the budget
             # said no), so the run goes on without this pod, as upstream does.
@@ -177,23 +246,16 @@ class LiveEvictor:
             result = EvictionResult(eviction, RESULT_ERROR, str(error))
         else:
             result = EvictionResult(eviction, RESULT_SUCCESS)
-        self._log(log, result)
-        self.on_result(result)
-        if not result.evicted and self.failure_events and result.result != RESULT_NOT_FOUND:
-            # Upstream's wording; a pod that is gone has nobody left to read the Event.
-            await self.limiter.acquire()
-            await self.events.emit(
-                pod,
-                "Warning",
-                EVICTION_FAILED,
-                f"pod eviction from {eviction.node} node by kubelet-companion descheduler "
-                f"failed: {result.error}",
-            )
+        if report_blocked or result.result != RESULT_BLOCKED_BY_PDB:
+            self._report(log, result)
         return result
 
-    @staticmethod
-    def _log(log: Logger, result: EvictionResult) -> None:
+    def _report(self, log: Logger, result: EvictionResult) -> None:
+        """Log, count, and post the result's Event (queued: never waited for)."""
         eviction = result.eviction
+        pod = ObjectRef(
+            kind="Pod", name=eviction.name, namespace=eviction.namespace, uid=eviction.uid
+        )
         fields = {
             "pod": eviction.pod,
             "node": eviction.node,
@@ -202,5 +264,22 @@ class LiveEvictor:
         }
         if result.evicted:
             log.info("Evicted pod", **fields, reason=eviction.reason)
+            self.events.post(
+                pod,
+                "Normal",
+                DESCHEDULED,
+                f"pod evicted from {eviction.node} node by kubelet-companion descheduler "
+                f"({eviction.profile}/{eviction.plugin}: {eviction.reason})",
+            )
         else:
             log.warning("pod not evicted", **fields, result=result.result, error=result.error)
+            if self.failure_events and result.result != RESULT_NOT_FOUND:
+                # Upstream's wording; a pod that is gone has nobody left to read the Event.
+                self.events.post(
+                    pod,
+                    "Warning",
+                    EVICTION_FAILED,
+                    f"pod eviction from {eviction.node} node by kubelet-companion descheduler "
+                    f"failed: {result.error}",
+                )
+        self.on_result(result)

@@ -13,8 +13,15 @@ PDBs, as the API server applies them (``pkg/registry/core/pod/storage/eviction.g
   only while the budget is healthy (``currentHealthy >= desiredHealthy``; without those in
   the status, while ``disruptionsAllowed > 0``), and it does not use up the budget;
 - a Running and Ready pod needs ``disruptionsAllowed > 0``, decremented as the cycle goes.
-A refused eviction is recorded with ``blocked_by_pdb``, is not counted against any limit and
-reports "not evicted" to the plugin, which moves on as upstream does on a 429.
+
+An eviction a budget refuses *now* is **held**, not dropped: it is recorded with
+``blocked_by_pdb`` (what the dry run and the offline plan say of it), counted against the
+limits like any other, and reported to the plugin as made, so the plugin does not reach for
+another pod in its place. The live loop sends it as soon as the budget's status allows, within
+the cycle (``evictions.live``); what is still refused at the cycle's end is reported so. Upstream
+sends every eviction it decides on, one by one, and the API server admits those whose budget
+has recovered by the time they arrive (a replacement turns Ready within seconds): a held
+eviction is that, without the 429s, and without a substitute evicted in its place as well.
 
 Pods evicted earlier in the cycle look terminating to later filters: against a real API
 server the eviction sets ``deletionTimestamp`` at once and the informer catches up long before
@@ -60,7 +67,7 @@ class Planner:
         self._budgets = BudgetIndex(snapshot)
 
     def evict(self, pod: PodInfo, *, plugin: str, profile: str, reason: str = "") -> bool:
-        """Plan one eviction; ``False`` when a PDB refuses it. Raises the limit errors."""
+        """Plan one eviction (held when a PDB refuses it now); raises the limit errors."""
         try:
             self.limits.check(pod)
         except EvictionLimitReached as refused:
@@ -87,8 +94,6 @@ class Planner:
                 blocked_by_pdb=blocked,
             )
         )
-        if blocked:
-            return False
         self.limits.record(pod)
         self.evicted.add(pod.uid)
         if uid := owner_uid(pod):

@@ -1,27 +1,14 @@
 """``kubelet-companion descheduler`` from the command line: dry run, output, exit codes."""
 
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import structlog
 
 from agent.cli import build_parser, main
 from agent.descheduler.command import options_from, resolve_config
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.integration.descheduler.conftest import duplicates_cluster
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """The command configures logging onto the captured stderr: undo it after each test."""
-    handlers, level = logging.getLogger().handlers[:], logging.getLogger().level
-    yield
-    structlog.reset_defaults()
-    logging.getLogger().handlers[:] = handlers
-    logging.getLogger().setLevel(level)
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -1,11 +1,8 @@
 """``kubelet-companion descheduler`` refuses bad args of the constraint plugins: exit 2."""
 
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import structlog
 
 from agent.cli import main
 from agent.descheduler.framework.registry import REGISTRY
@@ -23,16 +20,6 @@ profiles:
       enabled: [{name}]
 """
 PATH = "profiles[0].pluginConfig[0].args"
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """The command configures logging onto the captured stderr: undo it after each test."""
-    handlers, level = logging.getLogger().handlers[:], logging.getLogger().level
-    yield
-    structlog.reset_defaults()
-    logging.getLogger().handlers[:] = handlers
-    logging.getLogger().setLevel(level)
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ other takes over when the holder dies."""
 
 import asyncio
 import dataclasses
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,10 @@ from agent.descheduler.policy import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.evictionmemory import RECENT_EVICTIONS_ANNOTATION
 from agent.kube.leaderelection import ElectionTiming
+from agent.kube.timestamps import rfc3339
+from tests.harness.clock import HandClock
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.nodereport import register_crd
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.conftest import owned_pod
 
@@ -91,3 +95,67 @@ def _recent_evictions(server: FakeApiServer) -> str:
 
 def _api_events(server: FakeApiServer) -> list[dict[str, Any]]:
     return [e for e in _descheduled(server) if e["involvedObject"]["name"].startswith("api-")]
+
+
+async def test_a_replica_that_becomes_leader_cycles_at_once(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, policy_file: Path
+) -> None:
+    """A follower with a 10-minute interval takes over the Lease of a leader that stopped
+    renewing (lease 15 s, retry 2 s) and evicts at once: its clock is moved past the lease in
+    retry steps, never near its interval."""
+    register_crd(fake_apiserver)
+    fake_apiserver.kubelet("n2")
+    fake_apiserver.kubelet("n3")
+    _duplicates(fake_apiserver, "web", "n1")
+    clock = HandClock(start=1000.0, epoch=time.time() - 1000.0)
+    fake_apiserver.create(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "descheduler", "namespace": "kube-system"},
+            "spec": {
+                "holderIdentity": "gone-leader",
+                "leaseDurationSeconds": 15,
+                "acquireTime": rfc3339(clock.now(), micros=True),
+                "renewTime": rfc3339(clock.now(), micros=True),
+                "leaseTransitions": 0,
+            },
+        }
+    )
+    options = RunOptions(
+        interval=600,
+        leader_elect=True,
+        election=ElectionTiming(lease_duration=15, renew_deadline=10, retry_period=2, jitter=0),
+        identity="replica-b",
+        metrics_bind_address="127.0.0.1:0",
+        qps=0,
+    )
+    stop = asyncio.Event()
+    run = asyncio.create_task(
+        run_descheduler(
+            load_policy(policy_file),
+            options,
+            kube_api,
+            clock=clock,
+            stop=stop,
+            install_signal_handlers=False,
+        )
+    )
+    try:
+        # The follower has read the Lease once: from then on it counts the lease's age.
+        await asyncio.to_thread(
+            fake_apiserver.wait_for_request,
+            lambda r: r.method == "GET" and r.path.endswith("/leases/descheduler"),
+            10,
+        )
+        for _ in range(30):
+            if len(_descheduled(fake_apiserver)) == 2:
+                break
+            clock.advance(2)
+            await asyncio.sleep(0.05)
+        assert len(_descheduled(fake_apiserver)) == 2
+        assert _holder(fake_apiserver) == "replica-b"
+        assert clock.monotonic() - 1000.0 <= 30  # seconds of lease, not the 600 s interval
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(run, 10) == 0

@@ -9,9 +9,7 @@ import pytest
 
 from agent.cli import build_parser
 from agent.descheduler.command import options_from, resolve_config
-from tests.integration.descheduler.test_descheduler_cli import _restore_logging, _run
-
-__all__ = ["_restore_logging"]  # the autouse fixture, shared with the CLI tests
+from tests.integration.descheduler.test_descheduler_cli import _run
 
 HEAD = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n"
 

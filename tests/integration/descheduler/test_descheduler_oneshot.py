@@ -4,6 +4,7 @@ from pathlib import Path
 
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
+from structlog.testing import capture_logs
 
 from agent.descheduler.app import RunOptions, run_descheduler
 from agent.descheduler.policy import load_policy
@@ -25,9 +26,10 @@ async def test_one_cycle_evicts_duplicates_but_not_pdb_protected_pods(
     fake_apiserver: FakeApiServer, kube_api: KubeApi, policy_file: Path
 ) -> None:
     """The README's RemoveDuplicates policy evicts the 2 surplus web pods through the eviction
-    API, posts Descheduled events, leaves the PDB-protected db pods alone, and exits 0."""
+    API, posts Descheduled events, leaves the PDB-protected db pods alone (the budget never
+    allows them within the short hold), and exits 0."""
     duplicates_cluster(fake_apiserver)
-    options = RunOptions(metrics_bind_address="127.0.0.1:0", qps=0)
+    options = RunOptions(metrics_bind_address="127.0.0.1:0", qps=0, held_eviction_timeout=0.2)
     code = await run_descheduler(
         load_policy(policy_file), options, kube_api, install_signal_handlers=False
     )
@@ -45,12 +47,13 @@ async def test_one_cycle_evicts_duplicates_but_not_pdb_protected_pods(
 async def test_metrics_count_evicted_and_blocked(
     fake_apiserver: FakeApiServer, kube_api: KubeApi, policy_file: Path
 ) -> None:
-    """``descheduler_pods_evicted_total`` counts the successes and the PDB-blocked pods."""
+    """``descheduler_pods_evicted_total`` counts the successes and the pods a budget still
+    refused when the hold ended."""
     duplicates_cluster(fake_apiserver)
     registry = new_registry("descheduler")
     await run_descheduler(
         load_policy(policy_file),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
+        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0, held_eviction_timeout=0.2),
         kube_api,
         install_signal_handlers=False,
         registry=registry,
@@ -92,3 +95,24 @@ async def test_limit_refusals_are_counted_with_the_limit_text(
     assert list(results.values()) == [1]
     assert "node" in next(iter(results)).lower()
     assert len(_evictions(fake_apiserver)) == 2  # one web pod on n1, one db pod on n2
+
+
+async def test_each_cycle_logs_one_summary_line(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, policy_file: Path
+) -> None:
+    """A cycle ends with one info line a person reads: evictions by profile and plugin, what
+    a budget still refused, what failed, how long it took (no next cycle for a one-shot run)."""
+    duplicates_cluster(fake_apiserver)
+    with capture_logs() as logs:
+        await run_descheduler(
+            load_policy(policy_file),
+            RunOptions(metrics_bind_address="127.0.0.1:0", qps=0, held_eviction_timeout=0.2),
+            kube_api,
+            install_signal_handlers=False,
+        )
+    (line,) = [e for e in logs if e["event"] == "descheduling cycle done"]
+    assert line["log_level"] == "info"
+    assert line["evicted"] == {"ProfileName/RemoveDuplicates": 2}
+    assert (line["blocked"], line["failed"], line["plugin_errors"]) == (2, 0, 0)
+    assert line["seconds"] >= 0
+    assert line["next_cycle_in"] is None

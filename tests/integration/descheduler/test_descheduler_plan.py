@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import logging
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 
 from agent.cli import main
 from tests.harness.fake_apiserver import FakeApiServer
@@ -33,16 +30,6 @@ RESOURCES = {
     "Pod": "pods",
     "PodDisruptionBudget": "poddisruptionbudgets",
 }
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """The commands configure logging onto the captured stderr: undo it after each test."""
-    handlers, level = logging.getLogger().handlers[:], logging.getLogger().level
-    yield
-    structlog.reset_defaults()
-    logging.getLogger().handlers[:] = handlers
-    logging.getLogger().setLevel(level)
 
 
 def _sample_items() -> list[dict[str, Any]]:

@@ -1,12 +1,16 @@
-"""List+watch caches against the fake API server: sync, events, 410 relist, reconnects."""
+"""List+watch caches against the fake API server: sync, events, 410 relist, reconnects, and
+watches that end quietly."""
 
 import asyncio
 from collections.abc import Callable
 
+from structlog.testing import capture_logs
+
 from agent.kube.api import KubeApi
+from agent.kube.backoff import Backoff
 from agent.kube.nodestate import NodeState
 from agent.kube.reflector import Reflector
-from agent.kube.resources import PODS
+from agent.kube.resources import NODE_REPORTS, PODS
 from tests.harness.fake_apiserver import FakeApiServer, manifests
 from tests.harness.waiting import wait_until
 
@@ -97,12 +101,14 @@ async def test_reflector_recovers_from_an_outage(
 async def test_a_silent_watch_is_reopened_after_the_read_timeout(
     kube_api: KubeApi, fake_apiserver: FakeApiServer
 ) -> None:
-    """A watch that goes silent (half-open) fails on the read timeout; the reflector reconnects."""
+    """A watch that stays silent past the time the server was asked to end it (a hung
+    server) fails on the read timeout, which allows that much and a little more; the
+    reflector reconnects."""
     fake_apiserver.faults.stall_watches(r"/pods$", times=1)
     # Requests may take far longer than the wait below: only the watch's own read timeout
     # can end the stalled watch in time.
     patient = KubeApi(kube_api.api_client, request_timeout=60.0)
-    reflector = Reflector(patient, PODS, name="pods", read_timeout=0.5)
+    reflector = Reflector(patient, PODS, name="pods", watch_timeout=1, read_timeout=0.5)
     task = asyncio.create_task(reflector.run())
     try:
         async with asyncio.timeout(10):
@@ -155,3 +161,51 @@ async def test_node_state_holds_this_nodes_pods_and_node(
         for reflector in state.reflectors:
             reflector.stop()
         await asyncio.wait_for(asyncio.gather(*tasks), 10)
+
+
+async def test_an_idle_watch_ends_at_the_servers_timeout_never_the_clients(
+    kube_api: KubeApi, fake_apiserver: FakeApiServer
+) -> None:
+    """On a quiet resource the server ends each watch at the timeout it was asked for, which
+    is shorter than the client's read timeout: the watch is reopened with nothing logged."""
+    reflector = Reflector(kube_api, PODS, name="pods", watch_timeout=1, read_timeout=0.5)
+    task = asyncio.create_task(reflector.run())
+    try:
+        with capture_logs() as logs:
+            async with asyncio.timeout(10):
+                await reflector.synced.wait()
+            await _until(
+                lambda: (
+                    sum(1 for r in fake_apiserver.requests(path_contains="/pods") if r.is_watch)
+                    >= 3
+                )
+            )
+        watches = [r for r in fake_apiserver.requests(path_contains="/pods") if r.is_watch]
+        assert all(1 <= int(r.query["timeoutSeconds"]) <= 2 for r in watches)
+        assert [e for e in logs if e["log_level"] in ("warning", "error")] == []
+    finally:
+        reflector.stop()
+        await asyncio.wait_for(task, 10)
+
+
+async def test_the_same_failure_is_said_once_then_quietly(
+    kube_api: KubeApi, fake_apiserver: FakeApiServer
+) -> None:
+    """A resource that is not served (a CRD not installed: 404 on every try) is warned about
+    once; the retries after it are logged at debug level only."""
+    reflector = Reflector(
+        kube_api, NODE_REPORTS, name="nodereports", backoff=Backoff(initial=0.01, cap=0.02)
+    )
+    task = asyncio.create_task(reflector.run())
+    try:
+        with capture_logs() as logs:
+            await _until(
+                lambda: sum(1 for r in fake_apiserver.requests(path_contains="/nodereports")) >= 4
+            )
+        failures = [e for e in logs if e.get("reflector") == "nodereports"]
+        assert [e["log_level"] for e in failures][:1] == ["warning"]
+        assert {e["log_level"] for e in failures[1:]} == {"debug"}
+        assert len(failures) >= 3
+    finally:
+        reflector.stop()
+        await asyncio.wait_for(task, 10)

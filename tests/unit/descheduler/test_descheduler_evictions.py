@@ -124,7 +124,7 @@ class TestBudgets:
             pod("p", "n1", labels=labels, **pod_kwargs),
             pdb("b", match_labels={"app": "x"}, **budget_kwargs),
         )
-        assert planner.evict(_pods_of(planner)["p"], plugin="T", profile="p") is allowed
+        assert planner.evict(_pods_of(planner)["p"], plugin="T", profile="p")  # made or held
         assert planner.plan.evictions[0].blocked_by_pdb == ("" if allowed else "default/b")
 
     def test_budget_is_used_up_as_the_cycle_goes(self) -> None:
@@ -134,11 +134,9 @@ class TestBudgets:
             pdb("b", match_labels={"app": "x"}, disruptions_allowed=2),
         )
         pods = _pods_of(planner)
-        assert [planner.evict(pods[f"p{i}"], plugin="T", profile="p") for i in range(3)] == [
-            True,
-            True,
-            False,
-        ]
+        for index in range(3):
+            planner.evict(pods[f"p{index}"], plugin="T", profile="p")
+        assert [e.blocked_by_pdb for e in planner.plan.evictions] == ["", "", "default/b"]
 
     def test_two_budgets_refuse(self) -> None:
         """A pod two budgets select cannot be evicted (the API server refuses it)."""
@@ -147,10 +145,13 @@ class TestBudgets:
             pdb("b1", match_labels={"app": "x"}, disruptions_allowed=5),
             pdb("b2", match_labels={}, disruptions_allowed=5),
         )
-        assert planner.evict(_pods_of(planner)["p"], plugin="T", profile="p") is False
+        planner.evict(_pods_of(planner)["p"], plugin="T", profile="p")
+        assert planner.plan.evictions[0].blocked_by_pdb == "default/b1"
 
-    def test_blocked_eviction_counts_against_no_limit(self) -> None:
-        """A refused eviction is listed but uses up no limit, as upstream does not count a 429."""
+    def test_a_held_eviction_counts_against_the_limits_and_as_made(self) -> None:
+        """An eviction a budget refuses now is held: listed as blocked, counted against the
+        limits (the live loop may still send it) and reported to the plugin as made, so the
+        plugin does not evict another pod in its place."""
         planner = _planner(
             pod("p", "n1", labels={"app": "x"}),
             pod("q", "n1"),
@@ -158,13 +159,14 @@ class TestBudgets:
             limits=EvictionLimits(total=1),
         )
         pods = _pods_of(planner)
-        assert planner.evict(pods["p"], plugin="T", profile="p") is False
-        assert planner.evict(pods["q"], plugin="T", profile="p") is True
+        assert planner.evict(pods["p"], plugin="T", profile="p") is True
+        with pytest.raises(TotalLimitReached):
+            planner.evict(pods["q"], plugin="T", profile="p")
         assert [(e.name, e.blocked_by_pdb) for e in planner.plan.evictions] == [
             ("p", "default/b"),
-            ("q", ""),
         ]
         assert planner.plan.summary()["blockedByPDB"] == 1
+        assert "uid-default-p" in planner.evicted
 
     def test_limit_refusal_is_not_planned_but_counted(self) -> None:
         """An eviction a limit refuses is not in the plan; it is counted for the metric."""

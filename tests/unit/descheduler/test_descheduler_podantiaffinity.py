@@ -131,8 +131,8 @@ def test_violations(
     assert _evicted(args, *NODES, *pods) == evicted
 
 
-def test_a_pdb_blocked_pod_keeps_counting() -> None:
-    """A pod a PDB keeps in place still counts, so the pod it rejects goes next."""
+def test_a_pdb_held_pod_counts_as_gone() -> None:
+    """A pod its PDB refuses now is held: it counts as going, so the pod it rejects stays."""
     items = [
         *NODES,
         _app("a", "n1", "a", affinity=anti("b"), priority=0),
@@ -140,10 +140,7 @@ def test_a_pdb_blocked_pod_keeps_counting() -> None:
         pdb("keep-a", match_labels={"app": "a"}),
     ]
     plan = run_cycle(policy((ANTI, None)), snapshot(*items))
-    assert [(e.name, e.blocked_by_pdb) for e in plan.evictions] == [
-        ("a", "default/keep-a"),
-        ("b", ""),
-    ]
+    assert [(e.name, e.blocked_by_pdb) for e in plan.evictions] == [("a", "default/keep-a")]
 
 
 def test_node_fit_keeps_pods_with_nowhere_to_go() -> None:

@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import structlog
 
 from agent.cli import main
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """The command configures logging onto the captured stderr: undo it after each test."""
-    handlers, level = logging.getLogger().handlers[:], logging.getLogger().level
-    yield
-    structlog.reset_defaults()
-    logging.getLogger().handlers[:] = handlers
-    logging.getLogger().setLevel(level)
 
 
 def _policy(plugin: str, args: str) -> str:

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import gzip
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 
 from agent.cli import main
 from agent.config.errors import ConfigError
@@ -21,16 +18,6 @@ from tests.harness.deschedulerstate import node, pdb, pod
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 NOW = 1_800_000_000.0
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """The plan command configures logging onto the captured stderr: undo it after each test."""
-    handlers, level = logging.getLogger().handlers[:], logging.getLogger().level
-    yield
-    structlog.reset_defaults()
-    logging.getLogger().handlers[:] = handlers
-    logging.getLogger().setLevel(level)
 
 
 def _list(*items: dict[str, Any], kind: str = "List") -> dict[str, Any]:

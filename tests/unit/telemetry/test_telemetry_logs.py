@@ -3,22 +3,10 @@
 import io
 import json
 import logging
-from collections.abc import Iterator
 
-import pytest
 import structlog
 
 from agent.telemetry.logs import configure_logging
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """Logging is process-global: put it back for the tests that follow."""
-    handlers, level = logging.getLogger().handlers[:], logging.getLogger().level
-    yield
-    structlog.reset_defaults()
-    logging.getLogger().handlers[:] = handlers
-    logging.getLogger().setLevel(level)
 
 
 class _Terminal(io.StringIO):

@@ -146,6 +146,7 @@ def _descheduler_plan_flags(parser: argparse.ArgumentParser) -> None:
     add("--policy-config-file", metavar="FILE", required=True, help="DeschedulerPolicy")
     add("--node-reports", metavar="FILE", help="kubectl get nodereports -o json (gzip accepted)")
     add("--output", choices=("table", "json"), default="table", help="output format")
+    add("--out", metavar="FILE", help="write the plan to FILE (atomically) instead of stdout")
     add(
         "--captured-at",
         metavar="TIME",

@@ -54,7 +54,12 @@ from agent.descheduler.evictions.live import (
     ResultListener,
 )
 from agent.descheduler.framework.types import BALANCE
-from agent.descheduler.metrics import RESULT_BLOCKED_BY_PDB, DeschedulerMetrics, SkippedObjects
+from agent.descheduler.metrics import (
+    RESULT_BLOCKED_BY_PDB,
+    DeschedulerMetrics,
+    DroppedEvents,
+    SkippedObjects,
+)
 from agent.descheduler.model import ClusterSnapshot, PodInfo
 from agent.descheduler.plan import Plan, PlannedEviction
 from agent.descheduler.plugins.criticaladdonrescue import NAME as RESCUE
@@ -621,6 +626,7 @@ async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires 
     state = ClusterState(api, projections_for(policy), usage=usage, decoding=options.decoding)
     budgets = BudgetWatch(state.disruption_budgets.get, clock)
     state.disruption_budgets.subscribe(budgets.on_event)
+    registry.register(DroppedEvents(lambda: events.dropped))
     registry.register(
         SkippedObjects(
             lambda: {reflector.name: reflector.skipped for reflector in state.reflectors}

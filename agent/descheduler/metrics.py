@@ -116,3 +116,26 @@ class SkippedObjects(Collector):
         for cache, count in sorted(counts.items()):
             family.add_metric([cache], count)
         yield family
+
+
+class DroppedEvents(Collector):
+    """``kubelet_companion_descheduler_events_dropped_total``: Events the broadcaster dropped
+    because its queue was full (evictions never wait for Events). Read at scrape time from
+    the broadcaster's counter (an int written on the event loop)."""
+
+    def __init__(self, dropped: Callable[[], int]) -> None:
+        self._dropped = dropped
+
+    def describe(self) -> Iterator[CounterMetricFamily]:
+        yield self._family(0)
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        yield self._family(self._dropped())
+
+    @staticmethod
+    def _family(value: int) -> CounterMetricFamily:
+        return CounterMetricFamily(
+            "kubelet_companion_descheduler_events_dropped",
+            "Events dropped because the Event queue was full.",
+            value=value,
+        )

@@ -123,6 +123,9 @@ class NodeInfo:
     annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY_MAP)
     """Only our own annotations (``projection.KEPT_NODE_ANNOTATIONS``): which of the node's
     taints we added."""
+    images: Mapping[str, int] = field(default_factory=lambda: EMPTY_MAP)
+    """Image name -> size in bytes, as ``status.images`` lists them: read only for the
+    offline plan's placement (ImageLocality); the live caches leave it empty."""
 
 
 @dataclass(frozen=True, slots=True)

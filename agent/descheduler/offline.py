@@ -20,6 +20,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TextIO, TypeVar
 
 from agent.config.errors import ConfigError, FieldError
@@ -31,6 +32,7 @@ from agent.descheduler.policy import load_policy
 from agent.descheduler.render import render_json, render_plan_table
 from agent.descheduler.snapshotfile import DEFAULT_MAX_BYTES, load_snapshot
 from agent.kube.timestamps import parse_rfc3339
+from agent.node.atomicwrite import write_atomic
 from agent.telemetry.logs import configure_logging
 
 T = TypeVar("T")
@@ -111,7 +113,12 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
         _say(sys.stderr, (f"failed: {error}" for error in cycle.errors))
         return EXIT_FAILURE
     plan, placed = plan_snapshot(snapshot, cycle)
+    text = render_json(plan) if args.output == "json" else render_plan_table(plan, placed)
+    target = getattr(args, "out", None)
+    if target:
+        write_atomic(Path(target), text.encode())
+        return 0
     stream = out or sys.stdout
-    stream.write(render_json(plan) if args.output == "json" else render_plan_table(plan, placed))
+    stream.write(text)
     stream.flush()
     return 0

@@ -6,7 +6,7 @@ form is a stable interface, documented in the README::
 
     {"evictions": [{"pod": "<namespace>/<name>", "node": "...", "plugin": "...",
                     "profile": "...", "reason": "...", "blockedByPDB": false,
-                    "destination": null}],
+                    "destination": null, "destinationCandidates": []}],
      "nodes": [...], "summary": {...}}
 
 plus ``"taints": [...]`` when a plugin asked for taints of ours (added, never changed).
@@ -33,6 +33,13 @@ class PlannedEviction:
     A blocked eviction is listed (so the dry run tells the truth) but never sent."""
     destination: str | None = None
     """Where the pod would land, when the planner simulated placement; else ``None``."""
+    candidates: tuple[str, ...] = ()
+    """Every node tied at the best score for the replacement (``destination`` is one): the
+    scheduler picks among them at random."""
+    budget: str = ""
+    """``namespace/name`` of the PodDisruptionBudget selecting the pod (the first, if
+    several), allowed or not: the live loop sends a budget's held evictions only after its
+    allowed ones were answered. Not part of the JSON shape."""
 
     @property
     def pod(self) -> str:
@@ -47,6 +54,7 @@ class PlannedEviction:
             "reason": self.reason,
             "blockedByPDB": bool(self.blocked_by_pdb),
             "destination": self.destination,
+            "destinationCandidates": list(self.candidates),
         }
 
 

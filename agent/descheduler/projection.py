@@ -27,6 +27,7 @@ Pure: dicts in, frozen model objects out.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -430,7 +431,9 @@ def project_pod(pod: JsonObject, *, with_status: bool = True) -> PodInfo:
     )
 
 
-def project_node(node: JsonObject) -> NodeInfo:
+def project_node(node: JsonObject, *, with_images: bool = False) -> NodeInfo:
+    """The node as the plugins see it; ``with_images`` keeps ``status.images`` (each name
+    of each image, with its size), which only the offline plan's placement reads."""
     metadata = node.get("metadata") or {}
     spec = node.get("spec") or {}
     status = node.get("status") or {}
@@ -453,7 +456,26 @@ def project_node(node: JsonObject) -> NodeInfo:
         else parse_timestamp(ready.get("lastTransitionTime"), "status.conditions"),
         boot_id=str((status.get("nodeInfo") or {}).get("bootID") or ""),
         annotations=kept or EMPTY_MAP,
+        images=_images(status.get("images")) if with_images else EMPTY_MAP,
     )
+
+
+def _images(listed: Any) -> Mapping[str, int]:
+    """``status.images`` as the scheduler's image states read them: every name of every
+    image, with the image's size (a size that is not a non-negative integer counts 0)."""
+    if not isinstance(listed, list):
+        return EMPTY_MAP
+    sizes: dict[str, int] = {}
+    for image in listed:
+        if not isinstance(image, dict):
+            continue
+        size = image.get("sizeBytes")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            size = 0
+        for name in image.get("names") or ():
+            if isinstance(name, str):
+                sizes.setdefault(sys.intern(name), size)
+    return sizes or EMPTY_MAP
 
 
 def _int_or_percent(value: Any) -> int | str | None:
@@ -506,7 +528,8 @@ def snapshot_from_list(
 
     Kinds read: Node, Pod, Namespace, PodDisruptionBudget, PersistentVolumeClaim,
     PriorityClass; anything else is ignored. ``default_kind`` names items without ``kind``
-    (the items of a typed list such as ``PodList`` carry none).
+    (the items of a typed list such as ``PodList`` carry none). Node images are kept, as a
+    snapshot file's are.
     """
     nodes: dict[str, NodeInfo] = {}
     pods_by_node: dict[str, list[PodInfo]] = {}
@@ -520,7 +543,7 @@ def snapshot_from_list(
             pod = project_pod(item)
             pods_by_node.setdefault(pod.node_name, []).append(pod)
         elif kind == "Node":
-            node = project_node(item)
+            node = project_node(item, with_images=True)
             nodes[node.name] = node
         elif kind == "Namespace":
             metadata = item.get("metadata") or {}

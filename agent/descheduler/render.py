@@ -23,8 +23,8 @@ def render_table(plan: Plan) -> str:
     if plan.skipped:
         lines.append(f"cycle skipped: {plan.skipped}")
     lines.append(
-        f"{summary['allowed']} pods would be evicted, "
-        f"{summary['blockedByPDB']} blocked by a PodDisruptionBudget"
+        f"{summary['allowed']} pods would be evicted at once, "
+        f"{summary['blockedByPDB']} held by a PodDisruptionBudget (sent as it allows)"
     )
     return "\n".join(lines) + "\n"
 
@@ -60,9 +60,10 @@ def bar(used: int, capacity: int) -> str:
 
 
 def _destination_cell(eviction: PlannedEviction, placement: Placement) -> str:
-    if eviction.blocked_by_pdb:
-        return "-"
-    return placement.node or "none"
+    cell = placement.node or "none"
+    if len(placement.candidates) > 1:
+        cell += f" (1 of {len(placement.candidates)} tied)"
+    return cell + (" once its budget allows" if eviction.blocked_by_pdb else "")
 
 
 def render_plan_table(plan: Plan, placed: PlacementResult) -> str:
@@ -73,9 +74,7 @@ def render_plan_table(plan: Plan, placed: PlacementResult) -> str:
     ]
     lines = aligned(rows) + taint_lines(plan)
     nowhere = [
-        (e, p)
-        for e, p in zip(plan.evictions, placed.placements, strict=True)
-        if not e.blocked_by_pdb and p.node is None
+        (e, p) for e, p in zip(plan.evictions, placed.placements, strict=True) if p.node is None
     ]
     if nowhere:
         lines += ["", "No destination:"]
@@ -98,8 +97,8 @@ def render_plan_table(plan: Plan, placed: PlacementResult) -> str:
     if plan.skipped:
         lines.append(f"cycle skipped: {plan.skipped}")
     lines.append(
-        f"{summary['allowed']} pods would be evicted, "
-        f"{summary['blockedByPDB']} blocked by a PodDisruptionBudget"
+        f"{summary['allowed']} pods would be evicted at once, "
+        f"{summary['blockedByPDB']} held by a PodDisruptionBudget (sent as it allows)"
     )
     if summary["byPlugin"]:
         lines.append(

@@ -323,7 +323,8 @@ class SnapshotReader:
             pod = self._pod_list.project(self._pod_list.decode_item(raw))
             self.pods[f"{pod.namespace}/{pod.name}"] = pod
         elif kind == "Node":
-            node = self._node_sharing.node(projection.project_node(self._decode(kind, raw)))
+            decoded = self._decode("NodeWithImages", raw)
+            node = self._node_sharing.node(projection.project_node(decoded, with_images=True))
             self.nodes[node.name] = node
         elif kind == "Namespace":
             metadata = self._decode(kind, raw).get("metadata") or {}

@@ -143,6 +143,22 @@ class Node(_Wire):
     status: NodeStatus | None = None
 
 
+class ContainerImage(_Wire):
+    names: list[str] | None = None
+    size_bytes: int | None = None
+
+
+class NodeStatusWithImages(NodeStatus):
+    images: list[ContainerImage] | None = None
+
+
+class NodeWithImages(Node):
+    """A Node with ``status.images``: only the offline plan reads them (ImageLocality in
+    placement); the live caches leave them unparsed."""
+
+    status: NodeStatusWithImages | None = None
+
+
 class Namespace(_Wire):
     metadata: ObjectMeta | None = None
 
@@ -230,6 +246,7 @@ def codec_for(kind: str) -> WireCodec:
 _KINDS: dict[str, type[msgspec.Struct]] = {
     "Pod": Pod,
     "Node": Node,
+    "NodeWithImages": NodeWithImages,
     "Namespace": Namespace,
     "PodDisruptionBudget": PodDisruptionBudget,
     "PersistentVolumeClaim": PersistentVolumeClaim,

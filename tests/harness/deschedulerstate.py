@@ -28,15 +28,20 @@ def node(
     taints: Iterable[Mapping[str, Any]] = (),
     unschedulable: bool = False,
     ready: bool = True,
+    images: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
+    """A Node; ``images`` are its ``status.images`` (name -> size in bytes)."""
+    status: dict[str, Any] = {
+        "allocatable": {"cpu": cpu, "memory": memory, "pods": pods},
+        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+    }
+    if images:
+        status["images"] = [{"names": [n], "sizeBytes": size} for n, size in images.items()]
     return {
         "kind": "Node",
         "metadata": {"name": name, "uid": f"uid-{name}", "labels": dict(labels or {})},
         "spec": {"taints": list(taints), "unschedulable": unschedulable},
-        "status": {
-            "allocatable": {"cpu": cpu, "memory": memory, "pods": pods},
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-        },
+        "status": status,
     }
 
 

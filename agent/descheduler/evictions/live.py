@@ -11,14 +11,16 @@ order); they may finish in any order. Results, as upstream: 429 (a PodDisruption
 throttling that outlasted our retries) and 404 (the pod is gone) count as not evicted and
 the run goes on; 5xx and timeouts are retried with backoff a few times.
 
-**Held evictions** (a budget refused them when the plan was made; ``planner``) are sent
-per budget, in the plan's order, after the allowed ones (which must not race them), each as
-soon as the budget's watch says it may go (``BudgetWatch``): at once if it already does, else
-at its next change; after a success, only once the budget's status has changed since. A 429
-on the way (the status moved under us) waits for the next change. What a budget still
-refuses at ``hold_until`` is reported as blocked by it. So a budget that recovers as
-replacements turn Ready lets its pods go within the cycle, one at a time, as the API server
-would admit them.
+**Held evictions** (a budget refused them when the plan was made; ``planner``) are sent per
+budget, in the plan's order, alongside the rest of the plan once the budget's allowed ones were
+answered (they must not race them for the same disruption), each as soon as the budget's
+watch says it may go (``BudgetWatch``): at once if it already does, else at its next change;
+after a success, only once the budget's status has changed since. A 429 on the way (the
+status moved under us) waits for the next change. What a budget still refuses at
+``hold_until`` is reported as blocked by it. So a budget that recovers as replacements turn
+Ready lets its pods go within the cycle, one at a time, as the API server would admit them,
+and in their turn, as upstream's one-by-one evictions meet them: not at the end, when their
+node may have been drained by everything else and the replacement would go straight back.
 
 Events never slow evictions: a success posts a Normal Event ``Descheduled`` through the
 ``EventBroadcaster``, which queues it and spends its own tokens.
@@ -30,7 +32,7 @@ thread pool (``AsyncKube``), which is larger than the default pool size.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -48,6 +50,7 @@ from agent.kube.client import AsyncKube
 from agent.kube.errors import KubeError, NotFound, TooManyRequests, Unavailable
 from agent.kube.events import EventBroadcaster, ObjectRef
 from agent.kube.ratelimit import TokenBucket
+from agent.runtime.clock import sleep_or_set
 
 DEFAULT_CONCURRENCY = 8
 DESCHEDULED = "Descheduled"
@@ -78,6 +81,25 @@ def _ignore(_result: EvictionResult) -> None:
 
 class _Stopped(Exception):
     """No longer allowed to evict (leadership lost): the rest is dropped."""
+
+
+class _Gate:
+    """Opens once every allowed eviction under one budget was answered."""
+
+    def __init__(self) -> None:
+        self.pending = 0
+        self.event = asyncio.Event()
+
+    def check(self) -> None:
+        if self.pending <= 0:
+            self.event.set()
+
+    def done(self) -> None:
+        self.pending -= 1
+        self.check()
+
+    def open(self) -> None:
+        self.event.set()
 
 
 class LiveEvictor:
@@ -124,18 +146,34 @@ class LiveEvictor:
         # logger from the factory) at every call, as configuration is not cached (tests'
         # capture_logs needs that); a run's lines go to the configuration of its start.
         log = _log.bind()
-        sent = await self._pool(evictions, log)
-        # Held ones only now: an allowed eviction under the same budget must not race them.
         by_budget: dict[str, list[PlannedEviction]] = {}
         for eviction in held:
             by_budget.setdefault(eviction.blocked_by_pdb, []).append(eviction)
+        # A budget's held evictions wait until its allowed ones (earlier in the plan) were
+        # answered: they must not race them for the same disruption.
+        gates = {key: _Gate() for key in by_budget}
+        for eviction in evictions:
+            gate = gates.get(eviction.budget)
+            if gate is not None:
+                gate.pending += 1
+        for gate in gates.values():
+            gate.check()
         holding = [
             asyncio.create_task(
-                self._hold(key, pending, budgets, hold_until, log), name=f"hold-{key}"
+                self._hold(
+                    key,
+                    pending=pending,
+                    budgets=budgets,
+                    hold_until=hold_until,
+                    log=log,
+                    gate=gates[key],
+                ),
+                name=f"hold-{key}",
             )
             for key, pending in by_budget.items()
         ]
         try:
+            sent = await self._pool(evictions, log, gates)
             held_results = [r for results in await asyncio.gather(*holding) for r in results]
         except BaseException:
             for task in holding:
@@ -144,16 +182,23 @@ class LiveEvictor:
         return sent + held_results
 
     async def _pool(
-        self, evictions: Sequence[PlannedEviction], log: Logger
+        self,
+        evictions: Sequence[PlannedEviction],
+        log: Logger,
+        gates: Mapping[str, _Gate] | None = None,
     ) -> list[EvictionResult]:
         slots = asyncio.Semaphore(self.concurrency)
         tasks: list[asyncio.Task[EvictionResult]] = []
+        gates = gates or {}
 
         async def run(eviction: PlannedEviction) -> EvictionResult:
             try:
                 return await self._evict_one(eviction, log)
             finally:
                 slots.release()
+                gate = gates.get(eviction.budget)
+                if gate is not None:
+                    gate.done()
 
         try:
             for eviction in evictions:
@@ -165,6 +210,8 @@ class LiveEvictor:
                 except _Stopped:
                     slots.release()
                     _log.warning("no longer allowed to evict; the rest of the plan is dropped")
+                    for gate in gates.values():
+                        gate.open()  # nothing more comes: the held ones see leadership lost too
                     break
                 tasks.append(asyncio.create_task(run(eviction), name=f"evict-{eviction.pod}"))
             return list(await asyncio.gather(*tasks))
@@ -182,15 +229,19 @@ class LiveEvictor:
     async def _hold(
         self,
         key: str,
+        *,
         pending: list[PlannedEviction],
         budgets: BudgetWatch | None,
         hold_until: float,
         log: Logger,
+        gate: _Gate,
     ) -> list[EvictionResult]:
         """One budget's held evictions, in plan order, each when the budget allows it."""
         results: list[EvictionResult] = []
         if budgets is not None and hold_until <= budgets.clock.monotonic():
             budgets = None  # no hold at all: report them blocked, as the plan says
+        if budgets is not None:
+            await sleep_or_set(budgets.clock, hold_until - budgets.clock.monotonic(), gate.event)
         while pending and budgets is not None:
             seen = budgets.version(key)
             if budgets.allows(key):

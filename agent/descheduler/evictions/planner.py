@@ -82,6 +82,7 @@ class Planner:
             )
             raise
         blocked = self._blocking_budget(pod) if self.apply_budgets else ""
+        budgets = self._budgets.budgets_for(pod) if self.apply_budgets else []
         self.plan.evictions.append(
             PlannedEviction(
                 namespace=pod.namespace,
@@ -92,6 +93,7 @@ class Planner:
                 profile=profile,
                 reason=reason or plugin,
                 blocked_by_pdb=blocked,
+                budget=f"{budgets[0].namespace}/{budgets[0].name}" if budgets else "",
             )
         )
         self.limits.record(pod)

@@ -152,6 +152,7 @@ def test_plan_json_shape() -> None:
                 "reason": DUP,
                 "blockedByPDB": False,
                 "destination": None,
+                "destinationCandidates": [],
             }
         ],
         "nodes": [],

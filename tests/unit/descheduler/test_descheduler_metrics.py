@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from agent.descheduler.metrics import DeschedulerMetrics, SkippedObjects
+from agent.descheduler.metrics import DeschedulerMetrics, DroppedEvents, SkippedObjects
 
 NOW = 1_800_000_000.0
 
@@ -30,3 +30,14 @@ def test_skipped_objects_are_counted_by_cache_at_scrape_time() -> None:
     assert registry.get_sample_value(name, {"cache": "descheduler-pods"}) == 0
     counts["descheduler-pods"] = 2
     assert registry.get_sample_value(name, {"cache": "descheduler-pods"}) == 2
+
+
+def test_dropped_events_are_counted_at_scrape_time() -> None:
+    """Events the broadcaster dropped (its queue full) are exported as the counter stands."""
+    dropped = [0]
+    registry = CollectorRegistry()
+    registry.register(DroppedEvents(lambda: dropped[0]))
+    name = "kubelet_companion_descheduler_events_dropped_total"
+    assert registry.get_sample_value(name) == 0
+    dropped[0] = 7
+    assert registry.get_sample_value(name) == 7

@@ -1,12 +1,14 @@
-"""Placement: where an evicted pod lands, as a default kube-scheduler would pick (filter, then
-LeastAllocated, ties by name), with the pods the plan placed earlier counted."""
+"""Placement: where an evicted pod lands, as a default kube-scheduler would pick (its filters,
+then its default score plugins; every node tied at the best score a candidate, the first by
+name the destination), with the pods the plan placed earlier counted."""
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent.descheduler.model import ClusterSnapshot, NodeUsage
 from agent.descheduler.placement import (
@@ -14,9 +16,7 @@ from agent.descheduler.placement import (
     DAEMON_POD,
     FINISHED_NOTE,
     NOT_RECREATED,
-    Simulation,
     place,
-    score,
     with_destinations,
 )
 from agent.descheduler.plan import Plan, PlannedEviction
@@ -112,8 +112,15 @@ def _zone(zone: str) -> dict[str, Any]:
             node("big", cpu="16", memory="64Gi", taints=[SOFT_TAINT]),
             {},
             None,
+            "small",
+            id="prefernoschedule-scores-against",
+        ),
+        pytest.param(
+            node("big", cpu="16", memory="64Gi", taints=[SOFT_TAINT]),
+            {"tolerations": [{"key": "soft", "operator": "Exists"}]},
+            None,
             "big",
-            id="prefernoschedule-never-filters",
+            id="prefernoschedule-tolerated",
         ),
         pytest.param(
             node("big", cpu="16", memory="64Gi", labels={"disk": "hdd"}),
@@ -242,74 +249,92 @@ def test_ties_go_to_the_first_node_by_name() -> None:
     assert _destinations(state, "mover") == ["n-a"]
 
 
-@pytest.mark.parametrize(
-    ("requests", "used", "expected"),
-    [
-        # cpu (4000 - 1000 - 1000) * 100 // 4000 = 50, memory (16 - 4 - 4) * 100 // 16 = 50.
-        pytest.param(("1", "4Gi"), ("1", "4Gi"), 50, id="both-resources-halfway"),
-        # Both pods count 100m and 200Mi: cpu (4000 - 200) * 100 // 4000 = 95, memory
-        # (16384Mi - 400Mi) * 100 // 16384Mi = 97; (95 + 97) // 2 = 96.
-        pytest.param((None, None), (None, None), 96, id="nonzero-defaults"),
-        # cpu 6000m > 4000m scores 0, memory (16 - 2) * 100 // 16 = 87; (0 + 87) // 2 = 43.
-        pytest.param(("5", "1Gi"), ("1", "1Gi"), 43, id="over-allocatable-scores-zero"),
-    ],
-)
-def test_least_allocated_score(
-    requests: tuple[str | None, str | None], used: tuple[str | None, str | None], expected: int
-) -> None:
-    """LeastAllocated: ``(allocatable - requested) * 100 // allocatable`` per resource with
-    the pod added, averaged; pods asking nothing count 100m and 200Mi; over 100% scores 0."""
+def test_a_node_with_only_a_prefernoschedule_taint_is_still_a_destination() -> None:
+    """PreferNoSchedule scores against a node, it never filters it out."""
     state = snapshot(
-        node("n"),
-        pod("running", "n", cpu=used[0], memory=used[1]),
-        pod("new", "elsewhere", cpu=requests[0], memory=requests[1]),
+        node("soft", taints=[SOFT_TAINT]), node("src"), pod("mover", "src"), node("full", pods="0")
     )
-    simulation = Simulation(state)
-    new = state.pods_on("elsewhere")[0]
-    assert score(simulation.nodes[0], new) == expected
+    assert _destinations(state, "mover") == ["soft"]
 
 
-def test_ranked_pick_equals_scoring_every_node() -> None:
-    """The ranking per pod size picks exactly what scoring every node would, move after move,
-    on a cluster of mixed sizes and loads."""
-    sizes = itertools.cycle([("100m", "128Mi"), ("700m", "1Gi"), ("250m", "3Gi"), (None, None)])
+def test_a_node_holding_the_pods_image_wins_a_tie() -> None:
+    """ImageLocality: of two otherwise equal nodes, the one that already has the pod's image
+    (``status.images``) gets the replacement."""
+    state = snapshot(
+        node("a-plain"),
+        node("b-image", images={"app:1": 900 * 2**20}),
+        node("src"),
+        pod("mover", "src", images=["app:1"]),
+    )
+    assert _destinations(state, "mover") == ["b-image"]
+
+
+@st.composite
+def _cluster(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[str]]:
+    """A small random cluster: nodes in zones (some without zone or hostname labels, some
+    tainted, some holding the pods' image, of mixed sizes and loads), pods of a few
+    ReplicaSets; the names of the pods to evict, in order."""
     items: list[dict[str, Any]] = []
-    for index in range(12):
-        items.append(node(f"n{index:02}", cpu=str(2 + index % 3), memory=f"{8 + index % 4}Gi"))
-        for slot in range(index % 4):
-            cpu, memory = next(sizes)
-            items.append(pod(f"p{index:02}-{slot}", f"n{index:02}", cpu=cpu, memory=memory))
-    state = snapshot(*items)
-    movers = [p for pods in state.pods_by_node.values() for p in pods]
-    expected: list[str | None] = []
-    brute = Simulation(state)
-    for mover in movers:
-        brute.evict(mover)
-        candidates = [
-            (-score(n, mover), n.info.name)
-            for n in brute.nodes
-            if n.info.name != mover.node_name and n.pods + 1 <= n.alloc_pods
-            if all(
-                amount <= 0
-                or amount
-                <= {"cpu": n.alloc_cpu - n.cpu, "memory": n.alloc_memory - n.memory}.get(
-                    name, 1 << 62
-                )
-                for name, amount in mover.requests.items()
-                if name != "pods"
+    nodes = draw(st.integers(2, 7))
+    for index in range(nodes):
+        labels = {}
+        if draw(st.booleans()) or index == 0:
+            labels["kubernetes.io/hostname"] = f"n{index}"
+        zone = draw(st.sampled_from(["a", "b", "c", None]))
+        if zone is not None:
+            labels["topology.kubernetes.io/zone"] = zone
+        taints = [SOFT_TAINT] if draw(st.integers(0, 5)) == 0 else []
+        images = {"app:1": 300 * 2**20} if draw(st.integers(0, 5)) == 0 else None
+        items.append(
+            node(
+                f"n{index}",
+                cpu=draw(st.sampled_from(["2", "4", "8"])),
+                memory=draw(st.sampled_from(["4Gi", "16Gi"])),
+                pods=draw(st.sampled_from(["4", "110"])),
+                labels=labels,
+                taints=taints,
+                images=images,
             )
-        ]
-        winner = min(candidates)[1] if candidates else None
-        expected.append(winner)
-        if winner is not None:
-            brute.land(mover, winner)
-    assert _destinations(state, *(m.name for m in movers)) == expected
+        )
+    names = []
+    for index in range(draw(st.integers(1, 12))):
+        owner = draw(st.sampled_from(["web", "api", "db"]))
+        cpu, memory = draw(st.sampled_from([("100m", "128Mi"), ("500m", "1Gi"), (None, None)]))
+        name = f"{owner}-{index}"
+        items.append(
+            pod(
+                name,
+                f"n{draw(st.integers(0, nodes - 1))}",
+                owner=("ReplicaSet", owner),
+                labels={"app": owner},
+                cpu=cpu,
+                memory=memory,
+                deleting=draw(st.integers(0, 7)) == 0,
+            )
+        )
+        names.append(name)
+    movers = draw(st.lists(st.sampled_from(names), unique=True, max_size=len(names)))
+    return snapshot(*items), movers
+
+
+@given(_cluster())
+@settings(max_examples=300, deadline=None, derandomize=True)
+def test_the_rankings_answer_exactly_what_scoring_every_node_answers(
+    cluster: tuple[ClusterSnapshot, list[str]],
+) -> None:
+    """Move after move, the candidates from the rankings equal those of scoring every node
+    with every plugin (the reference), on random clusters of zones, taints and loads."""
+    state, movers = cluster
+    evictions = [_eviction(state, name) for name in movers]
+    fast = place(state, evictions)
+    full = place(state, evictions, fast=False)
+    assert [p.candidates for p in fast.placements] == [p.candidates for p in full.placements]
 
 
 @pytest.mark.parametrize(
     ("moving", "blocked", "expected", "note"),
     [
-        pytest.param({}, "default/pdb", None, BLOCKED, id="blocked-by-pdb"),
+        pytest.param({}, "default/pdb", "other", BLOCKED, id="held-by-a-pdb"),
         pytest.param({"owner": None}, "", None, NOT_RECREATED, id="bare-pod"),
         pytest.param({"phase": "Failed"}, "", None, FINISHED_NOTE, id="finished-pod"),
         pytest.param({"owner": ("DaemonSet", "ds")}, "", "src", DAEMON_POD, id="daemonset-pod"),
@@ -318,8 +343,9 @@ def test_ranked_pick_equals_scoring_every_node() -> None:
 def test_pods_that_go_nowhere_else(
     moving: dict[str, Any], blocked: str, expected: str | None, note: str
 ) -> None:
-    """Blocked evictions move nothing, bare pods are not recreated, finished pods were
-    replaced already, and DaemonSet pods come back on their own node."""
+    """Held evictions are placed as if their budget let them go, bare pods are not
+    recreated, finished pods were replaced already, and DaemonSet pods come back on their
+    own node."""
     state = snapshot(node("src"), node("other"), pod("mover", "src", **moving))
     result = place(state, [_eviction(state, "mover", blocked=blocked)])
     assert (result.placements[0].node, result.placements[0].note) == (expected, note)
@@ -438,8 +464,14 @@ def _hosts(*names: str, zone: str = "a", **kwargs: Any) -> list[dict[str, Any]]:
                 *_hosts("a", cpu="16", memory="64Gi"),
                 *_hosts("b", "src"),
                 pod("mover", "src", labels={"app": "web"}, affinity=_anti("web")),
-                pod("other-on-a", "a", labels={"app": "db"}),
-                pod("web-elsewhere", "a", labels={"app": "web"}, namespace="other"),
+                pod("other-on-a", "a", labels={"app": "db"}, owner=("ReplicaSet", "db")),
+                pod(
+                    "web-elsewhere",
+                    "a",
+                    labels={"app": "web"},
+                    namespace="other",
+                    owner=("ReplicaSet", "other"),
+                ),
             ],
             "a",
             id="anti-affinity-other-labels-and-namespace-do-not-count",
@@ -467,6 +499,23 @@ def _hosts(*names: str, zone: str = "a", **kwargs: Any) -> list[dict[str, Any]]:
                     extra_spec=_spread("web", when="ScheduleAnyway"),
                 ),
                 pod("web-a", "a", labels={"app": "web"}),
+            ],
+            "b",
+            id="spread-schedule-anyway-scores-against",
+        ),
+        pytest.param(
+            [
+                *_hosts("a", cpu="16", memory="64Gi", zone="a"),
+                *_hosts("b", zone="b", pods="1"),
+                *_hosts("src", zone="c"),
+                pod(
+                    "mover",
+                    "src",
+                    labels={"app": "web"},
+                    extra_spec=_spread("web", when="ScheduleAnyway"),
+                ),
+                pod("web-a", "a", labels={"app": "web"}),
+                pod("full-b", "b", owner=("ReplicaSet", "other")),
             ],
             "a",
             id="spread-schedule-anyway-never-filters",

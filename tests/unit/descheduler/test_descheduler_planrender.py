@@ -26,8 +26,9 @@ def test_bar(used: int, capacity: int, expected: str) -> None:
 
 
 def test_table_lists_destinations_and_why_none() -> None:
-    """Each row ends with its destination ("-" when a PDB blocks it, "none" when no node
-    takes it), pods going nowhere are explained below, then the bars and the summary."""
+    """Each row ends with its destination (for one a PDB holds, where it goes once the
+    budget allows; "none" when no node takes it), pods going nowhere are explained below,
+    then the bars and the summary."""
     state = snapshot(
         node("src"),
         node("other", cpu="1"),
@@ -46,15 +47,22 @@ def test_table_lists_destinations_and_why_none() -> None:
     plan = Plan(evictions=[eviction("fits"), eviction("too-big"), eviction("kept", "default/b")])
     placed = place(state, plan.evictions)
     lines = render_plan_table(with_destinations(plan, placed), placed).splitlines()
-    assert [line.split()[-1] for line in lines[1:4]] == ["other", "none", "-"]
+    assert [line.split(maxsplit=5)[-1] for line in lines[1:4]] == [
+        "other",
+        "none",
+        "other once its budget allows",
+    ]
     assert (
         "  default/too-big: 0/2 nodes are available: 1 insufficient cpu, "
         "1 the node it is evicted from"
     ) in lines
     [other] = [line for line in lines if line.startswith("other ")]
-    assert "[----------]   0% -> [#####-----]  50%" in other  # its cpu, before and after
+    assert "[----------]   0% -> [######----]  60%" in other  # its cpu, before and after
+    assert lines[-3] == (
+        "2 pods would be evicted at once, 1 held by a PodDisruptionBudget (sent as it allows)"
+    )
     assert lines[-1] == (
-        "destinations: 1 pods would move to another node, 0 come back where they were, 1 go nowhere"
+        "destinations: 2 pods would move to another node, 0 come back where they were, 1 go nowhere"
     )
 
 

@@ -74,7 +74,8 @@ def test_items_are_projected_as_the_caches_project_them(tmp_path: Path) -> None:
             expected = project_pod(item)
             assert pods[f"{expected.namespace}/{expected.name}"] == expected
         elif item["kind"] == "Node":
-            assert snapshot.nodes[item["metadata"]["name"]] == project_node(item)
+            expected_node = project_node(item, with_images=True)
+            assert snapshot.nodes[item["metadata"]["name"]] == expected_node
     assert sum(len(p) for p in snapshot.pods_by_node.values()) == sum(
         1 for i in items if i["kind"] == "Pod"
     )
@@ -95,6 +96,24 @@ def test_gzip_is_recognised_by_its_bytes_not_its_name(tmp_path: Path) -> None:
     plain = load_snapshot(_write(tmp_path / "b.json.gz", document), now=NOW)
     assert zipped == plain
     assert [p.name for p in zipped[0].pods_on("n1")] == ["p"]
+
+
+def test_node_images_are_read_for_placement(tmp_path: Path) -> None:
+    """A node's ``status.images`` are kept by every name, with the image's size (a size
+    that is not a non-negative integer counts 0): ImageLocality scores them."""
+    with_images = node("n1")
+    with_images["status"]["images"] = [
+        {"names": ["registry.example/app@sha256:ab", "registry.example/app:1"], "sizeBytes": 7},
+        {"names": ["bad:size"], "sizeBytes": -3},
+        {"names": ["nosize:1"]},
+    ]
+    snapshot = load_snapshot(_write(tmp_path / "s.json", _list(with_images)), now=NOW).snapshot
+    assert snapshot.nodes["n1"].images == {
+        "registry.example/app@sha256:ab": 7,
+        "registry.example/app:1": 7,
+        "bad:size": 0,
+        "nosize:1": 0,
+    }
 
 
 def test_typed_lists_and_unknown_kinds(tmp_path: Path) -> None:
@@ -290,8 +309,9 @@ def test_cli_exits_2_for_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFi
 def test_budgets_in_a_snapshot_block_as_the_api_server_would(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A PDB with no disruption left in the file blocks the eviction in the plan, as in
-    ``--dry-run``; the JSON is the plan shape with destinations."""
+    """A PDB with no disruption left in the file holds the eviction in the plan, as in
+    ``--dry-run``; the JSON is the plan shape with destinations (the held one's where it
+    goes once its budget allows)."""
     items = [node("n1"), node("n2"), node("n3")]
     items += [pod(f"db-{i}", "n1", labels={"app": "db"}) for i in range(3)]
     items += [pdb("db", match_labels={"app": "db"}, disruptions_allowed=1)]
@@ -306,6 +326,6 @@ def test_budgets_in_a_snapshot_block_as_the_api_server_would(
     plan = json.loads(capsys.readouterr().out)
     assert [(e["pod"], e["blockedByPDB"], e["destination"]) for e in plan["evictions"]] == [
         ("default/db-1", False, "n2"),
-        ("default/db-2", True, None),
+        ("default/db-2", True, "n3"),
     ]
     assert plan["summary"]["blockedByPDB"] == 1

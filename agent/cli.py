@@ -49,13 +49,13 @@ def _cmd_agent(args: argparse.Namespace) -> int:
 
 
 def _cmd_descheduler(args: argparse.Namespace) -> int:
-    from agent.descheduler.command import run  # noqa: PLC0415 - keep start-up of other commands light
+    from agent.descheduler.live.command import run  # noqa: PLC0415 - keep start-up of other commands light
 
     return run(args)
 
 
 def _cmd_descheduler_plan(args: argparse.Namespace) -> int:
-    from agent.descheduler.offline import run  # noqa: PLC0415 - keep start-up of other commands light
+    from agent.descheduler.offline.command import run  # noqa: PLC0415 - keep start-up of other commands light
 
     return run(args)
 

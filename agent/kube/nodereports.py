@@ -13,7 +13,7 @@ later: a field that is not a finite, non-negative number of the right type (or a
 that does not parse, or a heartbeat outside ``HEARTBEAT_RANGE``) is read as 0 or ``None``
 and named in ``problems`` with its path. Who owns the report (``owners``) is kept, so that the
 descheduler can check it against the Node. Whether a report is believed at all is the
-descheduler's decision (``agent.descheduler.usage``), made with the Node in hand.
+descheduler's decision (``agent.descheduler.cache.usage``), made with the Node in hand.
 
 The cache also records **when this process last saw each report change**, on its own
 monotonic clock: the only time of a report the descheduler can check. A report that stops
@@ -343,7 +343,7 @@ class NodeReportCache:
         return self.reflector.subscribe(relay)
 
     def all_reports(self) -> list[NodeUsageReport]:
-        """Every report, as written (``agent.descheduler.usage`` decides what to believe)."""
+        """Every report, as written (``agent.descheduler.cache.usage`` decides what to believe)."""
         return [item[_PROJECTION] for item in self.reflector.items()]
 
     def entries(self) -> list[Seen]:

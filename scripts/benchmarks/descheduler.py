@@ -108,10 +108,10 @@ def child_size(directory: Path, decoding: str) -> None:
     size are spread over the same minutes: this machine's speed drifts by a fifth from one
     minute to the next, and sizes measured one after another carried that drift into the
     growth exponent."""
-    from agent.descheduler.app import projections_for  # noqa: PLC0415
-    from agent.descheduler.cycle import CycleOptions, run_cycle  # noqa: PLC0415
-    from agent.descheduler.policy import parse_policy_text  # noqa: PLC0415
-    from agent.descheduler.state import ClusterState  # noqa: PLC0415
+    from agent.descheduler.cache.state import ClusterState  # noqa: PLC0415
+    from agent.descheduler.core.cycle import CycleOptions, run_cycle  # noqa: PLC0415
+    from agent.descheduler.core.policy import parse_policy_text  # noqa: PLC0415
+    from agent.descheduler.live.app import projections_for  # noqa: PLC0415
 
     policy = parse_policy_text(POLICY, "bench")
     state = ClusterState(None, projections_for(policy), decoding=decoding)  # type: ignore[arg-type]  # never connects
@@ -221,8 +221,8 @@ class SizeChild:
 
 def child_decode(path: Path, decoding: str) -> dict[str, Any]:
     """Decode + project one pod list, nothing else: the decoder choice, in isolation."""
-    from agent.descheduler.app import PROJECTIONS  # noqa: PLC0415
-    from agent.descheduler.wire import codec_for  # noqa: PLC0415
+    from agent.descheduler.cache.wire import codec_for  # noqa: PLC0415
+    from agent.descheduler.live.app import PROJECTIONS  # noqa: PLC0415
 
     data = path.read_bytes()
     before = _rss_mib()
@@ -260,9 +260,9 @@ def child_cold_start(path: Path, pod_status: str) -> dict[str, Any]:
     of the same bytes is the same-run baseline (``lean`` runs only: it takes seconds): on a
     loaded machine the ratio means more than the seconds.
     """
-    from agent.descheduler.app import PROJECTIONS, projections_for  # noqa: PLC0415
-    from agent.descheduler.policy import parse_policy_text  # noqa: PLC0415
-    from agent.descheduler.state import ClusterState  # noqa: PLC0415
+    from agent.descheduler.cache.state import ClusterState  # noqa: PLC0415
+    from agent.descheduler.core.policy import parse_policy_text  # noqa: PLC0415
+    from agent.descheduler.live.app import PROJECTIONS, projections_for  # noqa: PLC0415
 
     projections = (
         PROJECTIONS if pod_status == "full" else projections_for(parse_policy_text(POLICY, "b"))
@@ -359,8 +359,8 @@ async def eviction_rate(
 async def _eviction_rate(
     kubeconfig: Path, names: list[str], concurrency: int
 ) -> tuple[float, float]:
-    from agent.descheduler.evictions.live import LiveEvictor  # noqa: PLC0415
-    from agent.descheduler.plan import PlannedEviction  # noqa: PLC0415
+    from agent.descheduler.live.evictor import LiveEvictor  # noqa: PLC0415
+    from agent.descheduler.plan.shape import PlannedEviction  # noqa: PLC0415
     from agent.kube.api import KubeApi  # noqa: PLC0415
     from agent.kube.client import AsyncKube  # noqa: PLC0415
     from agent.kube.connection import connect  # noqa: PLC0415
@@ -453,8 +453,8 @@ def eviction_throughput_separate(
 async def cold_start_first_cycle(nodes: int) -> tuple[float, int, float]:
     """Process start of the descheduler (dry run, one shot) -> its first cycle done; and how
     long seeding the fake took (``seed``: ``create`` one at a time is quadratic there)."""
-    from agent.descheduler.app import RunOptions, run_descheduler  # noqa: PLC0415
-    from agent.descheduler.policy import parse_policy_text  # noqa: PLC0415
+    from agent.descheduler.core.policy import parse_policy_text  # noqa: PLC0415
+    from agent.descheduler.live.app import RunOptions, run_descheduler  # noqa: PLC0415
     from agent.kube.api import KubeApi  # noqa: PLC0415
     from agent.kube.connection import connect  # noqa: PLC0415
     from tests.harness.fake_apiserver import FakeApiServer  # noqa: PLC0415

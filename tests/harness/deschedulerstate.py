@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agent.descheduler.framework.registry import REGISTRY
-from agent.descheduler.model import ClusterSnapshot, NodeUsage
-from agent.descheduler.policy import DeschedulerPolicy, parse_policy
-from agent.descheduler.projection import snapshot_from_list
+from agent.descheduler.cache.projection import snapshot_from_list
+from agent.descheduler.core.framework.registry import REGISTRY
+from agent.descheduler.core.policy import DeschedulerPolicy, parse_policy
+from agent.descheduler.model.cluster import ClusterSnapshot, NodeUsage
 
 NOW = 1_800_000_000.0
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent.descheduler.app import RunOptions, run_descheduler
-from agent.descheduler.policy import load_policy
+from agent.descheduler.core.policy import load_policy
+from agent.descheduler.live.app import RunOptions, run_descheduler
 from agent.kube.api import KubeApi
 from agent.kube.evictionmemory import RECENT_EVICTIONS_ANNOTATION
 from tests.harness.fake_apiserver import FakeApiServer

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from agent.cli import build_parser, main
-from agent.descheduler.command import options_from, resolve_config
+from agent.descheduler.live.command import options_from, resolve_config
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.integration.descheduler.conftest import duplicates_cluster
 

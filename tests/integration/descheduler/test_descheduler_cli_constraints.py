@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from agent.cli import main
-from agent.descheduler.framework.registry import REGISTRY
+from agent.descheduler.core.framework.registry import REGISTRY
 
 POLICY = """\
 apiVersion: descheduler/v1alpha2

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from agent.descheduler.app import RunOptions, run_descheduler
-from agent.descheduler.policy import load_policy
+from agent.descheduler.core.policy import load_policy
+from agent.descheduler.live.app import RunOptions, run_descheduler
 from agent.kube.api import KubeApi
 from tests.harness.fake_apiserver import FakeApiServer, manifests
 from tests.integration.descheduler.conftest import owned_pod

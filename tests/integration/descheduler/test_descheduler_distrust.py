@@ -12,8 +12,8 @@ from typing import Any
 
 from structlog.testing import capture_logs
 
-from agent.descheduler.app import RunOptions, run_descheduler
-from agent.descheduler.policy import load_policy, parse_policy_text
+from agent.descheduler.core.policy import load_policy, parse_policy_text
+from agent.descheduler.live.app import RunOptions, run_descheduler
 from agent.kube.api import KubeApi
 from agent.kube.timestamps import rfc3339
 from agent.telemetry.metrics import new_registry

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from agent.descheduler.evictions.live import EvictionResult, LiveEvictor
-from agent.descheduler.metrics import RESULT_BLOCKED_BY_PDB, RESULT_NOT_FOUND, RESULT_SUCCESS
-from agent.descheduler.plan import PlannedEviction
+from agent.descheduler.live.evictor import EvictionResult, LiveEvictor
+from agent.descheduler.live.metrics import RESULT_BLOCKED_BY_PDB, RESULT_NOT_FOUND, RESULT_SUCCESS
+from agent.descheduler.plan.shape import PlannedEviction
 from agent.kube.client import AsyncKube
 from agent.kube.events import EventBroadcaster, EventRecorder, ObjectRef
 from agent.kube.ratelimit import TokenBucket

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.cli import build_parser
-from agent.descheduler.command import options_from, resolve_config
+from agent.descheduler.live.command import options_from, resolve_config
 from tests.integration.descheduler.test_descheduler_cli import _run
 
 HEAD = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from agent.descheduler.app import RunOptions, run_descheduler
-from agent.descheduler.policy import load_policy
+from agent.descheduler.core.policy import load_policy
+from agent.descheduler.live.app import RunOptions, run_descheduler
 from agent.kube.api import KubeApi
 from agent.kube.leaderelection import ElectionTiming
 from agent.telemetry.metrics import new_registry

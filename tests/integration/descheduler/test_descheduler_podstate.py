@@ -3,8 +3,8 @@ list+watch caches, decide evictions sent through the eviction API."""
 
 from pathlib import Path
 
-from agent.descheduler.app import RunOptions, run_descheduler
-from agent.descheduler.policy import load_policy
+from agent.descheduler.core.policy import load_policy
+from agent.descheduler.live.app import RunOptions, run_descheduler
 from agent.kube.api import KubeApi
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.integration.descheduler.conftest import owned_pod

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.descheduler.app import RunOptions, run_descheduler
-from agent.descheduler.policy import load_policy
-from agent.descheduler.taintactions import RescueTracker
+from agent.descheduler.core.policy import load_policy
+from agent.descheduler.live.app import RunOptions, run_descheduler
+from agent.descheduler.live.taintactions import RescueTracker
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
 from agent.kube.ownedtaints import OwnedTaints
@@ -209,7 +209,7 @@ async def test_rescue_taint_goes_after_its_timeout(
     waiting = _addon()
 
     def lookup(_key: str) -> Any:
-        from agent.descheduler.projection import project_pod  # noqa: PLC0415
+        from agent.descheduler.cache.projection import project_pod  # noqa: PLC0415
 
         return project_pod(waiting)
 

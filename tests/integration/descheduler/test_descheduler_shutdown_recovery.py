@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent.descheduler.app import RunOptions, run_descheduler
-from agent.descheduler.policy import load_policy
+from agent.descheduler.core.policy import load_policy
+from agent.descheduler.live.app import RunOptions, run_descheduler
 from agent.kube.api import KubeApi
 from agent.kube.taintownership import OUT_OF_SERVICE_ANNOTATION
 from agent.kube.timestamps import rfc3339

@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from agent.descheduler.app import PROJECTIONS
-from agent.descheduler.model import DisruptionBudget, NodeInfo, NodeUsage, PodInfo
-from agent.descheduler.podlist import PodListProjector
-from agent.descheduler.state import ClusterState, Decoding
+from agent.descheduler.cache.podlist.projector import PodListProjector
+from agent.descheduler.cache.state import ClusterState, Decoding
+from agent.descheduler.live.app import PROJECTIONS
+from agent.descheduler.model.cluster import DisruptionBudget, NodeInfo, NodeUsage, PodInfo
 from agent.kube.api import KubeApi
 from agent.kube.resources import PODS
 from tests.harness.fake_apiserver import FakeApiServer, manifests

@@ -5,8 +5,8 @@ import socket
 import urllib.request
 from pathlib import Path
 
-from agent.descheduler.app import RunOptions, run_descheduler
-from agent.descheduler.policy import load_policy
+from agent.descheduler.core.policy import load_policy
+from agent.descheduler.live.app import RunOptions, run_descheduler
 from agent.kube.api import KubeApi
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.waiting import wait_until

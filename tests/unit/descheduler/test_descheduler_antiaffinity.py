@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from agent.descheduler.antiaffinity import (
+from agent.descheduler.cache.projection import project_node, project_pod
+from agent.descheduler.core.rules.antiaffinity import (
     forbidden_by_pods_on,
     scheduler_anti_affinity_rejection,
     violated_by,
 )
-from agent.descheduler.model import NodeInfo, PodInfo
-from agent.descheduler.projection import project_node, project_pod
+from agent.descheduler.model.cluster import NodeInfo, PodInfo
 from tests.harness.deschedulerstate import node, pod
 
 

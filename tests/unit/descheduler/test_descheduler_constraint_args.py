@@ -7,17 +7,17 @@ from typing import Any
 import pytest
 
 from agent.config.errors import ConfigError
-from agent.descheduler.framework.registry import REGISTRY
-from agent.descheduler.plugins.removepodsviolatingnodeaffinity import (
+from agent.descheduler.core.framework.registry import REGISTRY
+from agent.descheduler.core.plugins.removepodsviolatingnodeaffinity import (
     RemovePodsViolatingNodeAffinityArgs,
 )
-from agent.descheduler.plugins.removepodsviolatingnodetaints import (
+from agent.descheduler.core.plugins.removepodsviolatingnodetaints import (
     RemovePodsViolatingNodeTaintsArgs,
 )
-from agent.descheduler.plugins.removepodsviolatingtopologyspreadconstraint import (
+from agent.descheduler.core.plugins.removepodsviolatingtopologyspreadconstraint import (
     RemovePodsViolatingTopologySpreadConstraintArgs,
 )
-from agent.descheduler.policy import parse_policy
+from agent.descheduler.core.policy import parse_policy
 
 ANTI = "RemovePodsViolatingInterPodAntiAffinity"
 AFFINITY = "RemovePodsViolatingNodeAffinity"

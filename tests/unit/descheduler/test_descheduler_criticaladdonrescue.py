@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from agent.config.errors import ConfigError
-from agent.descheduler.cycle import run_cycle
-from agent.descheduler.model import NodeUsage
-from agent.descheduler.plan import Plan
-from agent.descheduler.render import render_table
+from agent.descheduler.core.cycle import run_cycle
+from agent.descheduler.model.cluster import NodeUsage
+from agent.descheduler.plan.render import render_table
+from agent.descheduler.plan.shape import Plan
 from agent.kube.taintownership import RESCUE_ANNOTATION, rescue_value
 from tests.harness.deschedulerstate import NOW, node, pdb, pod, policy, snapshot
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from agent.descheduler.cycle import TOO_FEW_NODES, CycleOptions, run_cycle
-from agent.descheduler.plugins.removeduplicates import RemoveDuplicates
-from agent.descheduler.policy import parse_policy
+from agent.descheduler.core.cycle import TOO_FEW_NODES, CycleOptions, run_cycle
+from agent.descheduler.core.plugins.removeduplicates import RemoveDuplicates
+from agent.descheduler.core.policy import parse_policy
 from tests.harness.deschedulerstate import node, pod, policy, snapshot
 
 DUP = "RemoveDuplicates"

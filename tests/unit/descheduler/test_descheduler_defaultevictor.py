@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from agent.config.schema import load
-from agent.descheduler.cycle import CycleHandle
-from agent.descheduler.errors import DeschedulerError
-from agent.descheduler.model import NodeUsage
-from agent.descheduler.plan import Plan
-from agent.descheduler.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
+from agent.descheduler.core.cycle import CycleHandle
+from agent.descheduler.core.errors import DeschedulerError
+from agent.descheduler.core.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
+from agent.descheduler.model.cluster import NodeUsage
+from agent.descheduler.plan.shape import Plan
 from tests.harness.deschedulerstate import node, pdb, pod, snapshot
 
 N1 = node("n1")

@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-from agent.descheduler.errors import (
+from agent.descheduler.cache.projection import project_pod
+from agent.descheduler.core.errors import (
     EvictionLimitReached,
     NamespaceLimitReached,
     NodeLimitReached,
     TotalLimitReached,
 )
-from agent.descheduler.evictions.limits import EvictionLimits
-from agent.descheduler.evictions.planner import Planner
-from agent.descheduler.model import PodInfo
-from agent.descheduler.projection import project_pod
+from agent.descheduler.core.evictions.limits import EvictionLimits
+from agent.descheduler.core.evictions.planner import Planner
+from agent.descheduler.model.cluster import PodInfo
 from tests.harness.deschedulerstate import NOW, node, pdb, pod, snapshot
 
 

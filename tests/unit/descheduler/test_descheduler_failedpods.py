@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from agent.config.errors import ConfigError
-from agent.descheduler.cycle import run_cycle
-from agent.descheduler.plugins.removefailedpods import RemoveFailedPodsArgs
-from agent.descheduler.policy import parse_policy
+from agent.descheduler.core.cycle import run_cycle
+from agent.descheduler.core.plugins.removefailedpods import RemoveFailedPodsArgs
+from agent.descheduler.core.policy import parse_policy
 from tests.harness.deschedulerstate import node, pod, policy, snapshot
 from tests.harness.podstatus import container, with_status
 

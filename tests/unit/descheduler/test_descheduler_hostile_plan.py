@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from agent.descheduler.plugins.removeduplicates import RemoveDuplicates
+from agent.descheduler.core.plugins.removeduplicates import RemoveDuplicates
 from tests.harness.deschedulerstate import node, pod
 
 CREATED = "2026-11-01T10:00:30Z"

@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from agent.descheduler.budgets import BudgetIndex, budgets_for
-from agent.descheduler.cycle import run_cycle
-from agent.descheduler.evictions.limits import EvictionLimits
-from agent.descheduler.evictions.planner import Planner, ProfileEvictor
-from agent.descheduler.model import PodInfo
-from agent.descheduler.projection import project_pod
+from agent.descheduler.cache.projection import project_pod
+from agent.descheduler.core.cycle import run_cycle
+from agent.descheduler.core.evictions.limits import EvictionLimits
+from agent.descheduler.core.evictions.planner import Planner, ProfileEvictor
+from agent.descheduler.core.rules.budgets import BudgetIndex, budgets_for
+from agent.descheduler.model.cluster import PodInfo
 from tests.harness.deschedulerstate import node, pdb, pod, policy, snapshot
 
 DUP = "RemoveDuplicates"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from agent.descheduler.metrics import DeschedulerMetrics, DroppedEvents, SkippedObjects
+from agent.descheduler.live.metrics import DeschedulerMetrics, DroppedEvents, SkippedObjects
 
 NOW = 1_800_000_000.0
 

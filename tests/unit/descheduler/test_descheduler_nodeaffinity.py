@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from agent.descheduler.cycle import run_cycle
-from agent.descheduler.plugins.removepodsviolatingnodeaffinity import has_node_affinity
-from agent.descheduler.projection import project_pod
+from agent.descheduler.cache.projection import project_pod
+from agent.descheduler.core.cycle import run_cycle
+from agent.descheduler.core.plugins.removepodsviolatingnodeaffinity import has_node_affinity
 from tests.harness.deschedulerstate import node, pod, policy, snapshot
 
 AFFINITY = "RemovePodsViolatingNodeAffinity"

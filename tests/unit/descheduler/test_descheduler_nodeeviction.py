@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent.descheduler.errors import NamespaceLimitReached, NodeLimitReached, TotalLimitReached
-from agent.descheduler.framework.nodeeviction import evict_in_order
-from agent.descheduler.model import PodInfo
-from agent.descheduler.projection import project_pod
+from agent.descheduler.cache.projection import project_pod
+from agent.descheduler.core.errors import NamespaceLimitReached, NodeLimitReached, TotalLimitReached
+from agent.descheduler.core.framework.nodeeviction import evict_in_order
+from agent.descheduler.model.cluster import PodInfo
 from tests.harness.deschedulerstate import pod
 
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from agent.config.errors import ConfigError
-from agent.descheduler.cycle import run_cycle
-from agent.descheduler.model import NodeUsage
+from agent.descheduler.core.cycle import run_cycle
+from agent.descheduler.model.cluster import NodeUsage
 from agent.kube.taintownership import OUT_OF_SERVICE_ANNOTATION
 from tests.harness.deschedulerstate import NOW, node, policy, snapshot
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from agent.descheduler.cycle import CycleOptions, run_cycle
-from agent.descheduler.model import NodeUsage
-from agent.descheduler.plan import Plan
-from agent.descheduler.plugins.nodeutilization.common import eviction_order
-from agent.descheduler.projection import project_pod
+from agent.descheduler.cache.projection import project_pod
+from agent.descheduler.core.cycle import CycleOptions, run_cycle
+from agent.descheduler.core.plugins.nodeutilization.common import eviction_order
+from agent.descheduler.model.cluster import NodeUsage
+from agent.descheduler.plan.shape import Plan
 from tests.harness.deschedulerstate import NOW, node, pdb, pod, policy, snapshot
 
 LNU = "LowNodeUtilization"

@@ -9,9 +9,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from agent.descheduler import projection
-from agent.descheduler.pagesplit import compact_page, pieces
-from agent.descheduler.podlist import PodListProjector
+from agent.descheduler.cache import projection
+from agent.descheduler.cache.podlist.pagesplit import compact_page, pieces
+from agent.descheduler.cache.podlist.projector import PodListProjector
 from tests.unit.descheduler.test_descheduler_wire import PENDING_ADDON, RICH_POD
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "descheduler" / "cluster-1k.json.gz"

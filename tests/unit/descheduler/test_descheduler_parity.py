@@ -49,18 +49,18 @@ from pathlib import Path
 
 import pytest
 
-from agent.descheduler.cycle import CycleHandle, _build, cycle_nodes, run_cycle
-from agent.descheduler.evictions.limits import EvictionLimits
-from agent.descheduler.evictions.planner import Planner
-from agent.descheduler.model import ClusterSnapshot, PodInfo
-from agent.descheduler.plan import Plan
-from agent.descheduler.plugins.nodeutilization.common import budget_over, eviction_key, raw_sum
-from agent.descheduler.plugins.nodeutilization.lownodeutilization import (
+from agent.descheduler.cache.projection import snapshot_from_list
+from agent.descheduler.core.cycle import CycleHandle, _build, cycle_nodes, run_cycle
+from agent.descheduler.core.evictions.limits import EvictionLimits
+from agent.descheduler.core.evictions.planner import Planner
+from agent.descheduler.core.plugins.nodeutilization.common import budget_over, eviction_key, raw_sum
+from agent.descheduler.core.plugins.nodeutilization.lownodeutilization import (
     LowNodeUtilization,
     _above_target_with_budget,
 )
-from agent.descheduler.policy import DeschedulerPolicy, load_policy
-from agent.descheduler.projection import snapshot_from_list
+from agent.descheduler.core.policy import DeschedulerPolicy, load_policy
+from agent.descheduler.model.cluster import ClusterSnapshot, PodInfo
+from agent.descheduler.plan.shape import Plan
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "descheduler"
 LNU = "LowNodeUtilization"

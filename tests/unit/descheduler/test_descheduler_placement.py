@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.descheduler.model import ClusterSnapshot, NodeUsage
-from agent.descheduler.placement import (
+from agent.descheduler.core.placement import (
     BLOCKED,
     DAEMON_POD,
     FINISHED_NOTE,
@@ -19,7 +18,8 @@ from agent.descheduler.placement import (
     place,
     with_destinations,
 )
-from agent.descheduler.plan import Plan, PlannedEviction
+from agent.descheduler.model.cluster import ClusterSnapshot, NodeUsage
+from agent.descheduler.plan.shape import Plan, PlannedEviction
 from tests.harness.deschedulerstate import node, pod, snapshot
 
 GPU_TAINT = {"key": "gpu", "value": "true", "effect": "NoSchedule"}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent.descheduler.placement import place, with_destinations
-from agent.descheduler.plan import Plan, PlannedEviction, TaintChange
-from agent.descheduler.render import bar, render_plan_table
+from agent.descheduler.core.placement import place, with_destinations
+from agent.descheduler.plan.render import bar, render_plan_table
+from agent.descheduler.plan.shape import Plan, PlannedEviction, TaintChange
 from tests.harness.deschedulerstate import node, pod, snapshot
 
 

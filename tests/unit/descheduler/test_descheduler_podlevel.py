@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from agent.descheduler.cycle import run_cycle
-from agent.descheduler.nodefit import NodeFit
-from agent.descheduler.placement import place
-from agent.descheduler.plan import PlannedEviction
-from agent.descheduler.projection import pod_requests, project_pod
+from agent.descheduler.cache.projection import pod_requests, project_pod
+from agent.descheduler.core.cycle import run_cycle
+from agent.descheduler.core.placement import place
+from agent.descheduler.core.rules.nodefit import NodeFit
+from agent.descheduler.plan.shape import PlannedEviction
 from tests.harness.deschedulerstate import node, pod, policy, snapshot
 
 POD_LEVEL = {"requests": {"cpu": "1", "memory": "4Gi"}}

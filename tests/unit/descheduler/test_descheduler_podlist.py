@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from agent.config.quantities import parse_quantity
-from agent.descheduler import projection
-from agent.descheduler.app import PROJECTIONS, projections_for
-from agent.descheduler.podlist import PodListProjector
-from agent.descheduler.policy import load_policy
-from agent.descheduler.state import ClusterState, Projections
-from agent.descheduler.wire import codec_for
+from agent.descheduler.cache import projection
+from agent.descheduler.cache.podlist.projector import PodListProjector
+from agent.descheduler.cache.state import ClusterState, Projections
+from agent.descheduler.cache.wire import codec_for
+from agent.descheduler.core.policy import load_policy
+from agent.descheduler.live.app import PROJECTIONS, projections_for
 from agent.kube.pods import MIRROR_ANNOTATION, SOURCE_ANNOTATION
 from agent.kube.reflector import Unprojected
 from tests.unit.descheduler.test_descheduler_wire import PENDING_ADDON, RICH_POD

@@ -9,12 +9,15 @@ from typing import Any
 
 import pytest
 
-from agent.descheduler import projection
-from agent.descheduler.app import projections_for
-from agent.descheduler.framework.registry import REGISTRY
-from agent.descheduler.model import EMPTY_MAP, PodInfo
-from agent.descheduler.podlist import PodListProjector
-from agent.descheduler.podstatus import (
+from agent.descheduler.cache import projection
+from agent.descheduler.cache.podlist.projector import PodListProjector
+from agent.descheduler.cache.sharing import Sharing
+from agent.descheduler.cache.wire import codec_for
+from agent.descheduler.core.framework.registry import REGISTRY
+from agent.descheduler.core.policy import parse_policy
+from agent.descheduler.live.app import projections_for
+from agent.descheduler.model.cluster import EMPTY_MAP, PodInfo
+from agent.descheduler.model.podstatus import (
     STATUS,
     ContainerStatusInfo,
     PodConditionInfo,
@@ -22,9 +25,6 @@ from agent.descheduler.podstatus import (
     status_of,
     transition_time,
 )
-from agent.descheduler.policy import parse_policy
-from agent.descheduler.sharing import Sharing
-from agent.descheduler.wire import codec_for
 from tests.harness.podstatus import container
 
 CREATED = "2026-11-22T00:00:00Z"
@@ -205,7 +205,7 @@ def test_every_plugin_that_reads_pod_status_says_so() -> None:
     readers = set()
     for spec in REGISTRY.values():
         module = sys.modules[spec.factory.__module__]
-        if "agent.descheduler.podstatus" in Path(module.__file__ or "").read_text("utf-8"):
+        if "agent.descheduler.model.podstatus" in Path(module.__file__ or "").read_text("utf-8"):
             readers.add(spec.name)
     assert readers == {name for name, spec in REGISTRY.items() if spec.reads_pod_status}
     assert readers == {"PodLifeTime", "RemoveFailedPods", "RemovePodsHavingTooManyRestarts"}

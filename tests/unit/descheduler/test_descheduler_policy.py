@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from agent.config.errors import ConfigError
-from agent.descheduler.framework.registry import REGISTRY
-from agent.descheduler.framework.types import BALANCE, FILTER, PRE_EVICTION_FILTER
-from agent.descheduler.plugins.defaultevictor import DefaultEvictorArgs
-from agent.descheduler.plugins.nodeutilization.lownodeutilization import LowNodeUtilizationArgs
-from agent.descheduler.policy import load_policy, parse_policy, parse_policy_text
+from agent.descheduler.core.framework.registry import REGISTRY
+from agent.descheduler.core.framework.types import BALANCE, FILTER, PRE_EVICTION_FILTER
+from agent.descheduler.core.plugins.defaultevictor import DefaultEvictorArgs
+from agent.descheduler.core.plugins.nodeutilization.lownodeutilization import LowNodeUtilizationArgs
+from agent.descheduler.core.policy import load_policy, parse_policy, parse_policy_text
 
 README_POLICY = """\
 apiVersion: "descheduler/v1alpha2"

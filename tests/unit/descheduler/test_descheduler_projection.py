@@ -6,15 +6,16 @@ from typing import Any
 
 import pytest
 
-from agent.descheduler import projection
-from agent.descheduler.model import EMPTY_MAP
-from agent.descheduler.projection import (
+from agent.descheduler.cache import projection
+from agent.descheduler.cache.projection import (
     UNSCHEDULABLE_SINCE,
     pod_requests,
     project_node,
     project_pod,
     snapshot_from_list,
 )
+from agent.descheduler.model.cluster import EMPTY_MAP
+from agent.descheduler.model.keys import SPREAD_CONSTRAINTS
 from tests.harness.deschedulerstate import node, pod
 from tests.unit.descheduler.test_descheduler_wire import DOWN_NODE, PENDING_ADDON
 
@@ -135,7 +136,7 @@ def test_spread_constraints_are_kept_in_extra_only_when_present() -> None:
     the shared empty map."""
     constraint = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
     spread = projection.project_pod({"spec": {"topologySpreadConstraints": [constraint]}})
-    assert spread.extra[projection.SPREAD_CONSTRAINTS] == (constraint,)
+    assert spread.extra[SPREAD_CONSTRAINTS] == (constraint,)
     assert projection.project_pod({"spec": {}}).extra is EMPTY_MAP
 
 

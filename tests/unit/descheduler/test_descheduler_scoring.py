@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
-from agent.descheduler.model import PodInfo
-from agent.descheduler.placement.fullscore import node_totals
-from agent.descheduler.placement.simulation import Simulation
-from agent.descheduler.projection import project_pod
-from agent.descheduler.scoring import (
+from agent.descheduler.cache.projection import project_pod
+from agent.descheduler.cache.snapshotfile import load_snapshot
+from agent.descheduler.core.placement.fullscore import node_totals
+from agent.descheduler.core.placement.scoring import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
     HOSTNAME,
@@ -37,7 +36,8 @@ from agent.descheduler.scoring import (
     spread_scoring,
     topology_weight,
 )
-from agent.descheduler.snapshotfile import load_snapshot
+from agent.descheduler.core.placement.simulation import Simulation
+from agent.descheduler.model.cluster import PodInfo
 from tests.harness.deschedulerstate import pod
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "descheduler"

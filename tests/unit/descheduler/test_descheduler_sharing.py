@@ -2,8 +2,8 @@
 
 from typing import Any
 
-from agent.descheduler import projection
-from agent.descheduler.sharing import Sharing
+from agent.descheduler.cache import projection
+from agent.descheduler.cache.sharing import Sharing
 
 RICH_NODE: dict[str, Any] = {
     "metadata": {"name": "n1", "labels": {"zone": "a"}},

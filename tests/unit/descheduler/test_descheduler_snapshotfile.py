@@ -12,8 +12,8 @@ import pytest
 
 from agent.cli import main
 from agent.config.errors import ConfigError
-from agent.descheduler.projection import project_node, project_pod
-from agent.descheduler.snapshotfile import load_snapshot
+from agent.descheduler.cache.projection import project_node, project_pod
+from agent.descheduler.cache.snapshotfile import load_snapshot
 from tests.harness.deschedulerstate import node, pdb, pod
 
 EXAMPLES = Path(__file__).parents[3] / "examples"

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from agent.config.errors import ConfigError
-from agent.descheduler.cycle import run_cycle
-from agent.descheduler.policy import parse_policy
+from agent.descheduler.core.cycle import run_cycle
+from agent.descheduler.core.policy import parse_policy
 from tests.harness.deschedulerstate import node, pod, policy, snapshot
 from tests.harness.podstatus import container, with_status
 

@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
-from agent.descheduler.model import NodeInfo, PodInfo
-from agent.descheduler.projection import project_node, project_pod
-from agent.descheduler.topology import (
+from agent.descheduler.cache.projection import project_node, project_pod
+from agent.descheduler.core.rules.topology import (
     domain_counts,
     raw_spread_constraints,
     scheduler_spread_counts,
@@ -16,6 +15,7 @@ from agent.descheduler.topology import (
     spread_constraint,
     spread_rejection,
 )
+from agent.descheduler.model.cluster import NodeInfo, PodInfo
 from tests.harness.deschedulerstate import node, pod
 
 TAINT = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agent.descheduler.cycle import run_cycle
+from agent.descheduler.core.cycle import run_cycle
 from tests.harness.deschedulerstate import node, pod, policy, snapshot
 
 SPREAD = "RemovePodsViolatingTopologySpreadConstraint"

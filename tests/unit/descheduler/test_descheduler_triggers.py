@@ -7,10 +7,9 @@ import asyncio
 import msgspec
 import pytest
 
-from agent.descheduler.app import until_next_cycle
-from agent.descheduler.model import NodeInfo
-from agent.descheduler.projection import UNSCHEDULABLE_SINCE, project_pod
-from agent.descheduler.triggers import (
+from agent.descheduler.cache.projection import project_pod
+from agent.descheduler.live.app import until_next_cycle
+from agent.descheduler.live.triggers import (
     ADDON_UNSCHEDULABLE,
     NODE_READY,
     UTILIZATION,
@@ -20,6 +19,8 @@ from agent.descheduler.triggers import (
     UtilizationWatch,
     utilization_class,
 )
+from agent.descheduler.model.cluster import NodeInfo
+from agent.descheduler.model.keys import UNSCHEDULABLE_SINCE
 from agent.kube.nodereports import NodeUsageReport
 from tests.harness.clock import HandClock
 from tests.harness.deschedulerstate import pod

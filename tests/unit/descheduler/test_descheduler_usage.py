@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent.descheduler.model import NodeInfo
-from agent.descheduler.usage import (
+from agent.descheduler.cache.usage import (
     FUTURE,
     IMPLAUSIBLE,
     INVALID,
@@ -18,6 +17,7 @@ from agent.descheduler.usage import (
     judge,
     judge_all,
 )
+from agent.descheduler.model.cluster import NodeInfo
 from agent.kube.nodereports import NodeUsageReport, project
 
 NOW = 1_800_000_000.0

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from agent.descheduler import projection
-from agent.descheduler.wire import codec_for
+from agent.descheduler.cache import projection
+from agent.descheduler.cache.wire import codec_for
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "descheduler" / "cluster-1k.json.gz"
 

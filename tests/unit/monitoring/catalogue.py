@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics import MetricWrapperBase
 
-from agent.descheduler.metrics import DeschedulerMetrics, SkippedObjects
-from agent.descheduler.reporttrust import NodeReportTrustMetrics
-from agent.descheduler.usage import Verdicts
+from agent.descheduler.cache.usage import Verdicts
+from agent.descheduler.live.metrics import DeschedulerMetrics, SkippedObjects
+from agent.descheduler.live.reporttrust import NodeReportTrustMetrics
 from agent.node.facts import collect_node_facts
 from agent.node.metrics import NodeFactsCollector
 from agent.node.paths import HostPaths

@@ -1,0 +1,206 @@
+"""The recording evictor: what plugins call to evict, and what records the plan.
+
+One ``Planner`` per cycle, shared by every profile (upstream shares one ``PodEvictor``). It
+checks the limits when an eviction is planned, applies PodDisruptionBudgets the way the
+eviction subresource does, and appends a ``PlannedEviction`` in decision order. The live
+runtime sends the plan's allowed evictions afterwards; the dry run prints it; tests read it.
+It is product code, and the tests use it as it is.
+
+PDBs, as the API server applies them (``pkg/registry/core/pod/storage/eviction.go``):
+- a pod that is not Running (Pending, Succeeded, Failed) is evicted without a budget check;
+- more than one budget selecting the pod refuses the eviction;
+- a Running but unready pod: ``AlwaysAllow`` lets it go; ``IfHealthyBudget`` (the default)
+  only while the budget is healthy (``currentHealthy >= desiredHealthy``; without those in
+  the status, while ``disruptionsAllowed > 0``), and it does not use up the budget;
+- a Running and Ready pod needs ``disruptionsAllowed > 0``, decremented as the cycle goes.
+
+An eviction a budget refuses *now* is **held**, not dropped: it is recorded with
+``blocked_by_pdb`` (what the dry run and the offline plan say of it), counted against the
+limits like any other, and reported to the plugin as made, so the plugin does not reach for
+another pod in its place. The live loop sends it as soon as the budget's status allows, within
+the cycle (``evictions.live``); what is still refused at the cycle's end is reported so. Upstream
+sends every eviction it decides on, one by one, and the API server admits those whose budget
+has recovered by the time they arrive (a replacement turns Ready within seconds): a held
+eviction is that, without the 429s, and without a substitute evicted in its place as well.
+
+Pods evicted earlier in the cycle look terminating to later filters: against a real API
+server the eviction sets ``deletionTimestamp`` at once and the informer catches up long before
+the next plugin runs (upstream's run on the parity state took a minute).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from agent.descheduler.core.errors import EvictionLimitReached
+from agent.descheduler.core.evictions.limits import EvictionLimits
+from agent.descheduler.core.framework.types import EvictorPlugin
+from agent.descheduler.core.rules.budgets import BudgetIndex
+from agent.descheduler.model.cluster import ClusterSnapshot, PodInfo
+from agent.descheduler.plan.shape import Plan, PlannedEviction
+
+
+def owner_uid(pod: PodInfo) -> str:
+    """The controller's UID, else the first owner's; ``""`` for a bare pod."""
+    for owner in pod.owners:  # ``pod.controller``, without a generator per eviction
+        if owner.controller:
+            return owner.uid
+    return pod.owners[0].uid if pod.owners else ""
+
+
+class Planner:
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        limits: EvictionLimits,
+        *,
+        owner_evictions: Mapping[str, float] | None = None,
+        apply_budgets: bool = True,
+    ) -> None:
+        self.snapshot = snapshot
+        self.limits = limits
+        self.apply_budgets = apply_budgets
+        self.plan = Plan(owner_evictions=dict(owner_evictions or {}))
+        self.evicted: set[str] = set()
+        """UIDs of the pods this cycle evicted (allowed, not blocked)."""
+        self._remaining: dict[str, int] = {}
+        self._budgets = BudgetIndex(snapshot)
+
+    def evict(self, pod: PodInfo, *, plugin: str, profile: str, reason: str = "") -> bool:
+        """Plan one eviction (held when a PDB refuses it now); raises the limit errors."""
+        try:
+            self.limits.check(pod)
+        except EvictionLimitReached as refused:
+            self.plan.limit_refusals.append(
+                {
+                    "result": str(refused),
+                    "strategy": plugin,
+                    "profile": profile,
+                    "namespace": pod.namespace,
+                    "node": pod.node_name,
+                }
+            )
+            raise
+        blocked = self._blocking_budget(pod) if self.apply_budgets else ""
+        budgets = self._budgets.budgets_for(pod) if self.apply_budgets else []
+        self.plan.evictions.append(
+            PlannedEviction(
+                namespace=pod.namespace,
+                name=pod.name,
+                uid=pod.uid,
+                node=pod.node_name,
+                plugin=plugin,
+                profile=profile,
+                reason=reason or plugin,
+                blocked_by_pdb=blocked,
+                budget=f"{budgets[0].namespace}/{budgets[0].name}" if budgets else "",
+            )
+        )
+        self.limits.record(pod)
+        self.evicted.add(pod.uid)
+        if uid := owner_uid(pod):
+            self.plan.owner_evictions[uid] = self.snapshot.now
+        return True
+
+    def would_allow(self, pods: Sequence[PodInfo]) -> bool:
+        """Whether evicting all of ``pods`` now passes every limit and PDB; records nothing."""
+        limits = self.limits
+        saved = (
+            limits.evicted_total,
+            limits.evicted_by_node.copy(),
+            limits.evicted_by_namespace.copy(),
+            dict(self._remaining),
+        )
+        try:
+            for pod in pods:
+                limits.check(pod)
+                if self.apply_budgets and self._blocking_budget(pod):
+                    return False
+                limits.record(pod)
+        except EvictionLimitReached:
+            return False
+        finally:
+            (
+                limits.evicted_total,
+                limits.evicted_by_node,
+                limits.evicted_by_namespace,
+                self._remaining,
+            ) = saved
+        return True
+
+    def in_cooldown(self, pod: PodInfo, seconds: float) -> bool:
+        uid = owner_uid(pod)
+        last = self.plan.owner_evictions.get(uid) if uid else None
+        return last is not None and self.snapshot.now - last < seconds
+
+    def _blocking_budget(self, pod: PodInfo) -> str:  # noqa: PLR0911 - one exit per API server rule
+        if pod.phase != "Running":
+            return ""
+        budgets = self._budgets.budgets_for(pod)
+        if not budgets:
+            return ""
+        key = f"{budgets[0].namespace}/{budgets[0].name}"
+        if len(budgets) > 1:
+            return key  # "This pod has more than one PodDisruptionBudget": refused
+        budget = budgets[0]
+        remaining = self._remaining.get(key, budget.disruptions_allowed)
+        if not pod.ready:
+            if budget.unhealthy_pod_eviction_policy == "AlwaysAllow":
+                return ""
+            if budget.current_healthy is not None and budget.desired_healthy is not None:
+                healthy = budget.current_healthy >= budget.desired_healthy
+            else:
+                healthy = remaining > 0
+            return "" if healthy else key
+        if remaining <= 0:
+            return key
+        self._remaining[key] = remaining - 1
+        return ""
+
+
+class ProfileEvictor:
+    """The ``Evictor`` a profile's plugins see: its filters in front of the shared planner."""
+
+    def __init__(
+        self,
+        planner: Planner,
+        profile: str,
+        filters: Sequence[EvictorPlugin],
+        pre_eviction_filters: Sequence[EvictorPlugin],
+    ) -> None:
+        self.planner = planner
+        self.profile = profile
+        self.filters = filters
+        self.pre_eviction_filters = pre_eviction_filters
+        # Verdicts by pod UID. Every input of the filters is fixed for the cycle (one
+        # snapshot), and the plugins ask about the same pods again and again (LowNodeUtilization
+        # per source node, RemoveDuplicates per node and again before each eviction). The one
+        # input that moves, "evicted earlier in this cycle", is checked before the memo. A
+        # ProfileEvictor is built per cycle, so the memo never outlives its snapshot.
+        self._filtered: dict[str, bool] = {}
+        self._pre_filtered: dict[str, bool] = {}
+
+    def filter(self, pod: PodInfo) -> bool:
+        if pod.uid in self.planner.evicted:
+            return False  # terminating by now, as the informer would show it
+        verdict = self._filtered.get(pod.uid)
+        if verdict is None:
+            verdict = self._filtered[pod.uid] = all(plugin.filter(pod) for plugin in self.filters)
+        return verdict
+
+    def pre_eviction_filter(self, pod: PodInfo) -> bool:
+        verdict = self._pre_filtered.get(pod.uid)
+        if verdict is None:
+            verdict = self._pre_filtered[pod.uid] = all(
+                plugin.pre_eviction_filter(pod) for plugin in self.pre_eviction_filters
+            )
+        return verdict
+
+    def evict(self, pod: PodInfo, plugin: str, reason: str = "") -> bool:
+        return self.planner.evict(pod, plugin=plugin, profile=self.profile, reason=reason)
+
+    def in_cooldown(self, pod: PodInfo, seconds: float) -> bool:
+        return self.planner.in_cooldown(pod, seconds)
+
+    def would_allow(self, pods: Sequence[PodInfo]) -> bool:
+        return self.planner.would_allow(pods)

@@ -1,0 +1,142 @@
+"""Where each evicted pod would land: the default kube-scheduler's pick, offline.
+
+Upstream's dry run cannot say where evicted pods go (#1584), and that is the first question
+about any plan. This answers it for the offline plan: for each eviction, the pod its
+controller creates in its place (same spec) is scheduled as the default kube-scheduler would
+schedule it, on the cluster as the plan leaves it so far. Evictions go in the order the live
+loop sends them: the allowed ones in the plan's order, then the ones a budget holds (the
+live loop sends those as their budgets allow, within the cycle).
+
+**Filter** (kube-scheduler's filter plugins; every one must pass):
+- the node is Ready (the scheduler sees NotReady nodes through their ``not-ready`` taint),
+  and it is not the node the pod is evicted from;
+- NodeUnschedulable: a cordoned node only for a pod tolerating
+  ``node.kubernetes.io/unschedulable:NoSchedule``;
+- ours: a node whose fresh agent report says shutting down, readiness gate held or agent
+  stopped is no place to go (``NodeUsage.usable_as_destination``);
+- TaintToleration: every NoSchedule/NoExecute taint tolerated (``agent.kube.tolerations``);
+- NodeAffinity: nodeSelector and required node affinity (``agent.kube.nodeaffinity``);
+- NodeResourcesFit: each requested resource fits allocatable minus the requests of the pods
+  there (pods this plan placed there earlier included, pods it evicted from there gone), and
+  a pod slot is free;
+- InterPodAffinity, its required anti-affinity half (``antiaffinity``): no pod the pod's
+  terms select in the node's topology domain, and no pod whose terms select the pod there;
+- PodTopologySpread, ``DoNotSchedule`` constraints (``topology``): the node carries the key
+  and placing the pod there keeps the skew within ``maxSkew``, counted (once per pod, as
+  the scheduler's PreFilter) on the cluster as the plan leaves it so far.
+
+**Score:** every default score plugin with its weight (``scoring``). The best total wins; the
+scheduler picks at random among equal totals, so each placement gives the **candidates**,
+every node tied at the best total (``destinationCandidates`` in the plan), and a
+``destination`` among them (the first by name), which is where the simulation puts the
+replacement before placing the next one.
+
+**Two ways to the same answer.** Scoring every feasible node for every pod is the reference
+(``fullscore``). Most pods, in most clusters, need much less: no preferred affinity, no
+pod affinity terms anywhere, no PreferNoSchedule taint they mind, none of their images on a
+node, only cpu and memory requests. For those every score but the resource ones and the
+spread is the same on every node, and the spread differs only between zones and on the few
+nodes holding pods of the same controller; a ranking of the nodes per pod size and zone,
+kept up to date as pods move, gives the best nodes from its top (``fastscore``). A test
+compares the two on random clusters, move after move.
+
+Where this still differs from the real scheduler: ties are broken at random there; the
+replacements' real creation order (evictions finish in any order, budgets release held ones
+when they allow) differs from the plan's; an evicted pod is gone from its node before the next
+pod is placed (a terminating pod holds its room for its grace period); pending pods do not
+compete for room; in a cluster of more than 100 nodes the scheduler scores only a share of
+them (``percentageOfNodesToScore``), starting where its last search stopped; and a scheduler
+configured with other plugins or weights scores differently.
+
+Pods that get no destination: pods without a controller (nothing recreates them), finished
+pods (their controller replaced them when they finished). A DaemonSet pod comes back on its
+own node, so that node is its destination.
+
+Pure: a snapshot and the planned evictions in, placements and per-node loads out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from agent.descheduler.core.placement.simulation import FINISHED, OWN_NODE, Simulation
+from agent.descheduler.model.cluster import ClusterSnapshot, PodInfo
+from agent.descheduler.plan.destinations import NodeLoad, Placement, PlacementResult
+from agent.descheduler.plan.shape import Plan, PlannedEviction
+
+__all__ = [
+    "BLOCKED",
+    "DAEMON_POD",
+    "FINISHED_NOTE",
+    "NOT_RECREATED",
+    "OWN_NODE",
+    "Simulation",
+    "place",
+    "with_destinations",
+]
+
+BLOCKED = "held by a PodDisruptionBudget: placed as if it went once the budget allowed"
+NOT_RECREATED = "no controller: nothing recreates it"
+FINISHED_NOTE = "finished: its controller has replaced it already"
+DAEMON_POD = "DaemonSet pod: recreated on the same node"
+
+
+def _is_daemon_pod(pod: PodInfo) -> bool:
+    controller = pod.controller
+    return controller is not None and controller.kind == "DaemonSet"
+
+
+def place(
+    snapshot: ClusterSnapshot, evictions: Sequence[PlannedEviction], *, fast: bool = True
+) -> PlacementResult:
+    """Every planned eviction's destination and the nodes' loads: the allowed evictions in
+    the plan's order, then the held ones in theirs (the order the live loop sends them)."""
+    wanted = {(e.node, e.uid) for e in evictions}
+    by_uid = {
+        pod.uid: pod
+        for node in {node for node, _ in wanted}
+        for pod in snapshot.pods_on(node)
+        if (node, pod.uid) in wanted
+    }
+    simulation = Simulation(snapshot, fast=fast)
+    placements: dict[int, Placement] = {}
+    order = [i for i, e in enumerate(evictions) if not e.blocked_by_pdb] + [
+        i for i, e in enumerate(evictions) if e.blocked_by_pdb
+    ]
+    for position in order:
+        eviction = evictions[position]
+        pod = by_uid.get(eviction.uid)
+        if pod is None:  # pragma: no cover - the cycle plans only pods of the snapshot
+            placements[position] = Placement(None, "not in the snapshot")
+            continue
+        simulation.evict(pod)
+        placement = _destination(simulation, pod)
+        if eviction.blocked_by_pdb and placement.node is not None:
+            placement = replace(placement, note=BLOCKED)
+        placements[position] = placement
+    return PlacementResult(tuple(placements[i] for i in range(len(evictions))), simulation.loads())
+
+
+def _destination(simulation: Simulation, pod: PodInfo) -> Placement:
+    if pod.phase in FINISHED:
+        return Placement(None, FINISHED_NOTE)
+    if pod.controller is None:
+        return Placement(None, NOT_RECREATED)
+    if _is_daemon_pod(pod):
+        simulation.land(pod, pod.node_name)
+        return Placement(pod.node_name, DAEMON_POD, (pod.node_name,))
+    placement = simulation.pick(pod)
+    if placement.node is not None:
+        simulation.land(pod, placement.node)
+    return placement
+
+
+def with_destinations(plan: Plan, result: PlacementResult) -> Plan:
+    """The plan with each eviction's ``destination`` and ``destinationCandidates`` filled in
+    (``None`` and ``()`` where there is none)."""
+    evictions = [
+        replace(eviction, destination=placement.node, candidates=placement.candidates)
+        for eviction, placement in zip(plan.evictions, result.placements, strict=True)
+    ]
+    return replace(plan, evictions=evictions)

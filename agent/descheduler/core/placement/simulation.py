@@ -1,0 +1,259 @@
+"""The cluster as the plan leaves it, and the default kube-scheduler's pick for each pod.
+
+Evictions take pods off their nodes, placements put replacements on; every filter and score
+reads the nodes as they are at that point of the plan. A pick first applies the filters
+(those of one node in ``nodes``, the inter-pod ones here, counted once per pod as the
+scheduler's PreFilter does), then scores: from the rankings when the pod allows it
+(``fastscore``), else every feasible node (``fullscore``, the reference). The best total
+wins; every node tied at it is a candidate.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+import msgspec
+
+from agent.descheduler.core.placement.fastscore import fast_path_applies, scored_fast
+from agent.descheduler.core.placement.fullscore import scored_full
+from agent.descheduler.core.placement.nodes import (
+    PodSize,
+    Ranking,
+    new_node,
+    resource_misfit,
+    static_key,
+    static_misfit,
+)
+from agent.descheduler.core.placement.scoring import PREFER_NO_SCHEDULE, affinity_terms
+from agent.descheduler.core.rules.antiaffinity import (
+    has_required_anti_affinity,
+    scheduler_anti_affinity_rejection,
+)
+from agent.descheduler.core.rules.topology import scheduler_spread_counts, spread_rejection
+from agent.descheduler.model.cluster import CPU, MEMORY, PODS, ClusterSnapshot, NodeInfo, PodInfo
+from agent.descheduler.plan.destinations import NodeLoad, Placement
+from agent.kube.labelselector import SelectorError
+
+FINISHED = frozenset({"Succeeded", "Failed"})
+MAX_RANKINGS = 64
+"""Pod sizes whose node ranking is kept (see ``Ranking``); a size past them costs a sort."""
+OWN_NODE = "the node it is evicted from"
+
+
+class Simulation:
+    """The nodes' requests as the plan moves pods, and the scheduler's pick for each pod."""
+
+    def __init__(self, snapshot: ClusterSnapshot, *, fast: bool = True) -> None:
+        self.snapshot = snapshot
+        self.fast = fast
+        """Answer the pods it can from the rankings (off: score every node, the reference)."""
+        self.nodes = [
+            new_node(snapshot.nodes[name], index)
+            for index, name in enumerate(sorted(snapshot.nodes))
+        ]
+        self.index = {node.info.name: node.index for node in self.nodes}
+        self.owners: dict[str, Counter[int]] = {}
+        """Controller UID -> node index -> its scheduled pods there (not terminating): what
+        the system default spread constraints count."""
+        for node in self.nodes:
+            for pod in snapshot.pods_on(node.info.name):
+                if pod.phase not in FINISHED:
+                    node.add(pod, +1)
+                    self._count_owner(pod, node.index, +1)
+        self.before = {node.info.name: node.load() for node in self.nodes}
+        self._rankings: dict[PodSize, Ranking] = {}
+        """By pod size; the dict's order is the order of last use."""
+        self.gone: set[str] = set()
+        """UIDs of the pods the plan evicted so far."""
+        self.placed: list[PodInfo] = []
+        """The replacement pods placed so far, each with ``node_name`` its destination."""
+        self._static: dict[str, tuple[frozenset[int], Counter[str]]] = {}
+        self._placed_on: dict[str, list[PodInfo]] = {}
+        self._anti_affinity = [pod for pod in self.pods() if has_required_anti_affinity(pod)]
+        """Pods with required anti-affinity, as the plan leaves them: every newcomer is
+        checked against their terms (few clusters have many)."""
+        self.affinity_scorers = [pod for pod in self.pods() if affinity_terms(pod).scores]
+        """Pods whose affinity terms add to InterPodAffinity's scores of a newcomer."""
+        self.soft_tainted = [n.index for n in self.nodes if has_soft_taint(n.info)]
+        self.image_nodes: Counter[str] = Counter(
+            name for node in self.nodes for name in node.info.images
+        )
+
+    # -- the cluster as the plan leaves it -------------------------------------------------
+
+    def pods(self) -> Iterable[PodInfo]:
+        """Every pod as the plan leaves the cluster so far: evicted ones gone, placed ones in."""
+        for node in self.nodes:
+            yield from self.pods_on(node.info.name)
+
+    def pods_on(self, node_name: str) -> Iterable[PodInfo]:
+        """The pods on a node as the plan leaves it so far."""
+        for pod in self.snapshot.pods_on(node_name):
+            if pod.uid not in self.gone:
+                yield pod
+        yield from self._placed_on.get(node_name, ())
+
+    def _count_owner(self, pod: PodInfo, index: int, sign: int) -> None:
+        controller = pod.controller
+        if controller is not None and controller.uid and not pod.deleting:
+            counts = self.owners.setdefault(controller.uid, Counter())
+            counts[index] += sign
+            if not counts[index]:
+                del counts[index]
+
+    def _move(self, index: int, pod: PodInfo, sign: int) -> None:
+        """Add or remove ``pod`` on a node, and re-rank the node."""
+        node = self.nodes[index]
+        node.add(pod, sign)
+        self._count_owner(pod, index, sign)
+        for ranking in self._rankings.values():
+            ranking.update(node)
+
+    def ranking(self, size: PodSize) -> Ranking:
+        ranking = self._rankings.pop(size, None)
+        if ranking is None:
+            if len(self._rankings) >= MAX_RANKINGS:
+                del self._rankings[next(iter(self._rankings))]
+            ranking = Ranking(self.nodes, size)
+        self._rankings[size] = ranking  # last used: moved to the end
+        return ranking
+
+    def evict(self, pod: PodInfo) -> None:
+        index = self.index.get(pod.node_name)
+        if index is not None and pod.uid not in self.gone and pod.phase not in FINISHED:
+            self._move(index, pod, -1)
+        self.gone.add(pod.uid)
+        if has_required_anti_affinity(pod):
+            self._anti_affinity = [p for p in self._anti_affinity if p.uid != pod.uid]
+        if affinity_terms(pod).scores:
+            self.affinity_scorers = [p for p in self.affinity_scorers if p.uid != pod.uid]
+
+    def land(self, pod: PodInfo, node_name: str) -> None:
+        """Put the replacement of ``pod`` on ``node_name``."""
+        ghost = msgspec.structs.replace(
+            pod, uid=f"{pod.uid}/replacement", node_name=node_name, deleting=False
+        )
+        self._move(self.index[node_name], ghost, +1)
+        self.placed.append(ghost)
+        self._placed_on.setdefault(node_name, []).append(ghost)
+        if has_required_anti_affinity(ghost):
+            self._anti_affinity = [*self._anti_affinity, ghost]
+        if affinity_terms(ghost).scores:
+            self.affinity_scorers = [*self.affinity_scorers, ghost]
+
+    # -- the scheduler's pick ----------------------------------------------------------------
+
+    def _statically_feasible(self, pod: PodInfo) -> tuple[frozenset[int], Counter[str]]:
+        key = static_key(pod)
+        found = self._static.get(key)
+        if found is None:
+            feasible: set[int] = set()
+            rejected: Counter[str] = Counter()
+            for node in self.nodes:
+                reason = static_misfit(pod, node.info, self.snapshot)
+                if reason is None:
+                    feasible.add(node.index)
+                else:
+                    rejected[reason] += 1
+            found = self._static[key] = (frozenset(feasible), rejected)
+        return found
+
+    def pick(self, pod: PodInfo) -> Placement:
+        """Where the scheduler would put a new pod like ``pod``, not on its node: the nodes
+        tied at the best score, and the first of them by name."""
+        static, rejected = self._statically_feasible(pod)
+        try:
+            inter_pod = self._inter_pod_check(pod)
+            scored = (
+                scored_fast(self, pod, static)
+                if self.fast and inter_pod is None and fast_path_applies(self, pod, static)
+                else None
+            )
+            if scored is None:
+                feasible, reasons = self._feasible(pod, static, inter_pod, rejected)
+                if not feasible:
+                    return Placement(None, _no_fit(len(self.nodes), reasons))
+                scored = scored_full(self, pod, feasible)
+        except SelectorError as error:
+            return Placement(None, f"a selector of the pod does not parse: {error}")
+        if not scored.nodes:
+            feasible, reasons = self._feasible(pod, static, inter_pod, rejected)
+            return Placement(None, _no_fit(len(self.nodes), reasons))
+        names = tuple(sorted(self.nodes[index].info.name for index in scored.nodes))
+        return Placement(names[0], candidates=names)
+
+    def _feasible(
+        self,
+        pod: PodInfo,
+        static: frozenset[int],
+        inter_pod: Callable[[NodeInfo], str | None] | None,
+        rejected: Counter[str],
+    ) -> tuple[list[int], Counter[str]]:
+        """Every node passing every filter, and why the others did not."""
+        reasons = Counter(rejected)
+        feasible = []
+        for index in sorted(static):
+            node = self.nodes[index]
+            if node.info.name == pod.node_name:
+                reasons[OWN_NODE] += 1
+                continue
+            reason = resource_misfit(node, pod) or (inter_pod and inter_pod(node.info))
+            if reason:
+                reasons[_reason_kind(reason)] += 1
+                continue
+            feasible.append(index)
+        return feasible, reasons
+
+    def _inter_pod_check(self, pod: PodInfo) -> Callable[[NodeInfo], str | None] | None:
+        """The anti-affinity and spread filters for ``pod`` (spread counted once, as the
+        scheduler's PreFilter does); ``None`` when neither can reject it (most pods)."""
+        spread = scheduler_spread_counts(pod, self.snapshot.nodes.values(), self.pods_on)
+        if not spread and not self._anti_affinity and not has_required_anti_affinity(pod):
+            return None
+        nodes = self.snapshot.nodes
+        with_terms = self._anti_affinity
+
+        def check(node: NodeInfo) -> str | None:
+            return spread_rejection(spread, node) or scheduler_anti_affinity_rejection(
+                pod, node, nodes, self.pods_on, with_terms
+            )
+
+        return check
+
+    # -- the outcome ------------------------------------------------------------------------
+
+    def loads(self) -> tuple[NodeLoad, ...]:
+        return tuple(
+            NodeLoad(
+                node=node.info.name,
+                allocatable={
+                    CPU: node.alloc_cpu,
+                    MEMORY: node.alloc_memory,
+                    PODS: node.alloc_pods,
+                },
+                before=self.before[node.info.name],
+                after=node.load(),
+            )
+            for node in self.nodes
+        )
+
+
+def has_soft_taint(node: NodeInfo) -> bool:
+    return any(taint.get("effect") == PREFER_NO_SCHEDULE for taint in node.taints)
+
+
+def _reason_kind(reason: str) -> str:
+    """A filter's reason without the names in it, so that nodes count together in the no-fit
+    summary ("3 node(s) didn't match pod anti-affinity rules", as the scheduler says)."""
+    if "anti-affinity" in reason:
+        return "pod anti-affinity"
+    if "topology spread" in reason:
+        return "topology spread constraints"
+    return reason
+
+
+def _no_fit(total: int, reasons: Counter[str]) -> str:
+    """The scheduler's "0/N nodes are available: ..." summary."""
+    parts = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
+    return f"0/{total} nodes are available: {parts}" if parts else f"0/{total} nodes"

@@ -1,0 +1,123 @@
+"""HighNodeUtilization (Balance): empty the under-utilized nodes onto the others, so that
+``MostAllocated`` scoring can pack them (upstream ``highnodeutilization.go``).
+
+Only ``thresholds``; the high side is 100 %. Under-utilized nodes (every listed resource at
+or below its threshold) are the sources, in ascending raw usage; every other schedulable node
+is a destination, with its whole free capacity as room. Pods go in eviction order while the
+destinations' free capacity stays positive for every resource. ``evictionModes:
+[OnlyThresholdingResources]`` limits the candidates to pods requesting a thresholds' resource.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from agent.config.errors import FieldError
+from agent.config.schema import setting
+from agent.descheduler.core.framework.args import Namespaces, threshold_errors
+from agent.descheduler.core.framework.types import Handle
+from agent.descheduler.core.plugins.nodeutilization.common import (
+    APPROPRIATE,
+    OVER,
+    UNDER,
+    EvictionRun,
+    MetricsUtilization,
+    NodeState,
+    UsageSource,
+    below,
+    budget_over,
+    every_budget_positive,
+    include_is_unsupported,
+    order_sources,
+    percentages,
+    record,
+    resource_names,
+    room_up_to,
+    usable_as_room,
+)
+from agent.descheduler.model.cluster import NodeInfo, PodInfo
+
+ONLY_THRESHOLDING_RESOURCES = "OnlyThresholdingResources"
+
+
+@dataclass(frozen=True)
+class HighNodeUtilizationArgs:
+    thresholds: Mapping[str, float] = setting(factory=dict)
+    number_of_nodes: int = setting(0, minimum=0)
+    evictable_namespaces: Namespaces | None = setting(None)
+    eviction_modes: tuple[Literal["OnlyThresholdingResources"], ...] = setting(factory=tuple)
+    metrics_utilization: MetricsUtilization | None = setting(None)
+    source_node_order: Literal["RawSum", "Percentage"] = setting("RawSum")
+    cooldown_seconds: float = setting(0.0, minimum=0)
+
+    def validate(self) -> list[FieldError]:
+        return include_is_unsupported(self.evictable_namespaces) + threshold_errors(
+            self.thresholds, "thresholds"
+        )
+
+
+class HighNodeUtilization:
+    name = "HighNodeUtilization"
+
+    def __init__(self, args: HighNodeUtilizationArgs, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+        self.names = resource_names(args.thresholds)
+        self.high = dict.fromkeys(args.thresholds, 100.0)
+        self.usage_source = UsageSource(handle, self.names, args.metrics_utilization)
+
+    def _candidate(self, pod: PodInfo) -> bool:
+        if not self.handle.evictor.filter(pod):
+            return False
+        if ONLY_THRESHOLDING_RESOURCES in self.args.eviction_modes:
+            return any(name in pod.requests for name in self.args.thresholds)
+        return True
+
+    def classify(self, nodes: Sequence[NodeInfo]) -> tuple[list[NodeState], list[NodeState]]:
+        under: list[NodeState] = []
+        destinations: list[NodeState] = []
+        for node in nodes:
+            state = self.usage_source.node_state(node)
+            state.percent = percentages(state.usage, node.allocatable)
+            state.available = room_up_to(node, self.high, self.names)
+            if below(state.percent, self.args.thresholds):
+                under.append(state)
+                record(self.handle, self.name, state, UNDER)
+            elif not node.unschedulable and usable_as_room(self.handle, node):
+                destinations.append(state)
+                record(self.handle, self.name, state, OVER)
+            else:
+                record(self.handle, self.name, state, APPROPRIATE)
+        return under, destinations
+
+    def balance(self, nodes: Sequence[NodeInfo]) -> None:
+        under, destinations = self.classify(nodes)
+        if not under or len(under) <= self.args.number_of_nodes or len(under) == len(nodes):
+            return
+        if not destinations:
+            return
+        excluded = self.args.evictable_namespaces.exclude if self.args.evictable_namespaces else ()
+        EvictionRun(
+            handle=self.handle,
+            plugin=self.name,
+            usage_source=self.usage_source,
+            budget=budget_over(destinations, self.names),
+            destinations=destinations,
+            keep_going=_room_left,
+            pod_filter=self._candidate,
+            excluded_namespaces=frozenset(excluded),
+            cooldown_seconds=self.args.cooldown_seconds,
+        ).run(
+            order_sources(
+                under,
+                ascending=True,
+                order=self.args.source_node_order,
+                names=list(self.args.thresholds),
+            )
+        )
+
+
+def _room_left(_state: NodeState, budget: Mapping[str, int]) -> bool:
+    return every_budget_positive(budget)

@@ -1,0 +1,377 @@
+"""The ``descheduler/v1alpha2`` ``DeschedulerPolicy``, read as upstream reads it.
+
+An operator points us at the policy file they already run, unchanged. Every problem is
+reported at once, each with its path (``profiles[0].pluginConfig[1].args.thresholds.cpu``),
+and ``load_policy`` raises ``ConfigError`` (the CLI's exit 2) instead of stopping at the first,
+as upstream aggregates its ``errorsInPolicy``. Checked, as upstream does: an unknown plugin
+(in ``pluginConfig`` or any ``plugins`` list); a plugin enabled at an extension point it does
+not implement; each plugin's args (its ``validate()``); metrics providers configured twice,
+a Prometheus provider without a URL, or an authToken without both secret names; and a file
+that is not UTF-8 or not YAML.
+
+Where we differ on purpose: unknown fields are errors (upstream's strict decoding drops some
+silently), and an upstream plugin we do not implement yet is named as such.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from agent.config.errors import ConfigError, FieldError
+from agent.config.schema import load, setting
+from agent.descheduler.core.framework.profile import DEFAULT_EVICTOR, Profile, resolve_enabled
+from agent.descheduler.core.framework.registry import REGISTRY, reads_pod_status, unknown_reason
+from agent.descheduler.core.framework.types import EXTENSION_POINTS, PRE_EVICTION_FILTER
+from agent.kube.labelselector import SelectorError, parse_selector
+
+API_VERSION = "descheduler/v1alpha2"
+KIND = "DeschedulerPolicy"
+
+
+@dataclass(frozen=True)
+class PluginSet:
+    enabled: tuple[str, ...] = setting(factory=tuple)
+    disabled: tuple[str, ...] = setting(factory=tuple)
+
+
+@dataclass(frozen=True)
+class PluginsDocument:
+    presort: PluginSet = setting(factory=PluginSet)
+    sort: PluginSet = setting(factory=PluginSet)
+    deschedule: PluginSet = setting(factory=PluginSet)
+    balance: PluginSet = setting(factory=PluginSet)
+    filter: PluginSet = setting(factory=PluginSet)
+    preevictionfilter: PluginSet = setting(factory=PluginSet)
+
+    def at(self, point: str) -> PluginSet:
+        attribute = "preevictionfilter" if point == PRE_EVICTION_FILTER else point
+        value: PluginSet = getattr(self, attribute)
+        return value
+
+
+def _yaml_point(point: str) -> str:
+    return "preevictionfilter" if point == PRE_EVICTION_FILTER else point
+
+
+@dataclass(frozen=True)
+class PluginConfigDocument:
+    name: str = setting("")
+    args: Any = setting(None)
+
+
+@dataclass(frozen=True)
+class ProfileDocument:
+    name: str = setting("")
+    plugin_config: tuple[PluginConfigDocument, ...] = setting(factory=tuple)
+    plugins: PluginsDocument = setting(factory=PluginsDocument)
+
+    def validate(self) -> list[FieldError]:
+        return [] if self.name else [FieldError("name", "must not be empty")]
+
+
+@dataclass(frozen=True)
+class SecretReference:
+    namespace: str = setting("")
+    name: str = setting("")
+
+
+@dataclass(frozen=True)
+class AuthToken:
+    secret_reference: SecretReference | None = setting(None)
+
+
+@dataclass(frozen=True)
+class Prometheus:
+    url: str = setting("", key="url")
+    auth_token: AuthToken | None = setting(None)
+
+
+@dataclass(frozen=True)
+class MetricsProvider:
+    source: Literal["KubernetesMetrics", "Prometheus"] = setting("KubernetesMetrics")
+    prometheus: Prometheus | None = setting(None)
+
+    def validate(self) -> list[FieldError]:
+        if self.source != "Prometheus":
+            return []
+        if self.prometheus is None:
+            return [FieldError("prometheus", "required when the source is Prometheus")]
+        errors = []
+        if not self.prometheus.url:
+            errors.append(FieldError("prometheus.url", "required when the source is Prometheus"))
+        token = self.prometheus.auth_token
+        if token is not None:
+            secret = token.secret_reference
+            if secret is None:
+                errors.append(
+                    FieldError(
+                        "prometheus.authToken.secretReference", "required when authToken is set"
+                    )
+                )
+            elif not secret.name or not secret.namespace:
+                errors.append(
+                    FieldError(
+                        "prometheus.authToken.secretReference", "must set both namespace and name"
+                    )
+                )
+        return errors
+
+
+@dataclass(frozen=True)
+class MetricsCollector:
+    enabled: bool = setting(False)
+
+
+@dataclass(frozen=True)
+class PolicyDocument:
+    """The file as written; ``DeschedulerPolicy`` is what a cycle runs."""
+
+    api_version: Literal["descheduler/v1alpha2"] = setting(API_VERSION)
+    kind: Literal["DeschedulerPolicy"] = setting(KIND)
+    profiles: tuple[ProfileDocument, ...] = setting(factory=tuple)
+    node_selector: str = setting("")
+    max_no_of_pods_to_evict_per_node: int | None = setting(None, minimum=0)
+    max_no_of_pods_to_evict_per_namespace: int | None = setting(None, minimum=0)
+    max_no_of_pods_to_evict_total: int | None = setting(None, minimum=0)
+    eviction_failure_event_notification: bool = setting(False)
+    grace_period_seconds: int | None = setting(None, minimum=0)
+    metrics_providers: tuple[MetricsProvider, ...] = setting(factory=tuple)
+    metrics_collector: MetricsCollector | None = setting(None)
+
+    def cross_field_errors(self) -> list[FieldError]:
+        """Rules across fields, run even when some field is bad (each judges only parsed,
+        non-default values), so they are reported in the same pass."""
+        errors: list[FieldError] = []
+        if self.node_selector:
+            try:
+                parse_selector(self.node_selector)
+            except SelectorError as error:
+                errors.append(FieldError("nodeSelector", str(error)))
+        sources = [provider.source for provider in self.metrics_providers]
+        errors += [
+            FieldError(
+                f"metricsProviders[{i}].source",
+                f"{source!r} is already configured; each source can be configured once",
+            )
+            for i, source in enumerate(sources)
+            if source in sources[:i]
+        ]
+        if (
+            "KubernetesMetrics" in sources
+            and self.metrics_collector
+            and self.metrics_collector.enabled
+        ):
+            errors.append(
+                FieldError(
+                    "metricsCollector",
+                    "cannot be enabled together with a KubernetesMetrics provider",
+                )
+            )
+        names = [profile.name for profile in self.profiles]
+        errors += [
+            FieldError(f"profiles[{i}].name", f"duplicate profile name {name!r}")
+            for i, name in enumerate(names)
+            if name and name in names[:i]
+        ]
+        return errors
+
+
+@dataclass(frozen=True)
+class DeschedulerPolicy:
+    profiles: tuple[Profile, ...] = ()
+    node_selector: str = ""
+    max_no_of_pods_to_evict_per_node: int | None = None
+    max_no_of_pods_to_evict_per_namespace: int | None = None
+    max_no_of_pods_to_evict_total: int | None = None
+    eviction_failure_event_notification: bool = False
+    grace_period_seconds: int | None = None
+    metrics_providers: tuple[MetricsProvider, ...] = ()
+    priority_class_refs: tuple[tuple[str, str], ...] = ()
+    """``(path, name)`` of every ``priorityThreshold.name`` in the file, for the check
+    against the cluster's PriorityClasses (``unknown_priority_classes``)."""
+
+    def unknown_priority_classes(self, known: Collection[str]) -> list[FieldError]:
+        """Each ``priorityThreshold.name`` that no PriorityClass of ``known`` has.
+
+        Upstream fails such a plugin when it is built, each cycle; a plan on a snapshot
+        knows the cluster's classes, so it is a policy error there (exit 2)."""
+        return [
+            FieldError(path, f"no PriorityClass {name!r} in the cluster")
+            for path, name in self.priority_class_refs
+            if name not in known
+        ]
+
+    @property
+    def reads_pod_status(self) -> bool:
+        """Some enabled plugin reads the pod-state details (restarts, container states,
+        conditions); without one, the pod cache leaves them out."""
+        return reads_pod_status(profile.enabled for profile in self.profiles)
+
+
+def _default_enabled_args(
+    here: str,
+    resolved: Mapping[str, tuple[str, ...]],
+    args: dict[str, Any],
+    errors: list[FieldError],
+) -> None:
+    """Upstream cannot build an enabled plugin without its pluginConfig; we take its default
+    args, unless they are not valid on their own (a required arg), which is an error."""
+    for point, names in resolved.items():
+        for name in names:
+            if name in args or point not in REGISTRY[name].extension_points:
+                continue  # configured, or already reported as at the wrong extension point
+            args[name], default_errors = load(REGISTRY[name].args_type, None)
+            errors.extend(
+                FieldError(
+                    f"{here}.pluginConfig",
+                    f"{name} is enabled without args, and its defaults are not valid: "
+                    f"{e.path + ': ' if e.path else ''}{e.reason}",
+                )
+                for e in default_errors
+            )
+
+
+def _resolve_profile(
+    index: int,
+    document: ProfileDocument,
+    errors: list[FieldError],
+    priority_refs: list[tuple[str, str]],
+) -> Profile:
+    here = f"profiles[{index}]"
+    args: dict[str, Any] = {}
+    for i, config in enumerate(document.plugin_config):
+        path = f"{here}.pluginConfig[{i}]"
+        spec = REGISTRY.get(config.name)
+        if spec is None:
+            errors.append(FieldError(f"{path}.name", unknown_reason(config.name)))
+            continue
+        if config.name in args:
+            errors.append(FieldError(f"{path}.name", f"plugin {config.name!r} configured twice"))
+            continue
+        value, arg_errors = load(spec.args_type, config.args)
+        errors.extend(
+            FieldError(f"{path}.args.{e.path}" if e.path else f"{path}.args", e.reason)
+            for e in arg_errors
+        )
+        args[config.name] = value
+        threshold = getattr(value, "priority_threshold", None)
+        if threshold is not None and threshold.name:
+            priority_refs.append((f"{path}.args.priorityThreshold.name", threshold.name))
+    enabled: dict[str, tuple[str, ...]] = {}
+    disabled: dict[str, tuple[str, ...]] = {}
+    for point in EXTENSION_POINTS:
+        plugin_set = document.plugins.at(point)
+        for kind, names in (("enabled", plugin_set.enabled), ("disabled", plugin_set.disabled)):
+            for i, name in enumerate(names):
+                path = f"{here}.plugins.{_yaml_point(point)}.{kind}[{i}]"
+                spec = REGISTRY.get(name)
+                if spec is None:
+                    errors.append(FieldError(path, unknown_reason(name)))
+                elif point not in spec.extension_points:
+                    errors.append(
+                        FieldError(
+                            path, f"plugin {name!r} does not implement the {point} extension point"
+                        )
+                    )
+        enabled[point] = tuple(n for n in plugin_set.enabled if n in REGISTRY)
+        disabled[point] = plugin_set.disabled
+    resolved = resolve_enabled(enabled, disabled)
+    _default_enabled_args(here, resolved, args, errors)
+    for names in resolved.values():
+        for name in names:
+            if name not in args:
+                args[name] = load(REGISTRY[name].args_type, None)[0]
+    args.setdefault(DEFAULT_EVICTOR, load(REGISTRY[DEFAULT_EVICTOR].args_type, None)[0])
+    return Profile(name=document.name, enabled=resolved, args=args)
+
+
+MAX_NESTING = 32
+"""A policy nests under ten levels; deeper is refused before anything walks it recursively."""
+MAX_VALUES = 100_000
+"""A policy holds a few hundred values; YAML aliases can make a small file hold billions
+(each alias is counted again where it is used), and everything after reads them all."""
+
+
+def _shape_error(raw: Any) -> str:
+    """Why the document is too deep or too large to read, or "" (walked iteratively)."""
+    pending = [(raw, 1)]
+    seen = 0
+    while pending:
+        current, depth = pending.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            return f"more than {MAX_VALUES} values (YAML aliases count each time they are used)"
+        if isinstance(current, dict):
+            children: Any = current.values()
+        elif isinstance(current, list):
+            children = current
+        else:
+            continue
+        if depth > MAX_NESTING:
+            return f"nested deeper than {MAX_NESTING} levels"
+        pending.extend((child, depth + 1) for child in children)
+    return ""
+
+
+def parse_policy(raw: Any, source: str) -> DeschedulerPolicy:
+    """Validate a parsed YAML document; raise ``ConfigError`` with every problem."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(source, [FieldError("", "the document must be a mapping")])
+    if problem := _shape_error(raw):
+        raise ConfigError(source, [FieldError("", problem)])
+    document, errors = load(PolicyDocument, raw)
+    errors += document.cross_field_errors()
+    priority_refs: list[tuple[str, str]] = []
+    profiles = tuple(
+        _resolve_profile(i, p, errors, priority_refs) for i, p in enumerate(document.profiles)
+    )
+    if errors:
+        raise ConfigError(source, errors)
+    return DeschedulerPolicy(
+        profiles=profiles,
+        node_selector=document.node_selector,
+        max_no_of_pods_to_evict_per_node=document.max_no_of_pods_to_evict_per_node,
+        max_no_of_pods_to_evict_per_namespace=document.max_no_of_pods_to_evict_per_namespace,
+        max_no_of_pods_to_evict_total=document.max_no_of_pods_to_evict_total,
+        eviction_failure_event_notification=document.eviction_failure_event_notification,
+        grace_period_seconds=document.grace_period_seconds,
+        metrics_providers=document.metrics_providers,
+        priority_class_refs=tuple(priority_refs),
+    )
+
+
+def parse_policy_text(data: bytes | str, source: str) -> DeschedulerPolicy:
+    """Bytes or text of a policy file -> the policy; any parser failure is a ``ConfigError``."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as error:
+        raise ConfigError(source, [FieldError("", f"not UTF-8 (byte {error.start})")]) from error
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
+        problem = getattr(error, "problem", None) or type(error).__name__
+        raise ConfigError(
+            source, [FieldError("", f"not valid YAML ({where}): {problem}")]
+        ) from error
+    except (ValueError, RecursionError) as error:  # e.g. a timestamp PyYAML cannot build
+        raise ConfigError(source, [FieldError("", f"not valid YAML: {error}")]) from error
+    return parse_policy(raw, source)
+
+
+def load_policy(path: str | os.PathLike[str]) -> DeschedulerPolicy:
+    """Read and validate the policy file at ``path`` (``--policy-config-file``)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise ConfigError(str(path), [FieldError("", f"cannot read: {error.strerror}")]) from error
+    return parse_policy_text(data, str(path))

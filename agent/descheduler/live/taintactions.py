@@ -1,0 +1,205 @@
+"""Carrying out a plan's taints: before its evictions, and undoing rescue taints in time.
+
+The pure plugins only ask (``Plan.taints``); this is where the asks meet the API server,
+through ``agent.kube.ownedtaints`` (guarded patches, ownership recorded on the node).
+
+- ``apply`` runs before any eviction of the plan is sent. A rescue taint that could not be
+  added (a conflict that outlasted the retries, a taint someone else put in its slot) cancels
+  that rescue's evictions: without the taint, the room would go to whatever is pending next.
+- ``RescueTracker`` remembers each rescue taint it added, and removes it once the add-on is
+  bound to a node (or gone), or after the rescue's timeout; ``remove_leftovers`` removes the
+  rescue taints an earlier run left (our annotation on the node says which), at start-up.
+- Events ``CriticalAddonRescue`` on the add-on and on the node name the evicted pods;
+  ``NodeShutdownRecovery`` posts one on the node when it adds or removes out-of-service.
+
+Concurrency: everything runs on the event loop; the cache lookups (``PodLookup``) read the
+caches the loop owns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from agent.descheduler.core.plugins.criticaladdonrescue import NAME as RESCUE
+from agent.descheduler.live.evictor import EvictionResult
+from agent.descheduler.model.cluster import NodeInfo, PodInfo
+from agent.descheduler.plan.shape import PlannedEviction, TaintChange
+from agent.kube.errors import KubeError
+from agent.kube.events import EventSink, ObjectRef
+from agent.kube.ownedtaints import OwnedTaints
+from agent.kube.taintownership import (
+    RESCUE_ANNOTATION,
+    OwnedTaint,
+    out_of_service_taint,
+    rescue_taint,
+    rescue_taint_valued,
+)
+
+PodLookup = Callable[[str], PodInfo | None]
+"""``namespace/name`` -> the cached pod, ``None`` when there is none."""
+
+_log = structlog.get_logger(subsystem="descheduler.taints")
+
+
+def _owned(change: TaintChange) -> OwnedTaint:
+    return rescue_taint(change.for_pod) if change.for_pod else out_of_service_taint()
+
+
+@dataclass
+class _Rescue:
+    pod: str
+    node: str
+    deadline: float
+    """Monotonic seconds after which the taint goes whatever became of the add-on."""
+
+
+class RescueTracker:
+    """Rescue taints this process added, until the add-on is bound or their time is up."""
+
+    def __init__(self, taints: OwnedTaints, monotonic: Callable[[], float]) -> None:
+        self.taints = taints
+        self.monotonic = monotonic
+        self._rescues: dict[str, _Rescue] = {}
+        """By node name."""
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._rescues)
+
+    def track(self, node: str, pod: str, timeout: float) -> None:
+        self._rescues[node] = _Rescue(pod, node, self.monotonic() + timeout)
+
+    async def settle(self, lookup: PodLookup) -> list[str]:
+        """Remove the taints whose add-on is bound or gone, or whose time is up; the nodes."""
+        done = []
+        for rescue in list(self._rescues.values()):
+            pod = lookup(rescue.pod)
+            if pod is not None and not pod.node_name and self.monotonic() < rescue.deadline:
+                continue
+            why = "timed out" if pod is not None and not pod.node_name else "add-on scheduled"
+            if pod is None:
+                why = "add-on gone"
+            try:
+                await self.taints.remove(rescue.node, rescue_taint(rescue.pod))
+            except KubeError as error:
+                _log.warning("rescue taint not removed yet", node=rescue.node, error=str(error))
+                continue
+            _log.info("rescue taint removed", node=rescue.node, pod=rescue.pod, why=why)
+            del self._rescues[rescue.node]
+            done.append(rescue.node)
+        return done
+
+    async def remove_leftovers(self, nodes: Iterable[NodeInfo]) -> list[str]:
+        """Remove the rescue taints of an earlier run (our annotation names them)."""
+        removed = []
+        for node in nodes:
+            value = node.annotations.get(RESCUE_ANNOTATION)
+            if value is None or node.name in self._rescues:
+                continue
+            try:
+                await self.taints.remove(node.name, rescue_taint_valued(value))
+            except KubeError as error:
+                _log.warning("leftover rescue taint not removed", node=node.name, error=str(error))
+                continue
+            _log.info("leftover rescue taint removed", node=node.name, taint_value=value)
+            removed.append(node.name)
+        return removed
+
+
+class TaintActions:
+    """Applies a plan's taints, and reports the rescues once their evictions are done."""
+
+    def __init__(
+        self,
+        taints: OwnedTaints,
+        tracker: RescueTracker,
+        events: EventSink,
+        *,
+        rescue_timeout: float,
+        lookup: PodLookup,
+    ) -> None:
+        self.taints = taints
+        self.tracker = tracker
+        self.events = events
+        self.rescue_timeout = rescue_timeout
+        self.lookup = lookup
+
+    async def apply(self, changes: Sequence[TaintChange]) -> set[str]:
+        """Apply every change in order; return the nodes whose rescue taint did not land."""
+        failed: set[str] = set()
+        for change in changes:
+            try:
+                if change.add:
+                    await self.taints.add(change.node, _owned(change))
+                else:
+                    await self.taints.remove(change.node, _owned(change))
+            except KubeError as error:
+                _log.warning(
+                    "taint not changed",
+                    node=change.node,
+                    taint=change.taint,
+                    add=change.add,
+                    error=str(error),
+                )
+                if change.for_pod:
+                    failed.add(change.node)
+                continue
+            _log.info(
+                "taint added" if change.add else "taint removed",
+                node=change.node,
+                taint=change.taint,
+                plugin=change.plugin,
+                reason=change.reason,
+            )
+            if change.for_pod:
+                self.tracker.track(change.node, change.for_pod, self.rescue_timeout)
+            else:
+                verb = "added" if change.add else "removed"
+                await self.events.emit(
+                    ObjectRef.node(change.node),
+                    "Normal",
+                    change.plugin,
+                    f"{verb} taint {change.taint}: {change.reason}",
+                )
+        return failed
+
+    @staticmethod
+    def sendable(evictions: Sequence[PlannedEviction], failed: set[str]) -> list[PlannedEviction]:
+        """The evictions to send: none of a rescue whose taint did not land."""
+        return [e for e in evictions if not (e.plugin == RESCUE and e.node in failed)]
+
+    async def report(
+        self, changes: Sequence[TaintChange], results: Sequence[EvictionResult], failed: set[str]
+    ) -> None:
+        """Events ``CriticalAddonRescue`` on each rescued add-on and its node."""
+        for change in changes:
+            if not change.for_pod or not change.add or change.node in failed:
+                continue
+            mine = [
+                r for r in results if r.eviction.plugin == RESCUE and r.eviction.node == change.node
+            ]
+            evicted = ", ".join(r.eviction.pod for r in mine if r.evicted) or "nothing"
+            refused = ", ".join(r.eviction.pod for r in mine if not r.evicted)
+            message = (
+                f"tainted {change.taint} on node {change.node} and evicted {evicted} to make "
+                f"room for critical add-on {change.for_pod}"
+            )
+            if refused:
+                message += f" (not evicted: {refused})"
+            namespace, _, name = change.for_pod.partition("/")
+            addon = self.lookup(change.for_pod)
+            await self.events.emit(
+                ObjectRef(
+                    kind="Pod",
+                    name=name,
+                    namespace=namespace,
+                    uid=addon.uid if addon is not None else "",
+                ),
+                "Normal",
+                RESCUE,
+                message,
+            )
+            await self.events.emit(ObjectRef.node(change.node), "Normal", RESCUE, message)

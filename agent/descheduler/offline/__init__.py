@@ -1,0 +1,1 @@
+"""``descheduler plan``: the whole cycle on a snapshot file, with destinations."""

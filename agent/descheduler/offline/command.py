@@ -1,0 +1,125 @@
+"""``kubelet-companion descheduler plan``: the whole cycle on a snapshot file, no cluster.
+
+What a newcomer runs first: a ``kubectl get nodes,pods,pdb,namespaces,priorityclasses -A -o
+json`` dump (and, optionally, ``kubectl get nodereports -o json``) and the policy they run
+give the plan the live loop would make on that state (``--dry-run``'s cycle, PDBs applied as
+the API server would), plus what a dry run cannot say: where each evicted pod would most
+likely land (``placement``) and how the nodes' requests look before and after.
+
+Every problem with the input (the policy, either file, a ``priorityThreshold.name`` no
+PriorityClass of the snapshot has) is reported at once, each with its file and path, as a
+``ConfigError``: exit 2, before anything is planned. NodeReports the descheduler does not
+believe are named on stderr, one line each, and their nodes fall back to requests, as live. A
+plugin that fails makes no plan at all: its reason on stderr, exit 1 (a plan missing a
+plugin's part would be a wrong plan with exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TextIO, TypeVar
+
+from agent.config.errors import ConfigError, FieldError
+from agent.descheduler.cache.snapshotfile import DEFAULT_MAX_BYTES, load_snapshot
+from agent.descheduler.core.cycle import CycleOptions, run_cycle
+from agent.descheduler.core.placement import place, with_destinations
+from agent.descheduler.core.policy import load_policy
+from agent.descheduler.model.cluster import ClusterSnapshot
+from agent.descheduler.plan.destinations import PlacementResult
+from agent.descheduler.plan.render import render_json, render_plan_table
+from agent.descheduler.plan.shape import Plan
+from agent.kube.timestamps import parse_rfc3339
+from agent.node.atomicwrite import write_atomic
+from agent.telemetry.logs import configure_logging
+
+T = TypeVar("T")
+EXIT_FAILURE = 1
+
+
+def _collect(errors: list[FieldError], load: Callable[[], T]) -> T | None:
+    """``load()``, or ``None`` with its errors added (each prefixed with its file)."""
+    try:
+        return load()
+    except ConfigError as error:
+        errors += [
+            FieldError(f"{error.source}: {each.path}" if each.path else error.source, each.reason)
+            for each in error.errors
+        ]
+        return None
+
+
+def plan_snapshot(snapshot: ClusterSnapshot, plan: Plan) -> tuple[Plan, PlacementResult]:
+    """The plan with destinations, and the placements behind them."""
+    placed = place(snapshot, plan.evictions)
+    return with_destinations(plan, placed), placed
+
+
+def _captured_at(value: str | None, errors: list[FieldError]) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_rfc3339(value)
+    except (ValueError, OverflowError):
+        errors.append(FieldError("--captured-at", f"not an RFC 3339 time: {value!r}"))
+        return None
+
+
+def _say(stream: TextIO, lines: Iterable[str]) -> None:
+    stream.writelines(f"kubelet-companion descheduler plan: {line}\n" for line in lines)
+
+
+def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
+    errors: list[FieldError] = []
+    policy = _collect(errors, lambda: load_policy(args.policy_config_file))
+    captured_at = _captured_at(getattr(args, "captured_at", None), errors)
+    loaded = _collect(
+        errors,
+        lambda: load_snapshot(
+            args.snapshot,
+            now=time.time(),
+            node_reports=args.node_reports,
+            captured_at=captured_at,
+            max_bytes=getattr(args, "max_snapshot_bytes", None) or DEFAULT_MAX_BYTES,
+        ),
+    )
+    if policy is not None and loaded is not None:
+        classes = loaded.snapshot.priority_classes
+        errors += [
+            FieldError(f"{args.policy_config_file}: {each.path}", each.reason)
+            for each in policy.unknown_priority_classes(classes)
+        ]
+    if errors or policy is None or loaded is None:
+        raise ConfigError("descheduler plan input", errors)
+    snapshot = loaded.snapshot
+    # stdout carries the plan; the cycle's warnings go to stderr.
+    configure_logging(level="warning", component="descheduler", stream=sys.stderr)
+    if loaded.ignored:
+        kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(loaded.ignored.items()))
+        _say(sys.stderr, [f"ignored {kinds}"])
+    _say(
+        sys.stderr,
+        (
+            f"NodeReport {name} not believed ({each.reason}): {each.detail}; its node falls "
+            "back to requests"
+            for name, each in sorted(loaded.distrusted.items())
+        ),
+    )
+    cycle = run_cycle(policy, snapshot, CycleOptions())
+    if cycle.errors:
+        # A plan missing a plugin's part is not the plan: say why, print none, exit 1.
+        _say(sys.stderr, (f"failed: {error}" for error in cycle.errors))
+        return EXIT_FAILURE
+    plan, placed = plan_snapshot(snapshot, cycle)
+    text = render_json(plan) if args.output == "json" else render_plan_table(plan, placed)
+    target = getattr(args, "out", None)
+    if target:
+        write_atomic(Path(target), text.encode())
+        return 0
+    stream = out or sys.stdout
+    stream.write(text)
+    stream.flush()
+    return 0

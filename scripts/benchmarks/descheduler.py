@@ -108,13 +108,12 @@ def child_size(directory: Path, decoding: str) -> None:
     size are spread over the same minutes: this machine's speed drifts by a fifth from one
     minute to the next, and sizes measured one after another carried that drift into the
     growth exponent."""
-    from agent.descheduler.cache.state import ClusterState  # noqa: PLC0415
+    from agent.descheduler.cache.state import ClusterState, projections  # noqa: PLC0415
     from agent.descheduler.core.cycle import CycleOptions, run_cycle  # noqa: PLC0415
     from agent.descheduler.core.policy import parse_policy_text  # noqa: PLC0415
-    from agent.descheduler.live.app import projections_for  # noqa: PLC0415
 
     policy = parse_policy_text(POLICY, "bench")
-    state = ClusterState(None, projections_for(policy), decoding=decoding)  # type: ignore[arg-type]  # never connects
+    state = ClusterState(None, projections(with_status=policy.reads_pod_status), decoding=decoding)  # type: ignore[arg-type]  # never connects
     caches: dict[str, Any] = {
         "Node": state.nodes,
         "Pod": state.pods,
@@ -221,8 +220,8 @@ class SizeChild:
 
 def child_decode(path: Path, decoding: str) -> dict[str, Any]:
     """Decode + project one pod list, nothing else: the decoder choice, in isolation."""
+    from agent.descheduler.cache.state import PROJECTIONS  # noqa: PLC0415
     from agent.descheduler.cache.wire import codec_for  # noqa: PLC0415
-    from agent.descheduler.live.app import PROJECTIONS  # noqa: PLC0415
 
     data = path.read_bytes()
     before = _rss_mib()
@@ -251,7 +250,7 @@ def child_cold_start(path: Path, pod_status: str) -> dict[str, Any]:
     """Cold start of the pod cache from one list body, timed whole and step by step.
 
     ``pod_status`` is ``lean`` for the parity policy's projection (no plugin of it reads the
-    pod-state details, so the cache leaves them out: ``app.projections_for``) or ``full``
+    pod-state details, so the cache leaves them out: ``cache.state.projections``) or ``full``
     for a policy with PodLifeTime or the restart and failed-pod plugins.
 
     ``all_in`` is the reflector's own path (the page cut into items, each decoded,
@@ -260,13 +259,15 @@ def child_cold_start(path: Path, pod_status: str) -> dict[str, Any]:
     of the same bytes is the same-run baseline (``lean`` runs only: it takes seconds): on a
     loaded machine the ratio means more than the seconds.
     """
-    from agent.descheduler.cache.state import ClusterState  # noqa: PLC0415
-    from agent.descheduler.core.policy import parse_policy_text  # noqa: PLC0415
-    from agent.descheduler.live.app import PROJECTIONS, projections_for  # noqa: PLC0415
-
-    projections = (
-        PROJECTIONS if pod_status == "full" else projections_for(parse_policy_text(POLICY, "b"))
+    from agent.descheduler.cache.state import (  # noqa: PLC0415
+        PROJECTIONS,
+        ClusterState,
+        projections,
     )
+    from agent.descheduler.core.policy import parse_policy_text  # noqa: PLC0415
+
+    lean = projections(with_status=parse_policy_text(POLICY, "b").reads_pod_status)
+    chosen = PROJECTIONS if pod_status == "full" else lean
     data = path.read_bytes()
     json_loads = float("nan")
     if pod_status == "lean":
@@ -274,14 +275,14 @@ def child_cold_start(path: Path, pod_status: str) -> dict[str, Any]:
         json.loads(data)
         json_loads = time.perf_counter() - started
 
-    cache = ClusterState(None, projections).pods  # type: ignore[arg-type]  # never connects
+    cache = ClusterState(None, chosen).pods  # type: ignore[arg-type]  # never connects
     started = time.perf_counter()
     cache._apply("REPLACE", cache._project_all(cache.decode_page(data)), "1")
     all_in = time.perf_counter() - started
     pods = len(cache.store)
     del cache
 
-    cache = ClusterState(None, projections).pods  # type: ignore[arg-type]  # never connects
+    cache = ClusterState(None, chosen).pods  # type: ignore[arg-type]  # never connects
     started = time.perf_counter()
     listing = cache.decode_page(data)
     headed = time.perf_counter()
@@ -454,7 +455,8 @@ async def cold_start_first_cycle(nodes: int) -> tuple[float, int, float]:
     """Process start of the descheduler (dry run, one shot) -> its first cycle done; and how
     long seeding the fake took (``seed``: ``create`` one at a time is quadratic there)."""
     from agent.descheduler.core.policy import parse_policy_text  # noqa: PLC0415
-    from agent.descheduler.live.app import RunOptions, run_descheduler  # noqa: PLC0415
+    from agent.descheduler.live.app import run_descheduler  # noqa: PLC0415
+    from agent.descheduler.live.options import RunOptions  # noqa: PLC0415
     from agent.kube.api import KubeApi  # noqa: PLC0415
     from agent.kube.connection import connect  # noqa: PLC0415
     from tests.harness.fake_apiserver import FakeApiServer  # noqa: PLC0415

@@ -20,11 +20,13 @@ Concurrency: the caches are written on the event loop only (see ``agent.kube.ref
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from agent.descheduler.cache import projection
 from agent.descheduler.cache.podlist import PodListProjector
 from agent.descheduler.cache.sharing import Sharing
 from agent.descheduler.cache.wire import codec_for
@@ -65,6 +67,30 @@ class Projections:
     pod_status: bool = True
     """Whether ``pod`` keeps the pod-state details (``podstatus``); a list page is projected
     the same way (``PodListProjector(with_status=...)``)."""
+
+
+PROJECTIONS = Projections(
+    pod=projection.project_pod,
+    node=projection.project_node,
+    disruption_budget=projection.project_disruption_budget,
+    claim=projection.project_claim,
+)
+"""Every field any plugin reads."""
+
+
+def projections(*, with_status: bool) -> Projections:
+    """``PROJECTIONS``, without the pod-state details when no enabled plugin reads them
+    (``DeschedulerPolicy.reads_pod_status``). The policy is read once, at start, so the
+    caches' projection is fixed for the process."""
+    if with_status:
+        return PROJECTIONS
+    return Projections(
+        pod=functools.partial(projection.project_pod, with_status=False),
+        node=PROJECTIONS.node,
+        disruption_budget=PROJECTIONS.disruption_budget,
+        claim=PROJECTIONS.claim,
+        pod_status=False,
+    )
 
 
 def _no_usage(_nodes: Mapping[str, NodeInfo]) -> Mapping[str, NodeUsage]:

@@ -19,7 +19,7 @@ import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 
@@ -27,9 +27,12 @@ from agent.config.errors import ConfigError, FieldError
 from agent.config.schema import load, setting
 from agent.descheduler.core.framework.profile import DEFAULT_EVICTOR, Profile, resolve_enabled
 from agent.descheduler.core.framework.registry import REGISTRY, reads_pod_status, unknown_reason
-from agent.descheduler.core.framework.types import EXTENSION_POINTS, PRE_EVICTION_FILTER
+from agent.descheduler.core.framework.types import BALANCE, EXTENSION_POINTS, PRE_EVICTION_FILTER
+from agent.descheduler.core.plugins.criticaladdonrescue import NAME as RESCUE
+from agent.descheduler.core.plugins.criticaladdonrescue import CriticalAddonRescueArgs
 from agent.kube.labelselector import SelectorError, parse_selector
 
+A = TypeVar("A")
 API_VERSION = "descheduler/v1alpha2"
 KIND = "DeschedulerPolicy"
 
@@ -212,6 +215,35 @@ class DeschedulerPolicy:
         """Some enabled plugin reads the pod-state details (restarts, container states,
         conditions); without one, the pod cache leaves them out."""
         return reads_pod_status(profile.enabled for profile in self.profiles)
+
+    def enabled_args(self, name: str, kind: type[A]) -> A | None:
+        """The args of the first profile that enables the Balance plugin ``name``, if any."""
+        for profile in self.profiles:
+            args = profile.args.get(name)
+            if name in profile.plugins_at(BALANCE) and isinstance(args, kind):
+                return args
+        return None
+
+    @property
+    def uses_cooldown(self) -> bool:
+        """Some plugin sets ``cooldownSeconds``: the churn guard is on, and needs a memory."""
+        return any(
+            getattr(args, "cooldown_seconds", 0) > 0
+            for profile in self.profiles
+            for args in profile.args.values()
+        )
+
+    @property
+    def rescue_taint_timeout(self) -> float:
+        """The longest ``taintTimeoutSeconds`` of any CriticalAddonRescue in the policy (its
+        default without one): how long a rescue taint may stay."""
+        timeouts = [
+            args.taint_timeout_seconds
+            for profile in self.profiles
+            for name, args in profile.args.items()
+            if name == RESCUE and isinstance(args, CriticalAddonRescueArgs)
+        ]
+        return max(timeouts, default=CriticalAddonRescueArgs().taint_timeout_seconds)
 
 
 def _default_enabled_args(

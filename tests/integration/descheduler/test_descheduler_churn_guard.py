@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 
 from agent.descheduler.core.policy import load_policy
-from agent.descheduler.live.app import RunOptions, run_descheduler
+from agent.descheduler.live.app import run_descheduler
+from agent.descheduler.live.options import RunOptions
 from agent.kube.api import KubeApi
 from agent.kube.evictionmemory import RECENT_EVICTIONS_ANNOTATION
 from tests.harness.fake_apiserver import FakeApiServer

@@ -3,7 +3,8 @@
 from pathlib import Path
 
 from agent.descheduler.core.policy import load_policy
-from agent.descheduler.live.app import RunOptions, run_descheduler
+from agent.descheduler.live.app import run_descheduler
+from agent.descheduler.live.options import RunOptions
 from agent.kube.api import KubeApi
 from tests.harness.fake_apiserver import FakeApiServer, manifests
 from tests.integration.descheduler.conftest import owned_pod

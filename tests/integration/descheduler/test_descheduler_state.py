@@ -7,8 +7,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from agent.descheduler.cache.podlist.projector import PodListProjector
-from agent.descheduler.cache.state import ClusterState, Decoding
-from agent.descheduler.live.app import PROJECTIONS
+from agent.descheduler.cache.state import PROJECTIONS, ClusterState, Decoding
 from agent.descheduler.model.cluster import DisruptionBudget, NodeInfo, NodeUsage, PodInfo
 from agent.kube.api import KubeApi
 from agent.kube.resources import PODS

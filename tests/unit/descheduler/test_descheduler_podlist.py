@@ -12,10 +12,9 @@ import pytest
 from agent.config.quantities import parse_quantity
 from agent.descheduler.cache import projection
 from agent.descheduler.cache.podlist.projector import PodListProjector
-from agent.descheduler.cache.state import ClusterState, Projections
+from agent.descheduler.cache.state import PROJECTIONS, ClusterState, Projections, projections
 from agent.descheduler.cache.wire import codec_for
 from agent.descheduler.core.policy import load_policy
-from agent.descheduler.live.app import PROJECTIONS, projections_for
 from agent.kube.pods import MIRROR_ANNOTATION, SOURCE_ANNOTATION
 from agent.kube.reflector import Unprojected
 from tests.unit.descheduler.test_descheduler_wire import PENDING_ADDON, RICH_POD
@@ -304,11 +303,11 @@ def test_every_fixture_pod_caches_as_by_json_without_pod_status() -> None:
         items = [item for item in json.load(stream)["items"] if item["kind"] == "Pod"]
     data = json.dumps({"metadata": {}, "items": items}, separators=(",", ":")).encode()
     policy = load_policy(FIXTURE.parent / "policy-lnu-dup.yaml")
-    projections = projections_for(policy)
-    assert not projections.pod_status
-    fast = _pod_store(data, "msgspec", projections)
+    chosen = projections(with_status=policy.reads_pod_status)
+    assert not chosen.pod_status
+    fast = _pod_store(data, "msgspec", chosen)
     assert len(fast) == len(items)
-    assert fast == _pod_store(data, "json", projections)
+    assert fast == _pod_store(data, "json", chosen)
 
 
 def test_equal_statuses_of_pods_created_apart_keep_their_own_ages() -> None:

@@ -12,10 +12,10 @@ import pytest
 from agent.descheduler.cache import projection
 from agent.descheduler.cache.podlist.projector import PodListProjector
 from agent.descheduler.cache.sharing import Sharing
+from agent.descheduler.cache.state import projections
 from agent.descheduler.cache.wire import codec_for
 from agent.descheduler.core.framework.registry import REGISTRY
 from agent.descheduler.core.policy import parse_policy
-from agent.descheduler.live.app import projections_for
 from agent.descheduler.model.cluster import EMPTY_MAP, PodInfo
 from agent.descheduler.model.podstatus import (
     STATUS,
@@ -250,8 +250,8 @@ def test_the_pod_cache_keeps_pod_status_only_for_a_plugin_that_reads_it(
         },
         "test",
     )
-    projections = projections_for(policy)
+    chosen = projections(with_status=policy.reads_pod_status)
     assert policy.reads_pod_status is reads
-    assert projections.pod_status is reads
+    assert chosen.pod_status is reads
     crashing = _pod({"containerStatuses": [{"restartCount": 4}]})
-    assert (STATUS in projections.pod(crashing).extra) is reads
+    assert (STATUS in chosen.pod(crashing).extra) is reads

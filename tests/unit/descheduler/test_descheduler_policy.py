@@ -437,3 +437,35 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
     """A policy path that cannot be read is reported as such."""
     with pytest.raises(ConfigError, match="cannot read"):
         load_policy(tmp_path / "absent.yaml")
+
+
+LIMITS = {"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}}
+
+
+class TestQueries:
+    """What the running process asks of a loaded policy."""
+
+    def test_enabled_args_are_those_of_a_profile_that_enables_the_plugin(self) -> None:
+        """``enabled_args`` gives the args of an enabled Balance plugin, and ``None`` for one
+        configured but not enabled."""
+        enabled = parse_policy(_lnu(LIMITS), "<test>")
+        args = enabled.enabled_args("LowNodeUtilization", LowNodeUtilizationArgs)
+        assert args is not None
+        assert args.thresholds == {"cpu": 20}
+        configured_only = parse_policy(
+            _policy([{"name": "LowNodeUtilization", "args": LIMITS}], {}),
+            "<test>",
+        )
+        assert configured_only.enabled_args("LowNodeUtilization", LowNodeUtilizationArgs) is None
+
+    def test_cooldown_and_rescue_timeout(self) -> None:
+        """``uses_cooldown`` is on when any plugin sets ``cooldownSeconds``; the rescue taint
+        timeout is the longest CriticalAddonRescue's, its default without one."""
+        assert not parse_policy(_lnu(LIMITS), "<test>").uses_cooldown
+        assert parse_policy(_lnu({**LIMITS, "cooldownSeconds": 600}), "<test>").uses_cooldown
+        rescue = _policy(
+            [{"name": "CriticalAddonRescue", "args": {"taintTimeoutSeconds": 900}}],
+            {"balance": {"enabled": ["CriticalAddonRescue"]}},
+        )
+        assert parse_policy(rescue, "<test>").rescue_taint_timeout == 900
+        assert parse_policy(_lnu(LIMITS), "<test>").rescue_taint_timeout == 600

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from agent.descheduler.cache.projection import project_pod
-from agent.descheduler.live.app import until_next_cycle
+from agent.descheduler.live.loop import until_next_cycle
 from agent.descheduler.live.triggers import (
     ADDON_UNSCHEDULABLE,
     NODE_READY,

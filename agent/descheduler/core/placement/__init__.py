@@ -62,7 +62,7 @@ from dataclasses import replace
 
 from agent.descheduler.core.placement.simulation import FINISHED, OWN_NODE, Simulation
 from agent.descheduler.model.cluster import ClusterSnapshot, PodInfo
-from agent.descheduler.plan.destinations import NodeLoad, Placement, PlacementResult
+from agent.descheduler.plan.destinations import Placement, PlacementResult
 from agent.descheduler.plan.shape import Plan, PlannedEviction
 
 __all__ = [

@@ -1,0 +1,278 @@
+"""One cycle of the running process: plan from the caches, then print it or carry it out.
+
+Planning is the pure cycle's (``core.cycle.run_cycle``), on a worker thread: the snapshot is
+immutable, so the caches keep following their watches meanwhile. Carrying it out is taints
+first (``taintactions``: a rescue's node is tainted before its pods go), then evictions
+(``evictor``), the ones a budget holds going as it allows; then the churn guard's memory, the
+metrics, a Warning Event for a plugin that failed, and one log line a person reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import TextIO
+
+import structlog
+
+from agent.descheduler.cache.state import ClusterState
+from agent.descheduler.core.cycle import CycleOptions, run_cycle
+from agent.descheduler.core.policy import DeschedulerPolicy
+from agent.descheduler.live.budgetwatch import BudgetWatch
+from agent.descheduler.live.evictor import EvictionResult, LiveEvictor
+from agent.descheduler.live.metrics import RESULT_BLOCKED_BY_PDB, DeschedulerMetrics
+from agent.descheduler.live.options import RunOptions
+from agent.descheduler.live.taintactions import TaintActions
+from agent.descheduler.live.triggers import CycleSchedule
+from agent.descheduler.model.cluster import ClusterSnapshot
+from agent.descheduler.plan.render import render_json, render_table
+from agent.descheduler.plan.shape import Plan, PlannedEviction
+from agent.kube.errors import KubeError, LeadershipLost
+from agent.kube.events import EventSink, ObjectRef
+from agent.kube.evictionmemory import EvictionsMemory
+from agent.kube.leaderelection import LeaderElector
+from agent.kube.taintownership import RESCUE_ANNOTATION
+from agent.runtime.clock import Clock
+
+CYCLE_FAILED = "DeschedulingFailed"
+"""The reason of the Warning Event a cycle posts when a plugin or a profile failed."""
+LEFTOVER_SYNC_SECONDS = 5.0
+"""How long the first cycle waits for the node cache to show leftover rescue taints gone."""
+
+_log = structlog.get_logger(subsystem="descheduler")
+
+
+class Descheduler:
+    """One process's cycles: plan from the caches, then print or evict."""
+
+    def __init__(
+        self,
+        policy: DeschedulerPolicy,
+        options: RunOptions,
+        state: ClusterState,
+        *,
+        evictor: LiveEvictor,
+        metrics: DeschedulerMetrics,
+        clock: Clock,
+        out: TextIO,
+        elector: LeaderElector | None = None,
+        memory: EvictionsMemory | None = None,
+        taint_actions: TaintActions | None = None,
+        events: EventSink | None = None,
+        subject: ObjectRef | None = None,
+        budgets: BudgetWatch | None = None,
+    ) -> None:
+        self.policy = policy
+        self.options = options
+        self.state = state
+        self.evictor = evictor
+        self.metrics = metrics
+        self.clock = clock
+        self.out = out
+        self.elector = elector
+        self.memory = memory
+        self.owner_evictions: dict[str, float] = {}
+        """The churn guard's memory when it is not kept on a Lease."""
+        self.last_plan: Plan | None = None
+        self.last_results: list[EvictionResult] = []
+        self.taint_actions = taint_actions
+        """Applies the plan's taints (rescue, out-of-service); ``None``: no taints at all."""
+        self._leftovers_checked = False
+        self.events = events
+        self.subject = subject
+        self.budgets = budgets
+        """The budgets' watch, which held evictions wait on; ``None``: they are not held."""
+        """What the cycle's own Warning Events are about: this replica's Pod, else its Lease."""
+
+    @property
+    def leading(self) -> bool:
+        return self.elector is None or self.elector.is_leader
+
+    async def cycle(self) -> Plan | None:
+        """Run one cycle; ``None`` when this replica is a follower and did nothing."""
+        if not self.options.dry_run and not self.leading:
+            self.metrics.cycles.labels("follower").inc()
+            return None
+        started = self.clock.monotonic()
+        if not self.options.dry_run and not self._leftovers_checked:
+            await self._remove_leftover_rescues()
+        owner_evictions = await self._recall()
+        snapshot = self.state.snapshot(self.clock.now())
+        options = CycleOptions(owner_evictions=owner_evictions, monotonic=self.clock.monotonic)
+        plan = await asyncio.to_thread(run_cycle, self.policy, snapshot, options)
+        self._count_fallbacks(plan)
+        for run in plan.durations:
+            self.metrics.strategy_duration.labels(run["plugin"], run["profile"]).observe(
+                float(run["seconds"])
+            )
+        if self.options.dry_run:
+            self.out.write(
+                render_json(plan) if self.options.output == "json" else render_table(plan)
+            )
+            self.out.flush()
+            self.metrics.cycles.labels("dry-run").inc()
+        else:
+            for refused in plan.limit_refusals:
+                # Upstream counts a limit's refusal with the limit's text as the result.
+                self.metrics.evicted(
+                    refused["result"],
+                    strategy=refused["strategy"],
+                    profile=refused["profile"],
+                    namespace=refused["namespace"],
+                    node=refused["node"],
+                )
+            self.last_results = await self._execute(plan)
+            await self._remember(snapshot, owner_evictions, self.last_results)
+            self.metrics.cycles.labels(_outcome(plan)).inc()
+        if plan.errors:
+            await self._report_failures(plan)
+        self.metrics.loop_duration.observe(self.clock.monotonic() - started)
+        self.last_plan = plan
+        return plan
+
+    async def _report_failures(self, plan: Plan) -> None:
+        """A plugin or profile that failed: an error line and a Warning Event each."""
+        for error in plan.errors:
+            _log.error("descheduling cycle incomplete", error=error)
+            if self.events is not None and self.subject is not None:
+                await self.events.emit(self.subject, "Warning", CYCLE_FAILED, error)
+
+    async def _execute(self, plan: Plan) -> list[EvictionResult]:
+        """Taints first (a rescue's node is tainted before its pods go), then evictions; the
+        ones a budget holds go as it allows, until the hold ends."""
+        actions = self.taint_actions if plan.taints else None
+        failed = await actions.apply(plan.taints) if actions is not None else set()
+        allowed = actions.sendable(plan.allowed, failed) if actions is not None else plan.allowed
+        results = await self.evictor.evict_all(
+            allowed,
+            held=[eviction for eviction in plan.evictions if eviction.blocked_by_pdb],
+            budgets=self.budgets,
+            hold_until=self.clock.monotonic() + self.options.hold_seconds,
+        )
+        if actions is not None:
+            await actions.report(plan.taints, results, failed)
+        return results
+
+    async def _remove_leftover_rescues(self) -> None:
+        """Once, as leader: rescue taints an earlier run left; wait for the cache to agree."""
+        self._leftovers_checked = True
+        actions = self.taint_actions
+        if actions is None:
+            return
+        removed = await actions.tracker.remove_leftovers(list(self.state.nodes.store.values()))
+        deadline = self.clock.monotonic() + LEFTOVER_SYNC_SECONDS
+        while removed and self.clock.monotonic() < deadline:
+            if all(
+                RESCUE_ANNOTATION not in getattr(self.state.nodes.get(name), "annotations", {})
+                for name in removed
+            ):
+                break
+            await self.clock.sleep(0.05)
+
+    async def settle_rescues(self) -> bool:
+        """Remove rescue taints that are done; ``True`` while some are still in place."""
+        actions = self.taint_actions
+        if actions is None or not actions.tracker.pending:
+            return False
+        await actions.tracker.settle(self.state.pods.get)
+        return actions.tracker.pending
+
+    def _count_fallbacks(self, plan: Plan) -> None:
+        fallbacks = [facts for facts in plan.nodes if facts.get("fallback")]
+        for facts in fallbacks:
+            self.metrics.usage_fallback.labels(str(facts["fallback"])).inc()
+        if fallbacks:
+            _log.info(
+                "usage fell back to requests",
+                nodes=len(fallbacks),
+                sample=[str(facts.get("node")) for facts in fallbacks[:5]],
+            )
+
+    def _count(self, eviction: PlannedEviction, result: str) -> None:
+        self.metrics.evicted(
+            result,
+            strategy=eviction.plugin,
+            profile=eviction.profile,
+            namespace=eviction.namespace,
+            node=eviction.node,
+        )
+
+    async def _recall(self) -> dict[str, float]:
+        if self.memory is None or not self.leading:
+            return dict(self.owner_evictions)
+        try:
+            return await self.memory.load()
+        except KubeError as error:
+            _log.warning("churn guard memory not read; using this process's", error=str(error))
+            return dict(self.owner_evictions)
+
+    async def _remember(
+        self,
+        snapshot: ClusterSnapshot,
+        before: Mapping[str, float],
+        results: list[EvictionResult],
+    ) -> None:
+        """Owners that lost a pod to us now, added to the memory the next cycle reads."""
+        remembered = dict(before)
+        for result in results:
+            if not result.evicted:
+                continue
+            eviction = result.eviction
+            for pod in snapshot.pods_on(eviction.node):
+                if pod.uid == eviction.uid and pod.controller is not None:
+                    remembered[pod.controller.uid] = snapshot.now
+        self.owner_evictions = remembered
+        self.metrics.churn_guard_owners.set(len(remembered))
+        if self.memory is not None and remembered != dict(before):
+            try:
+                await self.memory.save(remembered)
+            except (KubeError, LeadershipLost) as error:
+                _log.warning("churn guard memory not saved", error=str(error))
+
+
+def cycle_summary(plan: Plan, results: Sequence[EvictionResult]) -> dict[str, object]:
+    """What one cycle did, for its log line: evictions by profile and plugin, what a budget
+    still refused, what failed."""
+    evicted: dict[str, int] = {}
+    for result in results:
+        if result.evicted:
+            where = f"{result.eviction.profile}/{result.eviction.plugin}"
+            evicted[where] = evicted.get(where, 0) + 1
+    return {
+        "evicted": dict(sorted(evicted.items())),
+        "blocked": sum(1 for r in results if r.result == RESULT_BLOCKED_BY_PDB),
+        "failed": sum(1 for r in results if not r.evicted and r.result != RESULT_BLOCKED_BY_PDB),
+        "plugin_errors": len(plan.errors),
+    }
+
+
+def log_cycle(
+    descheduler: Descheduler,
+    seconds: float,
+    schedule: CycleSchedule,
+    clock: Clock,
+    one_shot: bool,
+) -> None:
+    """One info line per cycle a person reads: what it did, how long it took, what is next."""
+    plan = descheduler.last_plan
+    if plan is None:
+        return
+    if descheduler.options.dry_run:
+        summary: dict[str, object] = {"planned": plan.summary()["planned"]}
+    else:
+        summary = cycle_summary(plan, descheduler.last_results)
+    due = schedule.next_start()
+    _log.info(
+        "descheduling cycle done",
+        **summary,
+        skipped=plan.skipped or None,
+        seconds=round(seconds, 2),
+        next_cycle_in=None if one_shot or due is None else round(due - clock.monotonic(), 1),
+    )
+
+
+def _outcome(plan: Plan) -> str:
+    """The ``cycles`` metric's outcome of a cycle that evicted."""
+    if plan.errors:
+        return "failed"
+    return "skipped" if plan.skipped else "planned"

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.metrics import MetricWrapperBase
 
 from agent.descheduler.cache.usage import Verdicts
-from agent.descheduler.live.metrics import DeschedulerMetrics, SkippedObjects
+from agent.descheduler.live.metrics import DeschedulerMetrics, DroppedEvents, SkippedObjects
 from agent.descheduler.live.reporttrust import NodeReportTrustMetrics
 from agent.node.facts import collect_node_facts
 from agent.node.metrics import NodeFactsCollector
@@ -81,4 +81,5 @@ def descheduler() -> Catalogue:
     metrics.follow_leadership(lambda: True)
     registry.register(NodeReportTrustMetrics(Verdicts, time.time))
     registry.register(SkippedObjects(lambda: {"descheduler-pods": 0}))
+    registry.register(DroppedEvents(lambda: 0))
     return _collected(registry) | _declared([metrics])

@@ -1,6 +1,6 @@
 """kubelet-companion: a per-node agent beside the kubelet, and a thin central descheduler.
 
-The package is layered (see README): entrypoints wire capabilities, capabilities keep
+The package is layered (see docs/architecture.md): entrypoints wire capabilities, capabilities keep
 their decisions in pure cores, and adapters (``kube``, ``logind``, ``node``) hold all I/O.
 """
 

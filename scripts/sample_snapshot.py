@@ -1,4 +1,4 @@
-"""Write the sample cluster snapshot that ``descheduler plan`` is shown on (README).
+"""Write the sample cluster snapshot that ``descheduler plan`` is shown on (docs/plan.md).
 
     .venv/bin/python scripts/sample_snapshot.py [--out examples/snapshot.json.gz]
 

@@ -1,1 +1,1 @@
-"""The shutdown capability: a pure core plus a thin controller (see README)."""
+"""The shutdown capability: a pure core plus a thin controller (see docs/shutdown.md)."""

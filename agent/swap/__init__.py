@@ -1,1 +1,1 @@
-"""The swap capability: a pure core plus a thin controller (see README)."""
+"""The swap capability: a pure core plus a thin controller (see docs/swap.md)."""

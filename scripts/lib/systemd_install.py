@@ -455,7 +455,7 @@ def install(
     print(
         "next: to join the cluster, create a token bound to this node's Node ("
         f"{NODE_BOUND_COMMAND.format(node='NODE')}) and run this again with --server URL "
-        "--certificate-authority FILE --token-file FILE (see README; without it the agent "
+        "--certificate-authority FILE --token-file FILE (see docs/install.md; without it the agent "
         f"runs node-only), then systemctl enable --now {UNIT_NAME} (after an upgrade: "
         f"systemctl restart {UNIT_NAME})"
     )

@@ -7,7 +7,7 @@ structs that name only the fields some projection reads and skips everything els
 parsing. The structs are then turned back into (much smaller) JSON-shaped dicts, so the one
 projection in ``projection`` serves both paths: a parity test checks that the two paths
 give identical projections on the same bytes. Measured in ``scripts/benchmarks/descheduler.py``
-(figures in BENCHMARKS.md and the README's dependency table).
+(figures in BENCHMARKS.md and docs/dependencies.md).
 
 A field a projection starts reading must be added here too; the parity test fails until it
 is. Pod list pages, the bulk of a cold start, take ``podlist``'s path instead: structs

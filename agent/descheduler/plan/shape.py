@@ -2,7 +2,7 @@
 
 The live loop, ``--dry-run`` and the offline plan all run the same cycle and get a ``Plan``;
 only what happens to it differs (sent through the eviction API, printed, or both). Its JSON
-form is a stable interface, documented in the README::
+form is a stable interface, documented in docs/plan.md::
 
     {"evictions": [{"pod": "<namespace>/<name>", "node": "...", "plugin": "...",
                     "profile": "...", "reason": "...", "blockedByPDB": false,

@@ -194,12 +194,12 @@ def test_plan_on_the_1k_node_parity_state_stays_within_the_memory_target(
     assert peak_kib / 1024 <= PEAK_RSS_TARGET_MIB, f"peak RSS {peak_kib / 1024:.0f} MiB"
 
 
-def test_the_readme_excerpt_is_real_output(capsys: pytest.CaptureFixture[str]) -> None:
-    """Every line the README shows of ``plan`` on the sample (besides the "…" elisions) is a
-    line the command prints today, so the excerpt cannot drift from the product."""
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("```\nPOD ", readme.index("### Offline plan")) + 4
-    excerpt = readme[start : readme.index("```\n", start)].splitlines()
+def test_the_documented_excerpt_is_real_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every line docs/plan.md shows of ``plan`` on the sample (besides the "…" elisions) is
+    a line the command prints today, so the excerpt cannot drift from the product."""
+    page = (ROOT / "docs" / "plan.md").read_text()
+    start = page.index("```\nPOD ", page.index("## Offline plan")) + 4
+    excerpt = page[start : page.index("```\n", start)].splitlines()
     argv = ["descheduler", "plan", "--snapshot", str(SAMPLE), "--policy-config-file"]
     assert main([*argv, str(SAMPLE_POLICY)]) == 0
     printed = set(capsys.readouterr().out.splitlines())

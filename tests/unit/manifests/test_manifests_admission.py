@@ -564,24 +564,25 @@ def test_an_expression_error_denies_with_failure_policy_fail(admission: Admissio
     assert any("expression failed" in message for message in decision.messages)
 
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+PERMISSIONS_PAGE = Path(__file__).resolve().parents[3] / "docs" / "permissions.md"
 DROP_EVICTIONS = "<!-- drop-evictions"
 
 
-def _readme_patch() -> str:
-    """The YAML block that follows the drop-evictions marker in the README, unindented."""
-    text = README.read_text()
+def _documented_patch() -> str:
+    """The YAML block that follows the drop-evictions marker in docs/permissions.md, unindented."""
+    text = PERMISSIONS_PAGE.read_text()
     after = text[text.index(DROP_EVICTIONS) :].split("```yaml\n", 1)[1].split("```", 1)[0]
     return textwrap.dedent(after)
 
 
-def test_the_readmes_patch_drops_only_the_eviction_rule(tmp_path: Path) -> None:
-    """The README's kustomize patch for ``shutdown.mode: delete`` renders on the base: the
-    agent's ClusterRole loses pods/eviction and nothing else, and the policy still matches
-    every write left (its JSON-patch ``test`` op fails the render if the rule moves)."""
+def test_the_documented_patch_drops_only_the_eviction_rule(tmp_path: Path) -> None:
+    """The kustomize patch docs/permissions.md gives for ``shutdown.mode: delete`` renders on
+    the base: the agent's ClusterRole loses pods/eviction and nothing else, and the policy
+    still matches every write left (its JSON-patch ``test`` op fails the render if the rule
+    moves)."""
     kubectl = need_kubectl()
     (tmp_path / "kustomization.yaml").write_text(
-        f"resources: [{os.path.relpath(BASE, tmp_path)}]\n" + _readme_patch()
+        f"resources: [{os.path.relpath(BASE, tmp_path)}]\n" + _documented_patch()
     )
     result = subprocess.run(
         [kubectl, "kustomize", str(tmp_path)],

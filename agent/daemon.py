@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
+from agent.clock import SystemClock
 from agent.config import AgentConfig
 from agent.kube.client import AsyncKube
 from agent.kube.errors import KubeConfigError
@@ -28,7 +29,6 @@ from agent.node.paths import HostPaths
 from agent.readiness.controller import root_tasks as readiness_tasks
 from agent.readiness.presets import gate_keys
 from agent.report.controller import root_tasks as report_tasks
-from agent.runtime.clock import SystemClock
 from agent.runtime.context import AgentContext, KubeContext
 from agent.runtime.ownership import owned_keys
 from agent.runtime.supervisor import FatalTaskError, RootTask, Supervisor

@@ -44,6 +44,7 @@ from typing import Literal, TextIO, TypeVar
 import structlog
 from prometheus_client import CollectorRegistry
 
+from agent.clock import Clock, SystemClock, sleep_or_set
 from agent.descheduler import projection
 from agent.descheduler.cycle import CycleOptions, run_cycle
 from agent.descheduler.evictions.budgetwatch import BudgetWatch
@@ -92,7 +93,6 @@ from agent.kube.nodereports import NodeReportCache, NodeUsageReport
 from agent.kube.ownedtaints import OwnedTaints
 from agent.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from agent.kube.taintownership import RESCUE_ANNOTATION
-from agent.runtime.clock import Clock, SystemClock, sleep_or_set
 from agent.runtime.supervisor import STAGE_CONTROLLER, STAGE_WATCH, RootTask, Supervisor
 from agent.runtime.watches import watch_task
 from agent.telemetry.health import Health

@@ -21,9 +21,10 @@ from typing import Protocol
 
 import structlog
 
+from agent.clock import Clock
 from agent.kube.api import JsonObject
 from agent.kube.errors import Conflict, NotFound
-from agent.kube.leaderelection import Clock, KubeLeaseApi, LeaderElector
+from agent.kube.leaderelection import KubeLeaseApi, LeaderElector
 
 RECENT_EVICTIONS_ANNOTATION = "kubelet-companion.io/recent-evictions"
 DEFAULT_MAX_ENTRIES = 3000

@@ -40,6 +40,7 @@ from typing import Any, Protocol, TypeVar
 
 import structlog
 
+from agent.clock import Clock
 from agent.kube.api import JsonObject
 from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.client import AsyncKube
@@ -56,16 +57,6 @@ from agent.kube.timestamps import rfc3339
 T = TypeVar("T")
 OWNED_ANNOTATION_PREFIX = "kubelet-companion.io/"
 _log = structlog.get_logger(subsystem="kube.leaderelection")
-
-
-class Clock(Protocol):
-    """The part of ``agent.runtime.clock.Clock`` we use (adapters may not import runtime)."""
-
-    def now(self) -> float: ...
-
-    def monotonic(self) -> float: ...
-
-    async def sleep(self, seconds: float) -> None: ...
 
 
 class LeaseApi(Protocol):

@@ -20,6 +20,7 @@ from typing import Any
 
 import structlog
 
+from agent.clock import Clock
 from agent.kube.api import JsonObject
 from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.errors import KubeError
@@ -33,7 +34,6 @@ from agent.readiness.gate import Action, Decision, GateState, GateView, decide
 from agent.readiness.inputs import Inputs, WatchedInputs
 from agent.readiness.metrics import ReadinessMetrics
 from agent.readiness.settings import GateSettings, evaluate
-from agent.runtime.clock import Clock
 from agent.runtime.context import AgentContext
 from agent.runtime.status import ReadinessStatus, StatusBoard
 from agent.runtime.supervisor import RootTask

@@ -29,6 +29,7 @@ from typing import Protocol
 import structlog
 
 from agent import __version__
+from agent.clock import Clock
 from agent.config.report import ReportConfig
 from agent.kube.api import JsonObject
 from agent.kube.backoff import Backoff, RetryPolicy
@@ -40,7 +41,6 @@ from agent.report.metrics import ReportMetrics
 from agent.report.policy import Observed, Published, WritePolicy, WriteReason
 from agent.report.sampling import NodeSampler, UsageSource
 from agent.report.usage import UsageTracker
-from agent.runtime.clock import Clock
 from agent.runtime.context import AgentContext
 from agent.runtime.status import StatusBoard
 from agent.runtime.supervisor import RootTask

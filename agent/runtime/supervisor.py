@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import structlog
 
+from agent.clock import Clock, SystemClock
 from agent.retrying import Backoff, RetryPolicy
-from agent.runtime.clock import Clock, SystemClock
 from agent.telemetry.health import Health
 
 _log = structlog.get_logger(subsystem="supervisor")

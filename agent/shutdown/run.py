@@ -46,12 +46,12 @@ from typing import Literal
 
 import structlog
 
+from agent.clock import Clock
 from agent.config.shutdown import PriorityBucket
 from agent.kube.backoff import Backoff, retry_async
 from agent.kube.errors import KubeError
 from agent.kube.events import EventRecorder, ObjectRef
 from agent.kube.nodestate import NodeState
-from agent.runtime.clock import Clock
 from agent.shutdown.deadlines import Deadlines
 from agent.shutdown.metrics import ShutdownMetrics
 from agent.shutdown.phase_pods import PhasePods

@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from agent.clock import Clock
 from agent.config.swap import MemorySwapConfig
 from agent.kube.api import JsonObject
 from agent.kube.errors import KubeError
@@ -53,7 +54,6 @@ from agent.node.kubepods import KubepodsScan, KubepodsTree
 from agent.node.memory import MemoryFacts, read_memory
 from agent.node.paths import HostPaths
 from agent.node.systemslice import SliceChange, SystemSlice, swap_disks
-from agent.runtime.clock import Clock
 from agent.runtime.context import AgentContext, KubeContext
 from agent.runtime.status import StatusBoard
 from agent.runtime.supervisor import RootTask

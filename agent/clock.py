@@ -1,4 +1,12 @@
-"""Time as an injected dependency, so controllers can be driven by a fake clock in tests."""
+"""Time as an injected dependency, so controllers can be driven by a fake clock in tests.
+
+Why here, in the plumbing: every layer that decides anything by time takes a ``Clock``, so a
+test can drive minutes of it in no time. That includes the leader elector in the kube
+adapter (its lease rules are client-go's, judged on this clock), the runtime's supervisor
+and the capabilities' controllers. An adapter may not import ``agent.runtime`` (the layers
+contract in pyproject.toml), so while the clock lived there the elector kept a second copy
+of the protocol; here, below every layer that needs it, there is one.
+"""
 
 from __future__ import annotations
 

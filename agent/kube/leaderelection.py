@@ -36,11 +36,11 @@ import secrets
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import structlog
 
-from agent.clock import Clock
+from agent.clock import Clock, sleep_or_done, sleep_or_set
 from agent.kube.api import JsonObject
 from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.client import AsyncKube
@@ -473,26 +473,19 @@ class LeaderElector:
         """``work``'s result, or ``_Expired`` when ``deadline`` (monotonic) or a stop comes
         first. A hung request is abandoned, not awaited: its thread finishes on its own,
         and anything it wrote was guarded by resourceVersion."""
-        task: asyncio.Future[T] = asyncio.ensure_future(work)
-        timer = asyncio.ensure_future(self.clock.sleep(deadline - self.clock.monotonic()))
-        stopping = asyncio.ensure_future(self._stopping.wait())
-        racing: set[asyncio.Future[Any]] = {task, timer, stopping}
+        task = asyncio.ensure_future(work)
         try:
-            await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
+            # The task is ours: the race only watches it (the timer and the stop waiter are
+            # the race's own), and we cancel it here however the race ends, ours included.
+            await sleep_or_done(
+                self.clock, deadline - self.clock.monotonic(), task, self._stopping.wait()
+            )
             if task.done():
                 return task.result()
             raise _Expired
         finally:
-            for pending in (task, timer, stopping):
-                pending.cancel()
+            task.cancel()
 
     async def _sleep_unless_stopped(self, seconds: float) -> bool:
         """Sleep on the clock; True when ``stop()`` came first."""
-        timer = asyncio.ensure_future(self.clock.sleep(seconds))
-        stopping = asyncio.ensure_future(self._stopping.wait())
-        try:
-            await asyncio.wait({timer, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            timer.cancel()
-            stopping.cancel()
-        return self._stopping.is_set()
+        return await sleep_or_set(self.clock, seconds, self._stopping)

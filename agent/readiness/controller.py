@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from agent.clock import Clock
+from agent.clock import Clock, sleep_or_set
 from agent.kube.api import JsonObject
 from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.errors import KubeError
@@ -137,13 +137,7 @@ class ReadinessController:
         delay = wake_at - self.clock.monotonic()
         if self._dirty.is_set() or delay <= 0:
             return
-        changed = asyncio.ensure_future(self._dirty.wait())
-        timer = asyncio.ensure_future(self.clock.sleep(delay))
-        try:
-            await asyncio.wait({changed, timer}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            changed.cancel()
-            timer.cancel()
+        await sleep_or_set(self.clock, delay, self._dirty)
 
     # -- one evaluation -------------------------------------------------------------
 

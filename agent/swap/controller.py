@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from agent.clock import Clock
+from agent.clock import Clock, sleep_or_set
 from agent.config.swap import MemorySwapConfig
 from agent.kube.api import JsonObject
 from agent.kube.errors import KubeError
@@ -201,14 +201,9 @@ class SwapController:
 
     async def _wait_for_next(self) -> bool:
         """Wait for pod changes or the timer; ``True`` when the next audit is a full one."""
-        poked = asyncio.ensure_future(self._poke.wait())
-        timer = asyncio.ensure_future(self.clock.sleep(self._full_audit_in()))
-        try:
-            await asyncio.wait({poked, timer}, return_when=asyncio.FIRST_COMPLETED)
-            full = timer.done()
-        finally:
-            poked.cancel()
-            timer.cancel()
+        poked = await sleep_or_set(self.clock, self._full_audit_in(), self._poke)
+        # The timer ran out (or ran out as the poke came): the full audit is due.
+        full = not poked or self._full_audit_in() <= 0
         if not full and self._poke.is_set():
             await self.clock.sleep(self.debounce)
         return full or self._full_audit_in() <= 0

@@ -36,7 +36,8 @@ from agent.descheduler.model import (
 from agent.descheduler.podlist import PodListProjector
 from agent.descheduler.sharing import Sharing
 from agent.descheduler.wire import codec_for
-from agent.kube.api import Decode, JsonObject, KubeApi
+from agent.kube.api import KubeApi
+from agent.kube.jsontypes import Decode, JsonObject
 from agent.kube.reflector import ProjectingReflector
 from agent.kube.resources import (
     NAMESPACES,

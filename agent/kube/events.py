@@ -27,9 +27,9 @@ from typing import Protocol
 import structlog
 
 from agent.clock import SystemClock, sleep_or_set
-from agent.kube.api import JsonObject
 from agent.kube.client import AsyncKube
 from agent.kube.errors import KubeError, NotFound
+from agent.kube.jsontypes import JsonObject
 from agent.kube.resources import EVENTS
 from agent.kube.timestamps import rfc3339
 

@@ -22,8 +22,8 @@ from typing import Protocol
 import structlog
 
 from agent.clock import Clock
-from agent.kube.api import JsonObject
 from agent.kube.errors import Conflict, NotFound
+from agent.kube.jsontypes import JsonObject
 from agent.kube.leaderelection import KubeLeaseApi, LeaderElector
 
 RECENT_EVICTIONS_ANNOTATION = "kubelet-companion.io/recent-evictions"

@@ -41,7 +41,6 @@ from typing import Protocol, TypeVar
 import structlog
 
 from agent.clock import Clock, sleep_or_done, sleep_or_set
-from agent.kube.api import JsonObject
 from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.client import AsyncKube
 from agent.kube.errors import (
@@ -51,6 +50,7 @@ from agent.kube.errors import (
     LeadershipLost,
     NotFound,
 )
+from agent.kube.jsontypes import JsonObject
 from agent.kube.resources import LEASES
 from agent.kube.timestamps import rfc3339
 

@@ -12,7 +12,8 @@ import asyncio
 from collections.abc import Callable
 
 from agent.clock import SystemClock, sleep_or_set
-from agent.kube.api import JsonObject, KubeApi
+from agent.kube.api import KubeApi
+from agent.kube.jsontypes import JsonObject
 from agent.kube.reflector import Listener, Reflector
 from agent.kube.resources import NODES, PODS
 

@@ -21,10 +21,10 @@ from typing import Any
 import structlog
 
 from agent.clock import Clock, sleep_or_set
-from agent.kube.api import JsonObject
 from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.errors import KubeError
 from agent.kube.events import EventSink, ObjectRef
+from agent.kube.jsontypes import JsonObject
 from agent.kube.patches import Builder, NodeWriter, Op
 from agent.kube.timestamps import rfc3339
 from agent.readiness import node_writes, notices

@@ -31,9 +31,9 @@ import structlog
 from agent import __version__
 from agent.clock import Clock
 from agent.config.report import ReportConfig
-from agent.kube.api import JsonObject
 from agent.kube.backoff import Backoff, RetryPolicy
 from agent.kube.errors import KubeError
+from agent.kube.jsontypes import JsonObject
 from agent.kube.reportwriter import NodeReportWriter
 from agent.node.reportrecord import ReportRecord, save_report_record
 from agent.report.document import Capacity, Identity, board_sections, build_status, state_key

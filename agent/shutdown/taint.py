@@ -30,9 +30,9 @@ import structlog
 
 from agent import DOMAIN
 from agent.clock import SystemClock, sleep_or_set
-from agent.kube.api import JsonObject
 from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.errors import KubeError, NotFound
+from agent.kube.jsontypes import JsonObject
 from agent.kube.patches import NodePatcher, Op, Taint, taint_ops
 
 SHUTTING_DOWN = Taint(key=f"{DOMAIN}/shutting-down", effect="NoSchedule")

@@ -26,9 +26,9 @@ from typing import Any, Protocol
 import structlog
 
 from agent.clock import SystemClock, sleep_or_done
-from agent.kube.api import JsonObject
 from agent.kube.backoff import Backoff, retry_async
 from agent.kube.errors import RETRYABLE, Conflict, KubeError, NotFound
+from agent.kube.jsontypes import JsonObject
 from agent.kube.resources import PODS, Resource
 from agent.kube.timestamps import rfc3339
 from agent.shutdown.phases import PodTarget

@@ -38,9 +38,9 @@ import structlog
 
 from agent.clock import Clock, sleep_or_set
 from agent.config.swap import MemorySwapConfig
-from agent.kube.api import JsonObject
 from agent.kube.errors import KubeError
 from agent.kube.events import ObjectRef
+from agent.kube.jsontypes import JsonObject
 from agent.kube.reflector import Listener
 from agent.node.cgroupfiles import CgroupPathError
 from agent.node.facts import NodeFacts

@@ -88,7 +88,8 @@ from agent.kube.evictionmemory import (
     LeaseAnnotationMemory,
     RecentEvictionsMemory,
 )
-from agent.kube.leaderelection import ElectionTiming, KubeLeaseApi, LeaderElector
+from agent.kube.leaderelection import ElectionTiming, LeaderElector
+from agent.kube.lease import KubeLeaseApi
 from agent.kube.nodereports import NodeReportCache, NodeUsageReport
 from agent.kube.ownedtaints import OwnedTaints
 from agent.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket

@@ -15,7 +15,8 @@ from agent.kube.client import AsyncKube
 from agent.kube.connection import connect
 from agent.kube.errors import NotFound
 from agent.kube.evictionmemory import RecentEvictionsMemory
-from agent.kube.leaderelection import ElectionTiming, KubeLeaseApi, LeaderElector
+from agent.kube.leaderelection import ElectionTiming, LeaderElector
+from agent.kube.lease import KubeLeaseApi
 from agent.kube.resources import Resource
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.fake_apiserver.requestlog import RecordedRequest

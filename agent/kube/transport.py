@@ -39,7 +39,7 @@ PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",
 }
-_log = structlog.get_logger(subsystem="kube.api")
+_log = structlog.get_logger(subsystem="kube.api")  # the name its TLS lines always carried
 
 
 def _encoded(body: Any) -> bytes | None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
+from agent.clock import SystemClock, first_done
 from agent.config import AgentConfig
 from agent.kube.client import AsyncKube
 from agent.kube.errors import KubeConfigError
@@ -28,7 +29,6 @@ from agent.node.paths import HostPaths
 from agent.readiness.controller import root_tasks as readiness_tasks
 from agent.readiness.presets import gate_keys
 from agent.report.controller import root_tasks as report_tasks
-from agent.runtime.clock import SystemClock
 from agent.runtime.context import AgentContext, KubeContext
 from agent.runtime.ownership import owned_keys
 from agent.runtime.supervisor import FatalTaskError, RootTask, Supervisor
@@ -170,9 +170,9 @@ async def _run(config: AgentConfig, node: str, stop: asyncio.Event) -> int:
     log = structlog.get_logger(subsystem="agent")
     health = Health()
     starting = asyncio.ensure_future(_start(config, node, health))
-    stopping = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    stopping.cancel()
+    # ``starting`` is ours, only watched by the race (the stop waiter is the race's own):
+    # a stop that comes first cancels it here, and waits for the cancel to land.
+    await first_done(starting, stop.wait())
     if not starting.done():
         starting.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -29,15 +29,18 @@ async def retry_async(
     operation: Callable[[], Awaitable[T]],
     *,
     backoff: Backoff = Backoff(),
-    attempts: int = 6,
+    attempts: int | None = 6,
     deadline: float | None = None,
     retry_on: tuple[type[KubeError], ...] = RETRYABLE,
     monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> T:
     """Run ``operation``; on a retryable error wait and run it again.
 
-    Gives up after ``attempts`` tries, or when the next wait would cross ``deadline``
-    (a ``time.monotonic`` value), re-raising the last error.
+    Gives up after ``attempts`` tries (``None``: only the deadline ends the retries), or when
+    the next wait would cross ``deadline`` (a ``monotonic`` value), re-raising the last
+    error. ``monotonic`` and ``sleep`` are an injected clock's where the caller has one (the
+    leader elector), so a test drives the waits in fake time.
     """
     policy = RetryPolicy(backoff, attempts=attempts, monotonic=monotonic)
     failures = 0
@@ -49,4 +52,4 @@ async def retry_async(
             wait = policy.next_wait(failures, retry_after=retry_after_of(error), deadline=deadline)
             if wait is None:
                 raise
-            await asyncio.sleep(wait)
+            await sleep(wait)

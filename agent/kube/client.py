@@ -19,8 +19,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from agent.kube.api import JsonObject, KubeApi
+from agent.kube.api import KubeApi
 from agent.kube.errors import Timeout
+from agent.kube.jsontypes import JsonObject
 from agent.kube.resources import Resource
 
 T = TypeVar("T")

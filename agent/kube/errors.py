@@ -5,10 +5,20 @@ op (``Invalid.failed_test``) mean "re-read and recompute"; ``TooManyRequests`` a
 ``Unavailable`` mean "back off and repeat"; everything else is a real failure. A
 ``KubeConfigError`` (including ``TLSError``) is the operator's to fix. Each error keeps the
 cause it was made from (``__cause__``), so logs say why a call failed, not just "HTTP 0".
+
+Decoding lives here too, beside the classes it picks from: an answer's status, ``Status``
+body and ``Retry-After`` header become one of them (``decode_error``), and a failure that
+got no answer is searched for a refused certificate (``certificate_problem``). Both are
+pure (bytes, headers and exceptions in, our error out); what the transport does with them
+(logging a TLS problem once, telling a timeout from a refused connection) is
+``agent.kube.transport``'s.
 """
 
 from __future__ import annotations
 
+import json
+import ssl
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -151,3 +161,63 @@ def error_for_status(
 
 RETRYABLE = (TooManyRequests, Unavailable)
 """Errors worth repeating unchanged after a backoff."""
+
+
+# -- decoding ---------------------------------------------------------------------------
+
+_CERTIFICATE_REASONS = ("CERTIFICATE", "UNKNOWN_CA", "UNSUPPORTED_CERT")
+"""OpenSSL reasons (alerts from the server included) that mean a certificate was refused."""
+
+
+def decode_error(status: int, data: bytes | None, headers: Any) -> KubeError:
+    """Our error for a non-2xx answer: its status, its body (a ``Status``, or whatever text
+    came instead) and its ``Retry-After`` header."""
+    try:
+        body = json.loads(data) if data else {}
+    except ValueError:
+        body = {"message": (data or b"").decode("utf-8", "replace")[:500]}
+    if not isinstance(body, dict):
+        body = {"message": str(body)}
+    return error_for_status(status, body, retry_after(headers))
+
+
+def retry_after(headers: Any) -> float | None:
+    """The ``Retry-After`` header in seconds (``None`` when absent or not a number)."""
+    value = headers.get("Retry-After") if headers is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def causes(error: BaseException) -> Iterator[BaseException]:
+    """The error and everything it wraps: urllib3 keeps the cause in ``reason`` (``MaxRetryError``)
+    or ``args[0]`` (``SSLError``)."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [error]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        reason = getattr(current, "reason", None)
+        first_arg = current.args[0] if current.args else None
+        pending.extend(
+            candidate if isinstance(candidate, BaseException) else None
+            for candidate in (current.__cause__, current.__context__, reason, first_arg)
+        )
+
+
+def certificate_problem(error: BaseException) -> str | None:
+    """What was wrong with a certificate, if that is why a connection failed."""
+    for cause in causes(error):
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return str(cause)
+        if isinstance(cause, ssl.SSLError) and any(
+            word in str(getattr(cause, "reason", None) or "") for word in _CERTIFICATE_REASONS
+        ):
+            return str(cause)
+    if "CERTIFICATE_VERIFY_FAILED" in str(error):  # only the text survived
+        return str(error).replace("\n", " ")
+    return None

@@ -26,9 +26,10 @@ from typing import Protocol
 
 import structlog
 
-from agent.kube.api import JsonObject
+from agent.clock import SystemClock, sleep_or_set
 from agent.kube.client import AsyncKube
 from agent.kube.errors import KubeError, NotFound
+from agent.kube.jsontypes import JsonObject
 from agent.kube.resources import EVENTS
 from agent.kube.timestamps import rfc3339
 
@@ -270,9 +271,4 @@ class EventBroadcaster:
     async def drain(self, timeout: float) -> bool:
         """Wait (at most ``timeout`` seconds) until every queued Event was posted; ``True``
         when the queue emptied (a one-shot run's last Events are not lost to its exit)."""
-        try:
-            async with asyncio.timeout(timeout):
-                await self._idle.wait()
-        except TimeoutError:
-            return False
-        return True
+        return await sleep_or_set(SystemClock(), timeout, self._idle)

@@ -5,7 +5,8 @@ Why on the Lease: the memory must survive a restart and a leader change (upstrea
 (``kubelet-companion.io/recent-evictions``) holding a compact JSON map owner UID -> Unix
 seconds. The new leader reads it right after it acquires the Lease (the acquiring write
 keeps the previous leader's annotations), and every write is a guarded renew by the
-elector, so a deposed leader can never overwrite its successor's memory.
+elector (``agent.kube.leaseannotations``), so a deposed leader can never overwrite its
+successor's memory.
 
 An annotation is bounded (all of an object's annotations share 256 KiB), so the map is
 trimmed before every write: entries older than the longest cooldown go, and beyond
@@ -21,9 +22,12 @@ from typing import Protocol
 
 import structlog
 
-from agent.kube.api import JsonObject
+from agent.clock import Clock
 from agent.kube.errors import Conflict, NotFound
-from agent.kube.leaderelection import Clock, KubeLeaseApi, LeaderElector
+from agent.kube.jsontypes import JsonObject
+from agent.kube.leaderelection import LeaderElector
+from agent.kube.lease import KubeLeaseApi, lease_object
+from agent.kube.leaseannotations import LeaderAnnotations, annotation_of
 
 RECENT_EVICTIONS_ANNOTATION = "kubelet-companion.io/recent-evictions"
 DEFAULT_MAX_ENTRIES = 3000
@@ -86,7 +90,7 @@ class EvictionsMemory(Protocol):
 
 
 class RecentEvictionsMemory:
-    """``load()`` and ``save()`` of the churn guard's map, through the leader's elector."""
+    """``load()`` and ``save()`` of the churn guard's map, as the leader's annotation."""
 
     def __init__(
         self,
@@ -97,13 +101,14 @@ class RecentEvictionsMemory:
         max_entries: int = DEFAULT_MAX_ENTRIES,
     ) -> None:
         self.elector = elector
+        self.annotations = LeaderAnnotations(elector)
         self.clock = clock
         self.max_age = max_age
         self.max_entries = max_entries
 
     async def load(self) -> dict[str, float]:
         """The remembered map, read afresh from the Lease and trimmed."""
-        text = await self.elector.read_annotation(RECENT_EVICTIONS_ANNOTATION)
+        text = await self.annotations.read(RECENT_EVICTIONS_ANNOTATION)
         return self._trim(decode_recent_evictions(text))
 
     async def save(self, evicted_at: Mapping[str, float]) -> None:
@@ -112,11 +117,11 @@ class RecentEvictionsMemory:
         Raises ``LeadershipLost`` when we are not (or no longer) the holder.
         """
         encoded = encode_recent_evictions(self._trim(evicted_at))
-        current = self.elector.annotation(RECENT_EVICTIONS_ANNOTATION)
+        current = self.annotations.cached(RECENT_EVICTIONS_ANNOTATION)
         if current == encoded:
             self.elector.check()
             return
-        await self.elector.write_annotation(RECENT_EVICTIONS_ANNOTATION, encoded)
+        await self.annotations.write(RECENT_EVICTIONS_ANNOTATION, encoded)
 
     def _trim(self, evicted_at: Mapping[str, float]) -> dict[str, float]:
         trimmed = trim_recent_evictions(
@@ -157,8 +162,9 @@ class LeaseAnnotationMemory:
             lease = await self.lease_api.get()
         except NotFound:
             return {}
-        annotations = (lease.get("metadata") or {}).get("annotations") or {}
-        return self._trim(decode_recent_evictions(annotations.get(RECENT_EVICTIONS_ANNOTATION)))
+        return self._trim(
+            decode_recent_evictions(annotation_of(lease, RECENT_EVICTIONS_ANNOTATION))
+        )
 
     async def save(self, evicted_at: Mapping[str, float]) -> None:
         encoded = encode_recent_evictions(self._trim(evicted_at))
@@ -183,14 +189,7 @@ class LeaseAnnotationMemory:
         except NotFound:
             pass
         try:
-            return await self.lease_api.create(
-                {
-                    "apiVersion": "coordination.k8s.io/v1",
-                    "kind": "Lease",
-                    "metadata": {"name": self.lease_api.name},
-                    "spec": {},
-                }
-            )
+            return await self.lease_api.create(lease_object(self.lease_api.name, {}))
         except Conflict:  # created by someone else meanwhile: read theirs
             return await self.lease_api.get()
 

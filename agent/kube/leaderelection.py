@@ -23,6 +23,14 @@ The rules (client-go ``leaderelection`` with a ``LeaseLock``):
   task is stuck in a hung request.
 - ``stop()`` steps down first, then clears ``holderIdentity`` (a guarded PUT), so a
   follower takes over at its next try instead of waiting for the lease to lapse.
+
+Where the parts live: the calls on the Lease and its record's wire form are
+``agent.kube.lease`` (the seam tests replace); the leader's own annotations on the Lease are
+``agent.kube.leaseannotations``, beside the churn guard's memory, their one user: this
+module offers them only the guarded write (``renew_with``) and the fresh read
+(``refresh``). Time is ``agent.clock``'s ``Clock``, the same one the runtime and every
+controller take: it lives in the plumbing so that this adapter may import it. Retries are
+the shared ``retry_async``, and the races against a deadline or a stop are ``agent.clock``'s.
 """
 
 from __future__ import annotations
@@ -36,69 +44,19 @@ import secrets
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TypeVar
 
 import structlog
 
-from agent.kube.api import JsonObject
-from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
-from agent.kube.client import AsyncKube
-from agent.kube.errors import (
-    RETRYABLE,
-    Conflict,
-    KubeError,
-    LeadershipLost,
-    NotFound,
-)
-from agent.kube.resources import LEASES
+from agent.clock import Clock, sleep_or_done, sleep_or_set
+from agent.kube.backoff import Backoff, retry_async
+from agent.kube.errors import Conflict, KubeError, LeadershipLost, NotFound
+from agent.kube.jsontypes import JsonObject
+from agent.kube.lease import LeaderRecord, LeaseApi, lease_object
 from agent.kube.timestamps import rfc3339
 
 T = TypeVar("T")
-OWNED_ANNOTATION_PREFIX = "kubelet-companion.io/"
 _log = structlog.get_logger(subsystem="kube.leaderelection")
-
-
-class Clock(Protocol):
-    """The part of ``agent.runtime.clock.Clock`` we use (adapters may not import runtime)."""
-
-    def now(self) -> float: ...
-
-    def monotonic(self) -> float: ...
-
-    async def sleep(self, seconds: float) -> None: ...
-
-
-class LeaseApi(Protocol):
-    """The three calls on one Lease the elector makes; errors are ``agent.kube.errors``."""
-
-    name: str
-
-    async def get(self) -> JsonObject:
-        """The Lease; ``NotFound`` when it does not exist."""
-
-    async def create(self, lease: JsonObject) -> JsonObject:
-        """Create it; ``Conflict`` (AlreadyExists) when someone was first."""
-
-    async def replace(self, lease: JsonObject) -> JsonObject:
-        """PUT it; ``Conflict`` when its ``metadata.resourceVersion`` is stale."""
-
-
-class KubeLeaseApi:
-    """``LeaseApi`` for one named Lease, over the adapter's thread pool."""
-
-    def __init__(self, kube: AsyncKube, namespace: str, name: str) -> None:
-        self.kube = kube
-        self.namespace = namespace
-        self.name = name
-
-    async def get(self) -> JsonObject:
-        return await self.kube.get(LEASES, self.name, self.namespace)
-
-    async def create(self, lease: JsonObject) -> JsonObject:
-        return await self.kube.create(LEASES, lease, self.namespace)
-
-    async def replace(self, lease: JsonObject) -> JsonObject:
-        return await self.kube.replace(LEASES, lease, self.namespace)
 
 
 @dataclass(frozen=True)
@@ -120,35 +78,6 @@ class ElectionTiming:
             raise ValueError("retry_period must be > 0 and less than renew_deadline")
         if self.jitter < 0:
             raise ValueError("jitter must be >= 0")
-
-
-@dataclass(frozen=True)
-class LeaderRecord:
-    holder_identity: str
-    lease_duration_seconds: int
-    acquire_time: str | None
-    renew_time: str | None
-    lease_transitions: int
-
-    @classmethod
-    def of(cls, lease: JsonObject) -> LeaderRecord:
-        spec = lease.get("spec") or {}
-        return cls(
-            holder_identity=str(spec.get("holderIdentity") or ""),
-            lease_duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
-            acquire_time=spec.get("acquireTime"),
-            renew_time=spec.get("renewTime"),
-            lease_transitions=int(spec.get("leaseTransitions") or 0),
-        )
-
-    def as_spec(self) -> JsonObject:
-        return {
-            "holderIdentity": self.holder_identity,
-            "leaseDurationSeconds": self.lease_duration_seconds,
-            "acquireTime": self.acquire_time,
-            "renewTime": self.renew_time,
-            "leaseTransitions": self.lease_transitions,
-        }
 
 
 def default_identity() -> str:
@@ -191,8 +120,8 @@ class LeaderElector:
         self.not_leading = asyncio.Event()
         self.not_leading.set()
         self._stopping = asyncio.Event()
-        # Concurrency: one loop; renews and annotation writes both PUT the Lease, so they
-        # take this lock to keep our own writes from 409-ing each other.
+        # Concurrency: one loop; renews and ``renew_with`` (the annotation writes) both PUT
+        # the Lease, so they take this lock to keep our own writes from 409-ing each other.
         self._write_lock = asyncio.Lock()
         self._lease: JsonObject | None = None  # the last Lease object we read or wrote
         self._observed: LeaderRecord | None = None
@@ -221,11 +150,10 @@ class LeaderElector:
         """The holder in the last record we saw ("" when none or released)."""
         return self._observed.holder_identity if self._observed else ""
 
-    def annotation(self, key: str) -> str | None:
-        """An annotation of the last Lease object we read or wrote."""
-        annotations = ((self._lease or {}).get("metadata") or {}).get("annotations") or {}
-        value = annotations.get(key)
-        return value if isinstance(value, str) else None
+    @property
+    def lease(self) -> JsonObject | None:
+        """The last Lease object we read or wrote (``None`` before the first)."""
+        return self._lease
 
     # -- the campaign -----------------------------------------------------------------
 
@@ -383,12 +311,7 @@ class LeaderElector:
     def _new_lease(self) -> JsonObject:
         now = rfc3339(self.clock.now(), micros=True)
         record = LeaderRecord(self.identity, self._lease_seconds, now, now, 0)
-        return {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {"name": self.lease_api.name},
-            "spec": record.as_spec(),
-        }
+        return lease_object(self.lease_api.name, record.as_spec())
 
     # -- release ------------------------------------------------------------------------
 
@@ -415,26 +338,26 @@ class LeaderElector:
             else:
                 _log.info("released the leader lease", identity=self.identity)
 
-    # -- annotations the leader keeps on the Lease ----------------------------------------
+    # -- writes a leader makes beside its renews ------------------------------------------
 
-    async def read_annotation(self, key: str) -> str | None:
-        """Read the Lease afresh and return ``key``'s annotation (None when absent)."""
+    async def refresh(self) -> JsonObject | None:
+        """Read the Lease afresh (``None`` when it does not exist) and remember it."""
         deadline = self.clock.monotonic() + self.timing.renew_deadline
         async with self._write_lock:
             try:
-                self._observe(await self._call(self.lease_api.get, deadline))
+                lease = await self._call(self.lease_api.get, deadline)
             except NotFound:
                 return None
-        return self.annotation(key)
+            self._observe(lease)
+            return lease
 
-    async def write_annotation(self, key: str, value: str) -> None:
-        """Set one of our annotations on the Lease, as leader, guarded by resourceVersion.
+    async def renew_with(self, change: Callable[[JsonObject], None]) -> None:
+        """Renew the Lease, as leader, with ``change`` made to it first (its annotations,
+        say), guarded by resourceVersion: the write carries a fresh renewTime too.
 
-        The write carries a fresh renewTime too (it is a renew). On 409 we re-read: if we
-        are still the holder we write again, otherwise ``LeadershipLost``.
+        On 409 we re-read: if we are still the holder we write again, otherwise
+        ``LeadershipLost``; so a deposed leader never overwrites its successor's Lease.
         """
-        if not key.startswith(OWNED_ANNOTATION_PREFIX):
-            raise ValueError(f"annotation {key!r} is not ours ({OWNED_ANNOTATION_PREFIX}*)")
         async with self._write_lock:
             for _attempt in range(3):
                 self.check()
@@ -442,8 +365,7 @@ class LeaderElector:
                     raise LeadershipLost(f"{self.identity} has not read the lease")
                 deadline = self._renewed_at + self.timing.renew_deadline
                 lease = self._claimed(self._lease)
-                metadata = lease.setdefault("metadata", {})
-                metadata["annotations"] = {**(metadata.get("annotations") or {}), key: value}
+                change(lease)
                 started = self.clock.monotonic()
                 try:
                     written = await self._call(
@@ -463,45 +385,34 @@ class LeaderElector:
     # -- timing plumbing --------------------------------------------------------------
 
     async def _call(self, operation: Callable[[], Awaitable[T]], deadline: float) -> T:
-        """``operation`` with retries on 429/5xx/timeouts, never sleeping past ``deadline``."""
-        policy = RetryPolicy(self.backoff, monotonic=self.clock.monotonic)
-        failures = 0
-        while True:
-            try:
-                return await operation()
-            except RETRYABLE as error:
-                failures += 1
-                wait = policy.next_wait(
-                    failures, retry_after=retry_after_of(error), deadline=deadline
-                )
-                if wait is None:
-                    raise
-                await self.clock.sleep(wait)
+        """``operation`` with retries on 429/5xx/timeouts, never sleeping past ``deadline``:
+        the shared retry, on our clock, with no attempt cap (the deadline is the bound)."""
+        return await retry_async(
+            operation,
+            backoff=self.backoff,
+            attempts=None,
+            deadline=deadline,
+            monotonic=self.clock.monotonic,
+            sleep=self.clock.sleep,
+        )
 
     async def _until(self, work: Awaitable[T], deadline: float) -> T:
         """``work``'s result, or ``_Expired`` when ``deadline`` (monotonic) or a stop comes
         first. A hung request is abandoned, not awaited: its thread finishes on its own,
         and anything it wrote was guarded by resourceVersion."""
-        task: asyncio.Future[T] = asyncio.ensure_future(work)
-        timer = asyncio.ensure_future(self.clock.sleep(deadline - self.clock.monotonic()))
-        stopping = asyncio.ensure_future(self._stopping.wait())
-        racing: set[asyncio.Future[Any]] = {task, timer, stopping}
+        task = asyncio.ensure_future(work)
         try:
-            await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
+            # The task is ours: the race only watches it (the timer and the stop waiter are
+            # the race's own), and we cancel it here however the race ends, ours included.
+            await sleep_or_done(
+                self.clock, deadline - self.clock.monotonic(), task, self._stopping.wait()
+            )
             if task.done():
                 return task.result()
             raise _Expired
         finally:
-            for pending in (task, timer, stopping):
-                pending.cancel()
+            task.cancel()
 
     async def _sleep_unless_stopped(self, seconds: float) -> bool:
         """Sleep on the clock; True when ``stop()`` came first."""
-        timer = asyncio.ensure_future(self.clock.sleep(seconds))
-        stopping = asyncio.ensure_future(self._stopping.wait())
-        try:
-            await asyncio.wait({timer, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            timer.cancel()
-            stopping.cancel()
-        return self._stopping.is_set()
+        return await sleep_or_set(self.clock, seconds, self._stopping)

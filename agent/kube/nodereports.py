@@ -36,7 +36,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from agent.kube.api import JsonObject, KubeApi
+from agent.kube.api import KubeApi
+from agent.kube.jsontypes import JsonObject
 from agent.kube.reflector import Reflector
 from agent.kube.resources import NODE_REPORTS
 from agent.kube.timestamps import parse_rfc3339

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from agent.kube.api import JsonObject, KubeApi
+from agent.clock import SystemClock, sleep_or_set
+from agent.kube.api import KubeApi
+from agent.kube.jsontypes import JsonObject
 from agent.kube.reflector import Listener, Reflector
 from agent.kube.resources import NODES, PODS
 
@@ -106,10 +108,7 @@ class NodeState:
         """Wait until ``version`` differs from ``since`` (or the timeout); return it."""
         while self.version == since:
             self._changed.clear()
-            try:
-                async with asyncio.timeout(timeout):
-                    await self._changed.wait()
-            except TimeoutError:
+            if not await sleep_or_set(SystemClock(), timeout, self._changed):
                 break
         return self.version
 

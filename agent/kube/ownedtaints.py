@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agent.kube.api import JsonObject
 from agent.kube.client import AsyncKube
 from agent.kube.errors import KubeError, NotFound
+from agent.kube.jsontypes import JsonObject
 from agent.kube.patches import NodePatcher, Op, metadata_map_ops, taints_of
 from agent.kube.taintownership import OwnedTaint
 

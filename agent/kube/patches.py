@@ -19,10 +19,10 @@ from typing import Any, Protocol
 
 import structlog
 
-from agent.kube.api import JsonObject
 from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.client import AsyncKube
 from agent.kube.errors import RETRYABLE, Conflict, Invalid, KubeError
+from agent.kube.jsontypes import JsonObject
 from agent.kube.resources import NODES
 
 Op = dict[str, Any]

@@ -43,10 +43,12 @@ from typing import Any, Generic, TypeVar
 
 import structlog
 
-from agent.kube.api import UNDECODABLE, Decode, JsonObject, KubeApi
+from agent.kube.api import KubeApi
 from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.errors import Gone, KubeConfigError, KubeError
+from agent.kube.jsontypes import Decode, JsonObject
 from agent.kube.resources import Resource, object_key
+from agent.kube.watchstream import UNDECODABLE
 
 T = TypeVar("T")
 

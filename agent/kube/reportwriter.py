@@ -21,9 +21,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from agent.kube.api import JsonObject
 from agent.kube.client import AsyncKube
 from agent.kube.errors import Conflict, NotFound
+from agent.kube.jsontypes import JsonObject
 from agent.kube.resources import NODE_REPORTS, NODES
 
 FIELD_MANAGER = "kubelet-companion-agent"

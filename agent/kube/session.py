@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from agent.config import AgentConfig
-from agent.kube.api import JsonObject, KubeApi
+from agent.kube.api import KubeApi
 from agent.kube.connection import AGENT, connect
+from agent.kube.jsontypes import JsonObject
 from agent.kube.resources import NODES, PODS
 
 

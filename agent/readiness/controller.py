@@ -20,10 +20,11 @@ from typing import Any
 
 import structlog
 
-from agent.kube.api import JsonObject
+from agent.clock import Clock, sleep_or_set
 from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.errors import KubeError
 from agent.kube.events import EventSink, ObjectRef
+from agent.kube.jsontypes import JsonObject
 from agent.kube.patches import Builder, NodeWriter, Op
 from agent.kube.timestamps import rfc3339
 from agent.readiness import node_writes, notices
@@ -33,7 +34,6 @@ from agent.readiness.gate import Action, Decision, GateState, GateView, decide
 from agent.readiness.inputs import Inputs, WatchedInputs
 from agent.readiness.metrics import ReadinessMetrics
 from agent.readiness.settings import GateSettings, evaluate
-from agent.runtime.clock import Clock
 from agent.runtime.context import AgentContext
 from agent.runtime.status import ReadinessStatus, StatusBoard
 from agent.runtime.supervisor import RootTask
@@ -137,13 +137,7 @@ class ReadinessController:
         delay = wake_at - self.clock.monotonic()
         if self._dirty.is_set() or delay <= 0:
             return
-        changed = asyncio.ensure_future(self._dirty.wait())
-        timer = asyncio.ensure_future(self.clock.sleep(delay))
-        try:
-            await asyncio.wait({changed, timer}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            changed.cancel()
-            timer.cancel()
+        await sleep_or_set(self.clock, delay, self._dirty)
 
     # -- one evaluation -------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from agent.kube.api import JsonObject
+from agent.kube.jsontypes import JsonObject
 
 
 def resource_version(obj: JsonObject | None) -> str:

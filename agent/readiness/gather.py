@@ -6,8 +6,9 @@ server's watch cache (``resourceVersion=0``), the same objects the agent's watch
 
 from __future__ import annotations
 
-from agent.kube.api import JsonObject, KubeApi
+from agent.kube.api import KubeApi
 from agent.kube.errors import NotFound
+from agent.kube.jsontypes import JsonObject
 from agent.kube.resources import CSI_NODES, DAEMON_SETS
 from agent.kube.session import get_node, list_node_pods
 from agent.readiness.inputs import Snapshot

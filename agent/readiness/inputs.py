@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from agent.kube.api import JsonObject, KubeApi
+from agent.kube.api import KubeApi
+from agent.kube.jsontypes import JsonObject
 from agent.kube.nodestate import NodeState
 from agent.kube.reflector import Listener, Reflector
 from agent.kube.resources import CSI_NODES, DAEMON_SETS

@@ -8,7 +8,7 @@ completion go in one patch, so the Node never shows one without the other.
 
 from __future__ import annotations
 
-from agent.kube.api import JsonObject
+from agent.kube.jsontypes import JsonObject
 from agent.kube.patches import Builder, Op, Taint, metadata_map_ops, taint_ops
 from agent.kube.timestamps import parse_rfc3339
 from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION, GATE_TAINT_EFFECT

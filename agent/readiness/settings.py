@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agent.config import ReadinessConfig
-from agent.kube.api import JsonObject
+from agent.kube.jsontypes import JsonObject
 from agent.kube.patches import has_taint
 from agent.readiness.checks import Assessment, assess
 from agent.readiness.gate import GateView, Mode

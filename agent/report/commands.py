@@ -24,8 +24,8 @@ from agent.config import AgentConfig, load_agent_config
 from agent.config.durations import format_duration
 from agent.config.quantities import format_bytes
 from agent.config.schema import Duration
-from agent.kube.api import JsonObject
 from agent.kube.errors import KubeError, NotFound
+from agent.kube.jsontypes import JsonObject
 from agent.kube.resources import NODES
 from agent.kube.timestamps import rfc3339
 from agent.node.kernel import read_boot_id

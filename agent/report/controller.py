@@ -29,10 +29,11 @@ from typing import Protocol
 import structlog
 
 from agent import __version__
+from agent.clock import Clock
 from agent.config.report import ReportConfig
-from agent.kube.api import JsonObject
 from agent.kube.backoff import Backoff, RetryPolicy
 from agent.kube.errors import KubeError
+from agent.kube.jsontypes import JsonObject
 from agent.kube.reportwriter import NodeReportWriter
 from agent.node.reportrecord import ReportRecord, save_report_record
 from agent.report.document import Capacity, Identity, board_sections, build_status, state_key
@@ -40,7 +41,6 @@ from agent.report.metrics import ReportMetrics
 from agent.report.policy import Observed, Published, WritePolicy, WriteReason
 from agent.report.sampling import NodeSampler, UsageSource
 from agent.report.usage import UsageTracker
-from agent.runtime.clock import Clock
 from agent.runtime.context import AgentContext
 from agent.runtime.status import StatusBoard
 from agent.runtime.supervisor import RootTask

@@ -1,1 +1,4 @@
-"""Process plumbing shared by both entrypoints: clocks, supervised root tasks, wiring context."""
+"""Process plumbing shared by both entrypoints: supervised root tasks, wiring context.
+
+The clock every layer injects is ``agent.clock`` (plumbing, so adapters may import it too).
+"""

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
+from agent.clock import Clock
 from agent.config import AgentConfig
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
@@ -18,7 +19,6 @@ from agent.kube.nodestate import NodeState
 from agent.kube.patches import NodePatcher
 from agent.node.facts import NodeFacts
 from agent.node.paths import HostPaths
-from agent.runtime.clock import Clock
 from agent.runtime.status import StatusBoard
 from agent.telemetry.health import Health
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import structlog
 
+from agent.clock import Clock, SystemClock, first_done
 from agent.retrying import Backoff, RetryPolicy
-from agent.runtime.clock import Clock, SystemClock
 from agent.telemetry.health import Health
 
 _log = structlog.get_logger(subsystem="supervisor")
@@ -97,12 +97,11 @@ class Supervisor:
         self._fatal = asyncio.get_running_loop().create_future()
         for task in self._tasks:
             self._running[task.name] = asyncio.create_task(self._guard(task), name=task.name)
-        stopper: asyncio.Future[object] = asyncio.ensure_future(stop.wait())
-        fatal: asyncio.Future[object] = self._fatal  # type: ignore[assignment]
         try:
-            await asyncio.wait({stopper, fatal}, return_when=asyncio.FIRST_COMPLETED)
+            # ``_fatal`` is ours, only watched (its result is read below); the stop waiter
+            # is the race's own, cancelled however the race ends, our cancel included.
+            await first_done(stop.wait(), self._fatal)
         finally:
-            stopper.cancel()
             await self.shutdown()
         if self._fatal.done():
             raise FatalTaskError(f"critical task {self._fatal.result()} kept failing")

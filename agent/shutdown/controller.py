@@ -32,12 +32,12 @@ from typing import Literal
 
 import structlog
 
+from agent.clock import Clock
 from agent.config import AgentConfig
 from agent.kube.events import ObjectRef
 from agent.logind.session import BusConnected, LogindEvent, LogindOwnerChanged, PrepareForShutdown
 from agent.node.kernel import read_boot_id
 from agent.node.paths import HostPaths
-from agent.runtime.clock import Clock
 from agent.runtime.context import AgentContext, KubeContext
 from agent.runtime.status import StatusBoard
 from agent.runtime.supervisor import RootTask

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import structlog
 
+from agent.clock import Clock
 from agent.config.shutdown import ShutdownOptions
 from agent.logind.dropin import scan_dropins
 from agent.logind.dropin_order import Override, overriding_dropins
@@ -38,7 +39,6 @@ from agent.logind.session import (
     LogindSession,
 )
 from agent.node.paths import HostPaths
-from agent.runtime.clock import Clock
 from agent.shutdown.delay import DelayOutcome, ensure_inhibit_delay
 from agent.shutdown.metrics import ShutdownMetrics
 from agent.telemetry.health import Health

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 
+from agent.clock import SystemClock, sleep_or_done
 from agent.logind.session import LogindEvent, LogindSession
 
 
@@ -46,8 +47,10 @@ class SessionListener:
         self._check(task)
         getter = asyncio.ensure_future(self.session.events.get())
         try:
-            # asyncio.wait neither cancels what it waits for nor swallows our cancellation.
-            await asyncio.wait({getter, task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            # Both are futures of ours, so the race only watches them: it never cancels the
+            # session task, nor swallows our cancellation. Real time, as the periodic lock
+            # check always ran on.
+            await sleep_or_done(SystemClock(), timeout, getter, task)
         finally:
             if not getter.done():
                 getter.cancel()  # Queue.get leaves the item queued when cancelled

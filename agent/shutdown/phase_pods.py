@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import structlog
 
+from agent.clock import first_done
 from agent.kube.nodestate import NodeState
 from agent.shutdown.phases import PodTarget
 from agent.shutdown.terminate import Outcome, PodApi, Spawn, evict_pod, mark_then_delete
@@ -80,13 +81,11 @@ class PhasePods:
             if remaining <= 0:
                 return False
             self._progress.clear()
-            changed = asyncio.ensure_future(state.wait_changed(state.version, timeout=remaining))
-            progressed = asyncio.ensure_future(self._progress.wait())
-            try:
-                await asyncio.wait({changed, progressed}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                changed.cancel()
-                progressed.cancel()
+            # Both waits are coroutines, so the race's own tasks, cancelled whichever wins;
+            # the timer is NodeState's (real time, bounded by ``remaining``).
+            await first_done(
+                state.wait_changed(state.version, timeout=remaining), self._progress.wait()
+            )
         return True
 
     def results(self) -> list[str]:

@@ -46,12 +46,12 @@ from typing import Literal
 
 import structlog
 
+from agent.clock import Clock, SystemClock, sleep_or_done
 from agent.config.shutdown import PriorityBucket
 from agent.kube.backoff import Backoff, retry_async
 from agent.kube.errors import KubeError
 from agent.kube.events import EventRecorder, ObjectRef
 from agent.kube.nodestate import NodeState
-from agent.runtime.clock import Clock
 from agent.shutdown.deadlines import Deadlines
 from agent.shutdown.metrics import ShutdownMetrics
 from agent.shutdown.phase_pods import PhasePods
@@ -223,9 +223,10 @@ class ShutdownRun:
     async def _persist_first(self) -> None:
         """Put the record on disk before any pod is touched, waiting a bounded time."""
         write = self.store.save_soon(self.record)
-        # asyncio.wait, not a timeout: the write must go on (see ``save_soon``).
-        done, _ = await asyncio.wait({write}, timeout=FIRST_SAVE_SECONDS)
-        if not done:
+        # Watched, not under a timeout: the write must go on (see ``save_soon``), and the
+        # race never cancels a task it was handed. Real time, as before.
+        await sleep_or_done(SystemClock(), FIRST_SAVE_SECONDS, write)
+        if not write.done():
             _log.warning(
                 "the shutdown state file is slow to write; the phases start without it",
                 waited_seconds=FIRST_SAVE_SECONDS,

@@ -24,15 +24,15 @@ agent degraded), and the next success clears it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 
 import structlog
 
 from agent import DOMAIN
-from agent.kube.api import JsonObject
+from agent.clock import SystemClock, sleep_or_set
 from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.errors import KubeError, NotFound
+from agent.kube.jsontypes import JsonObject
 from agent.kube.patches import NodePatcher, Op, Taint, taint_ops
 
 SHUTTING_DOWN = Taint(key=f"{DOMAIN}/shutting-down", effect="NoSchedule")
@@ -126,9 +126,9 @@ class TaintKeeper:
                     self._report(f"cannot {what} ({failures} attempts): {error}")
                 _log.warning("node taint not written yet; retrying", what=what, error=str(error))
                 node = None
-                with contextlib.suppress(TimeoutError):  # a newer wish cuts the backoff short
-                    async with asyncio.timeout(wait):
-                        await superseded.wait()
+                # A newer wish cuts the backoff short. Real time, as before: the injected
+                # ``monotonic`` only measures the deadline.
+                await sleep_or_set(SystemClock(), wait, superseded)
                 continue
             if superseded.is_set():
                 break  # overtaken while the write was in flight; the newer wish decides

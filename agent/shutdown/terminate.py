@@ -25,9 +25,10 @@ from typing import Any, Protocol
 
 import structlog
 
-from agent.kube.api import JsonObject
+from agent.clock import SystemClock, sleep_or_done
 from agent.kube.backoff import Backoff, retry_async
 from agent.kube.errors import RETRYABLE, Conflict, KubeError, NotFound
+from agent.kube.jsontypes import JsonObject
 from agent.kube.resources import PODS, Resource
 from agent.kube.timestamps import rfc3339
 from agent.shutdown.phases import PodTarget
@@ -239,7 +240,9 @@ async def mark_then_delete(
     )
     head_start = min(head_start, deadline - monotonic())
     if head_start > 0:
-        await asyncio.wait({marking}, timeout=head_start)
+        # The mark is only watched: the race never cancels a task it was handed. Real
+        # time, as before (``monotonic`` only measures the deadline).
+        await sleep_or_done(SystemClock(), head_start, marking)
     return await delete_pod(kube, target, deadline=deadline, monotonic=monotonic, backoff=backoff)
 
 

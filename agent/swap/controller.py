@@ -13,8 +13,9 @@ One cycle:
    ``NodeSummary.enforce_refusal``);
 4. keep the Node's swap label, capacity annotation and opt-in taint current (guarded
    patch, owned keys only), post kubelet's ``PossibleMemoryBackedVolumesOnDisk`` once;
-5. on the timer's cycle, apply the opt-in system.slice settings and the eviction-threshold
-   check (they depend on no pod).
+5. on the timer's cycle, hand the node sample to the swap guide's practice
+   (``agent.swap.practice``: the opt-in system.slice settings and the eviction-threshold
+   check, which depend on no pod).
 
 Concurrency: everything runs on the loop except file walks and writes, which go to a
 worker thread and hand back plain values. Scrapes read ``report`` and ``stats`` from HTTP
@@ -31,29 +32,23 @@ import asyncio
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Protocol
 
 import structlog
 
+from agent.clock import Clock, sleep_or_set
 from agent.config.swap import MemorySwapConfig
-from agent.kube.api import JsonObject
 from agent.kube.errors import KubeError
 from agent.kube.events import ObjectRef
+from agent.kube.jsontypes import JsonObject
 from agent.kube.reflector import Listener
 from agent.node.cgroupfiles import CgroupPathError
 from agent.node.facts import NodeFacts
-from agent.node.kernel import read_min_free_kbytes
-from agent.node.kubeletconfig import (
-    KubeletConfigError,
-    KubeletEvictionSettings,
-    read_kubelet_eviction,
-)
+from agent.node.kubeletconfig import KubeletEvictionSettings
 from agent.node.kubepods import KubepodsScan, KubepodsTree
 from agent.node.memory import MemoryFacts, read_memory
 from agent.node.paths import HostPaths
-from agent.node.systemslice import SliceChange, SystemSlice, swap_disks
-from agent.runtime.clock import Clock
+from agent.node.systemslice import SystemSlice
 from agent.runtime.context import AgentContext, KubeContext
 from agent.runtime.status import StatusBoard
 from agent.runtime.supervisor import RootTask
@@ -66,11 +61,11 @@ from agent.swap.audit import (
     enforce_plan,
 )
 from agent.swap.collector import AuditStats, SwapAuditCollector
-from agent.swap.eviction import check_eviction_threshold
 from agent.swap.incremental import affected_uids, update_report
 from agent.swap.labels import swap_node_builder
 from agent.swap.limits import KUBELET_CALC_ERROR
 from agent.swap.pods import PodView
+from agent.swap.practice import SwapPractice
 from agent.swap.published import published
 from agent.swap.summary import (
     NOSWAP_EVENT_MESSAGE,
@@ -152,10 +147,6 @@ class SwapController:
         self.tree: CgroupTree = tree or KubepodsTree(
             mount, driver=config.cgroup_driver, cgroup_root=config.cgroup_root
         )
-        self.system_slice = system_slice or SystemSlice(mount)
-        self.read_kubelet_config = read_kubelet_config or (
-            lambda: read_kubelet_eviction(Path(config.kubelet_config_path))
-        )
         self.health = health
         self.page_size = page_size or os.sysconf("SC_PAGE_SIZE")
         self.debounce = debounce
@@ -170,6 +161,13 @@ class SwapController:
         self._refusal: str | None = None
         self._last_full: float | None = None
         self._full_due = True
+        self.practice = SwapPractice(
+            config=config,
+            paths=paths,
+            warn_once=self._warn_once,
+            system_slice=system_slice,
+            read_kubelet_config=read_kubelet_config,
+        )
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -201,14 +199,9 @@ class SwapController:
 
     async def _wait_for_next(self) -> bool:
         """Wait for pod changes or the timer; ``True`` when the next audit is a full one."""
-        poked = asyncio.ensure_future(self._poke.wait())
-        timer = asyncio.ensure_future(self.clock.sleep(self._full_audit_in()))
-        try:
-            await asyncio.wait({poked, timer}, return_when=asyncio.FIRST_COMPLETED)
-            full = timer.done()
-        finally:
-            poked.cancel()
-            timer.cancel()
+        poked = await sleep_or_set(self.clock, self._full_audit_in(), self._poke)
+        # The timer ran out (or ran out as the poke came): the full audit is due.
+        full = not poked or self._full_audit_in() <= 0
         if not full and self._poke.is_set():
             await self.clock.sleep(self.debounce)
         return full or self._full_audit_in() <= 0
@@ -325,7 +318,9 @@ class SwapController:
         await self._node_level(report)
         await self._pod_events(drifted, results)
         if sample.pod_uids is None:
-            await self._good_practice(report, sample)
+            await self.practice.apply(report.summary, sample.memory)
+            # Into the stats scrapes read: one assignment, as every change of them.
+            self.stats = replace(self.stats, eviction_warning=self.practice.eviction_warning)
         return report
 
     def _may_enforce(self, report: AuditReport) -> bool:
@@ -480,78 +475,6 @@ class SwapController:
                 message,
                 min_interval=self.config.pod_drift_event_interval,
             )
-
-    # -- the swap guide's good practice -------------------------------------------------
-
-    async def _good_practice(self, report: AuditReport, sample: Sample) -> None:
-        config = self.config
-        if config.system_slice_no_swap or config.system_slice_io_latency > 0:
-            if not report.summary.node.cgroup_v2:
-                self._warn_once(
-                    "slice-v1",
-                    "system.slice settings need cgroup v2; skipped",
-                    cgroup_mode=report.summary.cgroup_mode,
-                )
-            else:
-                await self._system_slice(sample)
-        if config.check_eviction_threshold:
-            await self._eviction_check(report)
-
-    async def _system_slice(self, sample: Sample) -> None:
-        config = self.config
-        changes: list[SliceChange] = []
-        problems: list[str] = []
-
-        def apply() -> None:
-            if config.system_slice_no_swap:
-                try:
-                    if change := self.system_slice.ensure_no_swap():
-                        changes.append(change)
-                except (CgroupPathError, OSError) as error:
-                    problems.append(f"memory.swap.max: {error}")
-            if config.system_slice_io_latency > 0:
-                target = max(1, round(config.system_slice_io_latency * 1_000_000))
-                devices = config.system_slice_io_latency_devices
-                if not devices:
-                    disks = swap_disks(self.paths, sample.memory.swap_devices)
-                    devices = disks.devices
-                    problems.extend(f"io.latency: skipped {reason}" for reason in disks.skipped)
-                for device in devices:
-                    try:
-                        if change := self.system_slice.ensure_io_latency(device, target):
-                            changes.append(change)
-                    except (CgroupPathError, OSError, ValueError) as error:
-                        problems.append(f"io.latency {device}: {error}")
-
-        await asyncio.to_thread(apply)
-        for change in changes:
-            _log.info(
-                "system.slice updated", file=change.file, before=change.before, after=change.after
-            )
-        for problem in problems:
-            self._warn_once(f"slice:{problem}", "system.slice setting not applied", detail=problem)
-
-    async def _eviction_check(self, report: AuditReport) -> None:
-        def read() -> tuple[KubeletEvictionSettings, int | None]:
-            return self.read_kubelet_config(), read_min_free_kbytes(self.paths)
-
-        try:
-            settings, min_free_kbytes = await asyncio.to_thread(read)
-        except KubeletConfigError as error:
-            self._warn_once(f"kubeletconfig:{error}", "eviction check skipped", error=str(error))
-            return
-        check = check_eviction_threshold(
-            settings,
-            memory_capacity=report.summary.node.memory_total_bytes,
-            min_free_kbytes=min_free_kbytes,
-            swap_on=report.summary.swap_on,
-        )
-        was = self.stats.eviction_warning
-        self.stats = replace(self.stats, eviction_warning=check.warning is not None)
-        if check.warning is not None:
-            self._warn_once(f"eviction:{check.warning}", check.warning)
-        elif was:
-            _log.info("eviction threshold below vm.min_free_kbytes now", detail=check.detail)
 
 
 def root_tasks(ctx: AgentContext) -> list[RootTask]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agent import DOMAIN
-from agent.kube.api import JsonObject
+from agent.kube.jsontypes import JsonObject
 from agent.kube.patches import Op, Taint, metadata_map_ops, taint_ops
 
 SWAP_LABEL = f"{DOMAIN}/swap"

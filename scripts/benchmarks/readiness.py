@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, f
 from prometheus_client import CollectorRegistry
 from results import Results, add_output_argument  # beside this script
 
+from agent.clock import SystemClock
 from agent.config import AgentConfig, parse_document
 from agent.daemon import assemble, build_cluster
 from agent.kube.api import KubeApi
@@ -54,7 +55,6 @@ from agent.readiness import node_writes
 from agent.readiness.checks import assess
 from agent.readiness.controller import root_tasks
 from agent.readiness.gate import GateState, GateView, decide
-from agent.runtime.clock import SystemClock
 from agent.runtime.context import AgentContext
 from agent.telemetry.health import Health
 from agent.telemetry.logs import configure_logging

@@ -59,13 +59,13 @@ from dbus_fast.aio import MessageBus
 from prometheus_client import CollectorRegistry
 from results import Results, add_output_argument  # beside this script
 
+from agent.clock import SystemClock
 from agent.config import AgentConfig, parse_document
 from agent.daemon import build_cluster
 from agent.kube.api import KubeApi
 from agent.kube.connection import connect
 from agent.kube.resources import PODS
 from agent.node.paths import HostPaths
-from agent.runtime.clock import SystemClock
 from agent.runtime.context import KubeContext
 from agent.shutdown.controller import ShutdownController
 from agent.shutdown.metrics import ShutdownMetrics

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
+from agent.clock import SystemClock
 from agent.config import AgentConfig
 from agent.daemon import Capability, assemble
 from agent.node.facts import NodeFacts
 from agent.node.paths import HostPaths
-from agent.runtime.clock import SystemClock
 from agent.runtime.context import AgentContext, KubeContext
 from agent.telemetry.health import Health
 from tests.harness.fake_apiserver import FakeApiServer

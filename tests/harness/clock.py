@@ -1,6 +1,6 @@
 """A hand-driven clock for tests: time moves only when the test says so.
 
-It satisfies ``agent.runtime.clock.Clock``, so a controller, the leader elector or the
+It satisfies ``agent.clock.Clock``, so a controller, the leader elector or the
 supervisor can be driven step by step with no real sleeps: ``sleep`` returns only once
 ``advance`` has moved monotonic time past its end. ``SkewedClock`` is another host's view of
 the same time (the same monotonic clock, a wall clock off by some seconds).

@@ -38,7 +38,8 @@ from agent.descheduler.model.cluster import (
     NodeUsage,
     PodInfo,
 )
-from agent.kube.api import Decode, JsonObject, KubeApi
+from agent.kube.api import KubeApi
+from agent.kube.jsontypes import Decode, JsonObject
 from agent.kube.reflector import ProjectingReflector
 from agent.kube.resources import (
     NAMESPACES,

@@ -40,6 +40,7 @@ from typing import TextIO
 import structlog
 from prometheus_client import CollectorRegistry
 
+from agent.clock import Clock, SystemClock
 from agent.descheduler.cache.state import ClusterState, UsageSource, projections
 from agent.descheduler.core.policy import DeschedulerPolicy
 from agent.descheduler.live.budgetwatch import BudgetWatch
@@ -60,11 +61,11 @@ from agent.kube.evictionmemory import (
     LeaseAnnotationMemory,
     RecentEvictionsMemory,
 )
-from agent.kube.leaderelection import KubeLeaseApi, LeaderElector
+from agent.kube.leaderelection import LeaderElector
+from agent.kube.lease import KubeLeaseApi
 from agent.kube.nodereports import NodeReportCache
 from agent.kube.ownedtaints import OwnedTaints
 from agent.kube.ratelimit import TokenBucket
-from agent.runtime.clock import Clock, SystemClock
 from agent.runtime.supervisor import STAGE_CONTROLLER, STAGE_WATCH, RootTask, Supervisor
 from agent.runtime.watches import watch_task
 from agent.telemetry.health import Health

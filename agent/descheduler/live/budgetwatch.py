@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from agent.clock import Clock, sleep_or_set
 from agent.descheduler.model.cluster import DisruptionBudget
-from agent.runtime.clock import Clock, sleep_or_set
 
 Lookup = Callable[[str], DisruptionBudget | None]
 """``namespace/name`` -> the cached budget, ``None`` when there is none."""

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from agent.clock import sleep_or_set
 from agent.descheduler.live.budgetwatch import BudgetWatch
 from agent.descheduler.live.metrics import (
     RESULT_BLOCKED_BY_PDB,
@@ -50,7 +51,6 @@ from agent.kube.client import AsyncKube
 from agent.kube.errors import KubeError, NotFound, TooManyRequests, Unavailable
 from agent.kube.events import EventBroadcaster, ObjectRef
 from agent.kube.ratelimit import TokenBucket
-from agent.runtime.clock import sleep_or_set
 
 DEFAULT_CONCURRENCY = 8
 DESCHEDULED = "Descheduled"

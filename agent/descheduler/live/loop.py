@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
+from agent.clock import Clock, sleep_or_set
 from agent.descheduler.cache.state import ClusterState
 from agent.descheduler.live.options import RunOptions
 from agent.descheduler.live.runner import Descheduler, log_cycle
@@ -21,7 +22,6 @@ from agent.descheduler.live.triggers import CycleSchedule
 from agent.kube.errors import NotFound
 from agent.kube.leaderelection import LeaderElector
 from agent.kube.nodereports import NodeReportCache
-from agent.runtime.clock import Clock, sleep_or_set
 
 RESCUE_POLL_SECONDS = 1.0
 """How often an in-place rescue taint is checked against its add-on (in memory, no calls)."""

@@ -25,10 +25,10 @@ import structlog
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from agent.clock import Clock
 from agent.descheduler.cache.usage import Verdicts, judge_all
 from agent.descheduler.model.cluster import NodeInfo, NodeUsage
 from agent.kube.nodereports import NodeReportCache
-from agent.runtime.clock import Clock
 
 _log = structlog.get_logger(subsystem="descheduler.nodereports")
 

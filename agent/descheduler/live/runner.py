@@ -15,6 +15,7 @@ from typing import TextIO
 
 import structlog
 
+from agent.clock import Clock
 from agent.descheduler.cache.state import ClusterState
 from agent.descheduler.core.cycle import CycleOptions, run_cycle
 from agent.descheduler.core.policy import DeschedulerPolicy
@@ -32,7 +33,6 @@ from agent.kube.events import EventSink, ObjectRef
 from agent.kube.evictionmemory import EvictionsMemory
 from agent.kube.leaderelection import LeaderElector
 from agent.kube.taintownership import RESCUE_ANNOTATION
-from agent.runtime.clock import Clock
 
 CYCLE_FAILED = "DeschedulingFailed"
 """The reason of the Warning Event a cycle posts when a plugin or a profile failed."""

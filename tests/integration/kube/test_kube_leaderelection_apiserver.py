@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from agent.clock import SystemClock
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
 from agent.kube.connection import connect
 from agent.kube.errors import NotFound
 from agent.kube.evictionmemory import RecentEvictionsMemory
-from agent.kube.leaderelection import ElectionTiming, KubeLeaseApi, LeaderElector
+from agent.kube.leaderelection import ElectionTiming, LeaderElector
+from agent.kube.lease import KubeLeaseApi
 from agent.kube.resources import Resource
-from agent.runtime.clock import SystemClock
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.fake_apiserver.requestlog import RecordedRequest
 from tests.harness.waiting import wait_until

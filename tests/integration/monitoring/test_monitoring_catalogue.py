@@ -9,6 +9,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
+from agent.clock import SystemClock
 from agent.config import AgentConfig, parse_document
 from agent.daemon import assemble, build_cluster
 from agent.descheduler.core.policy import load_policy
@@ -19,7 +20,6 @@ from agent.kube.connection import connect
 from agent.node.facts import collect_node_facts
 from agent.node.metrics import NodeFactsCollector
 from agent.node.paths import HostPaths
-from agent.runtime.clock import SystemClock
 from agent.runtime.context import AgentContext
 from agent.telemetry.health import Health
 from agent.telemetry.metrics import new_registry

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from agent.clock import SystemClock
 from agent.config import AgentConfig, parse_document
 from agent.config.shutdown import ShutdownOptions
 from agent.daemon import build_cluster
 from agent.node.paths import HostPaths
-from agent.runtime.clock import SystemClock
 from agent.runtime.context import KubeContext
 from agent.shutdown.controller import ShutdownController
 from agent.shutdown.inhibitor import WHO

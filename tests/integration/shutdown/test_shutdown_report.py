@@ -10,11 +10,11 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from agent.clock import SystemClock
 from agent.kube.reportwriter import NodeReportWriter
 from agent.report.controller import ReportController
 from agent.report.metrics import ReportMetrics
 from agent.report.sampling import NodeSampler
-from agent.runtime.clock import SystemClock
 from agent.runtime.status import StatusBoard
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree

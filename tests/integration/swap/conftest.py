@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from agent.clock import SystemClock
 from agent.config import AgentConfig, parse_document
 from agent.daemon import build_cluster
 from agent.node.facts import NodeFacts, collect_node_facts
 from agent.node.filesystems import CGROUP2_SUPER_MAGIC
 from agent.node.metrics import NodeFactsCollector
 from agent.node.paths import HostPaths
-from agent.runtime.clock import SystemClock
 from agent.runtime.supervisor import RootTask
 from agent.swap.collector import SwapAuditCollector
 from agent.swap.controller import SwapController

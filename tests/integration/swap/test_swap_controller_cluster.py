@@ -11,9 +11,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
+from agent.clock import SystemClock
 from agent.config import AgentConfig, parse_document
 from agent.daemon import build_cluster
-from agent.runtime.clock import SystemClock
 from agent.runtime.context import AgentContext
 from agent.runtime.supervisor import Supervisor
 from agent.runtime.watches import watch_task

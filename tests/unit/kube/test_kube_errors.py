@@ -1,5 +1,7 @@
 """HTTP statuses map onto our own error classes, so callers retry by class."""
 
+import ssl
+
 import pytest
 
 from agent.kube.errors import (
@@ -13,6 +15,8 @@ from agent.kube.errors import (
     NotFound,
     TooManyRequests,
     Unavailable,
+    certificate_problem,
+    decode_error,
     error_for_status,
 )
 
@@ -100,3 +104,47 @@ def test_a_failed_guard_is_told_apart_from_other_422s(cause: str, failed_test: b
     error = error_for_status(422, _status_422(cause))
     assert isinstance(error, Invalid)
     assert error.failed_test("/metadata/resourceVersion") is failed_test
+
+
+@pytest.mark.parametrize(
+    ("data", "headers", "message", "retry_after"),
+    [
+        pytest.param(
+            b'{"kind":"Status","message":"slow down","reason":"TooManyRequests"}',
+            {"Retry-After": "3"},
+            "slow down",
+            3.0,
+            id="status-with-retry-after",
+        ),
+        pytest.param(b"<html>bad gateway</html>", {}, "<html>bad gateway</html>", None,
+                     id="not-json"),
+        pytest.param(b'["a list"]', None, "['a list']", None, id="not-an-object"),
+        pytest.param(b"", {"Retry-After": "soon"}, "HTTP 429", None, id="empty-and-bad-header"),
+    ],
+)  # fmt: skip
+def test_an_answer_is_decoded_into_our_error_whatever_its_body(
+    data: bytes, headers: dict[str, str] | None, message: str, retry_after: float | None
+) -> None:
+    """A 429's body and Retry-After become ``TooManyRequests``; a body that is no Status
+    still gives a message, and a Retry-After that is no number is none."""
+    error = decode_error(429, data, headers)
+    assert isinstance(error, TooManyRequests)
+    assert str(error) == message
+    assert error.retry_after == retry_after
+
+
+class _MaxRetryError(Exception):
+    """Like urllib3's: the cause is kept in ``reason``."""
+
+    def __init__(self, reason: BaseException) -> None:
+        super().__init__("max retries exceeded")
+        self.reason = reason
+
+
+def test_a_refused_certificate_is_found_however_deep_it_is_wrapped() -> None:
+    """The certificate problem is found through ``reason``, ``args[0]`` and ``__cause__``."""
+    refused = ssl.SSLCertVerificationError(1, "certificate verify failed: self-signed")
+    inner = OSError("connect failed")
+    inner.__cause__ = refused
+    assert certificate_problem(_MaxRetryError(RuntimeError(inner))) == str(refused)
+    assert certificate_problem(_MaxRetryError(RuntimeError(OSError("refused")))) is None

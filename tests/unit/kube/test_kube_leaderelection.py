@@ -10,6 +10,7 @@ import pytest
 
 from agent.kube.errors import LeadershipLost, Timeout, TooManyRequests, Unavailable
 from agent.kube.leaderelection import ElectionTiming, LeaderElector
+from agent.kube.leaseannotations import LeaderAnnotations
 from agent.kube.timestamps import parse_rfc3339
 from tests.harness.clock import HandClock, SkewedClock
 from tests.harness.leases import InMemoryLeases, settle
@@ -269,15 +270,15 @@ async def test_annotation_writes_need_leadership_and_survive_renews(
         await wait_until(leader.leading.is_set, "a leads")
         await wait_until(calls_of(leases, "b", "get"), "b tried")
         leases.faults["a"].before_replace.append(leases.bump)
-        await leader.write_annotation("kubelet-companion.io/x", "1")
+        await LeaderAnnotations(leader).write("kubelet-companion.io/x", "1")
         await tick(clock, 26)
         await wait_until(lambda: calls_of(leases, "a", "replace")() == 3, "a renewed")
         annotations = leases.objects["descheduler"]["metadata"]["annotations"]
         assert annotations == {"kubelet-companion.io/x": "1"}
         with pytest.raises(LeadershipLost):
-            await follower.write_annotation("kubelet-companion.io/x", "2")
+            await LeaderAnnotations(follower).write("kubelet-companion.io/x", "2")
         with pytest.raises(ValueError, match="not ours"):
-            await leader.write_annotation("example.com/x", "2")
+            await LeaderAnnotations(leader).write("example.com/x", "2")
 
 
 async def test_a_deposed_leader_cannot_write_an_annotation(
@@ -289,7 +290,7 @@ async def test_a_deposed_leader_cannot_write_an_annotation(
         await wait_until(leader.leading.is_set, "a leads")
         leases.faults["a"].before_replace.append(lambda: leases.take_over("z"))
         with pytest.raises(LeadershipLost):
-            await leader.write_annotation("kubelet-companion.io/x", "1")
+            await LeaderAnnotations(leader).write("kubelet-companion.io/x", "1")
         assert "annotations" not in leases.objects["descheduler"]["metadata"]
 
 

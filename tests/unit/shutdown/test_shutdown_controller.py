@@ -17,11 +17,11 @@ import pytest
 import structlog
 from prometheus_client import CollectorRegistry
 
+from agent.clock import SystemClock
 from agent.config import AgentConfig, parse_document
 from agent.kube.events import ObjectRef
 from agent.logind.session import PrepareForShutdown
 from agent.node.paths import HostPaths
-from agent.runtime.clock import SystemClock
 from agent.shutdown.controller import ShutdownController
 from agent.shutdown.metrics import ShutdownMetrics
 from agent.shutdown.run import ClusterAccess

@@ -11,9 +11,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from agent.clock import SystemClock
 from agent.config.shutdown import PriorityBucket
 from agent.kube.events import ObjectRef
-from agent.runtime.clock import SystemClock
 from agent.shutdown.deadlines import Deadlines
 from agent.shutdown.metrics import ShutdownMetrics
 from agent.shutdown.record import ShutdownRecord, begin_record

@@ -70,8 +70,15 @@ async def sleep_or_done(clock: Clock, seconds: float | None, *waits: Awaitable[o
     """Sleep ``seconds`` on ``clock`` (``None``: no timer) unless one of ``waits`` is done
     first. The timer is ours; the ``waits`` are owned as ``first_done`` says, so the caller
     tells what happened from its own futures (``done()``) or state."""
-    timer = [clock.sleep(seconds)] if seconds is not None else []
+    # The timer runs from now, not from when its task first runs: a task starts a loop turn
+    # later, and a clock moved meanwhile (a test's hand clock, a slow loop) would otherwise
+    # push the deadline out by that much.
+    timer = [_sleep_until(clock, clock.monotonic() + seconds)] if seconds is not None else []
     await first_done(*waits, *timer)
+
+
+async def _sleep_until(clock: Clock, deadline: float) -> None:
+    await clock.sleep(max(0.0, deadline - clock.monotonic()))
 
 
 async def sleep_or_set(clock: Clock, seconds: float | None, *events: asyncio.Event) -> bool:

@@ -130,3 +130,15 @@ async def test_cancelling_the_caller_leaves_nothing_of_the_race_but_the_callers_
     assert not _others()
     assert not mine.cancelled()
     mine.cancel()
+
+
+async def test_the_timer_runs_from_the_call_not_from_when_its_task_starts() -> None:
+    """Time that passes between the call and the timer task's first step counts: a clock
+    moved by the full wait before the race got to run ends it at once, instead of the
+    deadline moving out by that much (a cycle loop on a test's clock waited forever)."""
+    clock = HandClock()
+    event = asyncio.Event()
+    race = asyncio.ensure_future(sleep_or_set(clock, 60, event))
+    await asyncio.sleep(0)  # the race has started; its timer task has not run yet
+    clock.advance(60)
+    assert await asyncio.wait_for(race, 5) is False

@@ -7,6 +7,10 @@ import pytest
 
 from tests.harness.cli import run_cli
 
+# The host's swap is one for every test process: tests that switch a swap file on, or
+# compare what they read with /proc/swaps, run one after another on one xdist worker.
+pytestmark = pytest.mark.xdist_group("host-swap")
+
 
 def test_bad_config_exits_2_and_names_all_four_problems(tmp_path: Path) -> None:
     """Three bad fields and one unknown key: exit 2, each named with its path."""

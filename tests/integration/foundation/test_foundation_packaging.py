@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
+from tests.harness.wheel import build_wheel
 
 
 def test_a_fresh_wheel_build_prints_no_deprecation_warning(tmp_path: Path) -> None:
@@ -18,21 +15,10 @@ def test_a_fresh_wheel_build_prints_no_deprecation_warning(tmp_path: Path) -> No
     pytest.importorskip(
         "setuptools", minversion="77", reason="the test extras bring setuptools>=77"
     )
-    source = tmp_path / "src"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, source / name)
-    shutil.copytree(REPO / "agent", source / "agent", ignore=shutil.ignore_patterns("__pycache__"))
-    result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-         "-v", "-w", str(tmp_path / "dist"), str(source)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output
+    wheel, output = build_wheel(tmp_path, verbose=True)
+    assert wheel is not None, output
     assert "Deprecation" not in output, output
     assert "deprecated" not in output.lower(), output
-    (wheel,) = (tmp_path / "dist").glob("kubelet_companion-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         (metadata_name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
         metadata = archive.read(metadata_name).decode()

@@ -12,6 +12,10 @@ from agent.node.tmpfs import probe_noswap_mount
 from tests.harness.cli import run_cli
 from tests.harness.swapfile import SwapFile
 
+# The host's swap is one for every test process: tests that switch a swap file on, or
+# compare what they read with /proc/swaps, run one after another on one xdist worker.
+pytestmark = pytest.mark.xdist_group("host-swap")
+
 
 def test_swap_facts_match_the_real_swap_file(swap_file: SwapFile) -> None:
     """With the swap file on, /proc/swaps and our facts agree on device and size."""

@@ -36,8 +36,11 @@ from tests.harness.fake_apiserver import FakeApiServer, manifests
 from tests.harness.nodereport import register_crd
 from tests.harness.tls import self_signed_certificate
 from tests.harness.tokens import service_account_token
+from tests.harness.wheel import build_wheel
 
 REPO = Path(__file__).resolve().parents[3]
+# One staged install (a venv: the slow part) serves the module: its tests share a worker.
+pytestmark = pytest.mark.xdist_group("install-staged")
 INSTALL = REPO / "scripts" / "install-systemd"
 UNINSTALL = REPO / "scripts" / "uninstall-systemd"
 UNIT = Path("etc/systemd/system/kubelet-companion.service")
@@ -71,14 +74,8 @@ def _install(root: Path, wheel: Path, *extra: str) -> subprocess.CompletedProces
 def staged(tmp_path_factory: pytest.TempPathFactory) -> Staged:
     """One staged install, shared: creating a venv is the slow part."""
     pytest.importorskip("setuptools", minversion="77", reason="the test extras build the wheel")
-    dist = tmp_path_factory.mktemp("dist")
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-         "-q", "-w", str(dist), str(REPO)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert built.returncode == 0, built.stdout + built.stderr
-    (wheel,) = dist.glob("kubelet_companion-*.whl")
+    wheel, output = build_wheel(tmp_path_factory.mktemp("wheel"))
+    assert wheel is not None, output
     root = tmp_path_factory.mktemp("stage")
     result = _install(root, wheel)
     assert result.returncode == 0, result.stdout + result.stderr

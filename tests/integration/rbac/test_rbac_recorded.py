@@ -28,10 +28,11 @@ from tests.harness.kustomize import (
     render,
 )
 from tests.harness.rbac.authorizer import Grant, grants_for, not_allowed, unused
-from tests.harness.rbac.recorder import SESSION
+from tests.harness.rbac.plugin import recorded
 from tests.harness.rbac.requestinfo import RequestAttributes
 
-pytestmark = pytest.mark.rbac_proof
+# Under xdist a proof waits for every other worker's tests (tests.harness.rbac.plugin).
+pytestmark = [pytest.mark.rbac_proof, pytest.mark.timeout(1500)]
 
 ACCOUNTS: dict[Component, str] = {AGENT: AGENT_ACCOUNT, DESCHEDULER: DESCHEDULER_ACCOUNT}
 
@@ -60,10 +61,11 @@ def _as_installed(request: RequestAttributes) -> RequestAttributes:
 
 
 def _sent(component: Component) -> dict[RequestAttributes, str]:
-    sent = SESSION.requests(component)
+    session = recorded()
+    sent = session.requests(component)
     if not sent:
         # After the whole suite, silence means the component lost its User-Agent.
-        assert SESSION.incomplete, f"the whole suite ran, yet no request came from {component}"
+        assert session.incomplete, f"the whole suite ran, yet no request came from {component}"
         pytest.skip(
             f"no request from the {component} was recorded in this session: run the "
             "integration suite (tests/integration) with this test to prove its RBAC"
@@ -87,10 +89,11 @@ def _needed_but_unused(component: Component, grants: list[Grant]) -> list[Grant]
 
 
 def _require_whole_suite() -> None:
-    if SESSION.incomplete:
+    incomplete = recorded().incomplete
+    if incomplete:
         pytest.skip(
             "this session did not run the whole integration suite, so an unused permission "
-            f"proves nothing ({len(SESSION.incomplete)} gaps, e.g. {SESSION.incomplete[0]})"
+            f"proves nothing ({len(incomplete)} gaps, e.g. {incomplete[0]})"
         )
 
 
@@ -126,7 +129,7 @@ def test_every_granted_permission_was_needed(component: Component) -> None:
     assert not extra, "\n".join(
         [f"{component}: granted, but no recorded request needed it:"]
         + [f"  {grant}" for grant in extra]
-        + [f"  (integration tests not passed: {', '.join(SESSION.not_passed) or 'none'})"]
+        + [f"  (integration tests not passed: {', '.join(recorded().not_passed) or 'none'})"]
         + [f"  recorded: {line}" for line in _summary(sent)]
     )
 

@@ -26,6 +26,10 @@ from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.swapfile import SwapFile
 from tests.integration.swap.conftest import NODE, RealNode, StartSwapAgent
 
+# The host's swap is one for every test process: tests that switch a swap file on, or
+# compare what they read with /proc/swaps, run one after another on one xdist worker.
+pytestmark = pytest.mark.xdist_group("host-swap")
+
 
 def meminfo_swap() -> tuple[int, int]:
     """(SwapTotal, SwapTotal - SwapFree) in bytes, straight from /proc/meminfo."""

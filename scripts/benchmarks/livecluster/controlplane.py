@@ -230,6 +230,9 @@ class ControlPlane:
                 f"--service-account-key-file={key}",
                 f"--service-account-signing-key-file={key}",
                 "--service-cluster-ip-range=10.0.0.0/24",
+                # The "kubernetes" Service's endpoint would be the advertise address, and a
+                # loopback one is refused every 10 s: nothing in the cluster needs it.
+                "--endpoint-reconciler-type=none",
                 "--max-requests-inflight=2000",
                 "--max-mutating-requests-inflight=1000",
                 "--profiling=false",

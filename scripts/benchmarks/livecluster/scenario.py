@@ -17,7 +17,8 @@
 
 Pod names are random after every reset, so each run plans on its own snapshot. Everything a
 run saw stays in its directory: the descheduler's and the stand-in's logs, samples.jsonl,
-deletions.jsonl, the snapshot, the plan and run.json (the figures).
+deletions.jsonl, replacements.jsonl (each eviction with its replacement and the node that
+got it), the snapshot, the plan, plan_outcome.json and run.json (the figures).
 """
 
 from __future__ import annotations
@@ -443,6 +444,19 @@ class Run:
             out.writelines(json.dumps(asdict(d)) + "\n" for d in deletions)
         evictions = [d for d in deletions if d.t <= stopped_at + 1]
         matched = measures.match_replacements(evictions, creations)
+        with (self.directory / "replacements.jsonl").open("w", encoding="utf-8") as out:
+            out.writelines(
+                json.dumps(
+                    {
+                        **asdict(d),
+                        "replacement": matched[d.uid].pod if d.uid in matched else None,
+                        "created_s": matched[d.uid].t if d.uid in matched else None,
+                        "bound_to": bound.get(matched[d.uid].uid) if d.uid in matched else None,
+                    }
+                )
+                + "\n"
+                for d in evictions
+            )
         watched = "under_occupied" if self.scenario.compacts else "over"
         balanced = measures.first_time([(s.t, getattr(s.spread, watched)) for s in trail])
         result: dict[str, Any] = {

@@ -131,11 +131,11 @@ def pick(runs: Sequence[Record], get: Callable[[Record], float | None]) -> list[
 
 
 def describe(values: Sequence[float], unit: str = "") -> str:
-    """``median unit`` with the spread when there is more than one run; ``—`` for none."""
+    """``median unit`` with the spread when the runs differ; ``—`` for none."""
     if not values:
         return "—"
     text = f"{_num(statistics.median(values))}{unit}"
-    if len(values) > 1:
+    if min(values) != max(values):
         text += f" ({_num(min(values))}-{_num(max(values))})"
     return text
 

@@ -28,6 +28,7 @@ ORDER = (
     "report",
     "kube_json",
     "descheduler",
+    "live",
 )
 PLACEHOLDER = "{figures}"
 TITLES = {
@@ -39,6 +40,7 @@ TITLES = {
     "report": "NodeReport",
     "kube_json": "Raw JSON versus typed models",
     "descheduler": "Central descheduler",
+    "live": "Live loop on a real control plane",
 }
 """Headings of benchmarks with no results yet (a result carries its own title)."""
 

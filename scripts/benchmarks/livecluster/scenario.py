@@ -1,0 +1,559 @@
+"""One run of a scenario: an empty cluster laid out imbalanced, a plan, a descheduler, figures.
+
+1. The control plane is reset; the kubelet stand-in brings up ``nodes`` nodes, all but the
+   first ``open_nodes`` cordoned.
+2. The seeded Deployments (``workload``) fill the open nodes to about ``fill`` of their cpu;
+   every pod must be Running, every Deployment whole and every budget's status current. A
+   compaction scenario then uncordons everything and adds a second, smaller set of
+   Deployments that the scheduler (scoring LeastAllocated) spreads thin over the empty nodes.
+3. Every node is uncordoned; the scheduler is switched to the scoring the run wants
+   (MostAllocated for compaction). A snapshot (a ``v1`` List of nodes, pods, budgets,
+   namespaces and priority classes, as kubectl prints it) is written and
+   ``kubelet-companion descheduler plan`` plans on it: the plan before the live run.
+4. The descheduler runs for ``duration`` seconds. Utilization is sampled every second (every
+   fifth sample is logged with each node's figure), every pod deletion and creation is
+   recorded with its node and owner. Then it is stopped (SIGTERM) and the cluster given up to
+   ``settle`` seconds to be whole again.
+
+Pod names are random after every reset, so each run plans on its own snapshot. Everything a
+run saw stays in its directory: the descheduler's and the stand-in's logs, samples.jsonl,
+deletions.jsonl, replacements.jsonl (each eviction with its replacement and the node that
+got it), the snapshot, the plan, plan_outcome.json and run.json (the figures).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from livecluster import measures, workload
+from livecluster.api import MERGE_PATCH, Api
+from livecluster.controlplane import ControlPlane
+from livecluster.nodes import node_name
+from livecluster.tracker import PodTracker
+
+HERE = Path(__file__).resolve().parent
+BENCHMARKS = HERE.parent
+NODE_CPU_MILLI = 8000
+LAST_WINDOW = 60.0
+SAME_NODE_WINDOW = 10.0
+SAMPLE_EVERY = 1.0
+LOG_EVERY = 5
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    nodes: int
+    open_nodes: int
+    deployments: int
+    seed: int
+    policy: Path
+    strategy: str
+    """``LowNodeUtilization`` (balance: time until no node is over ``high``) or
+    ``HighNodeUtilization`` (compact: time until no node under ``low`` holds a pod)."""
+    low: float
+    high: float
+    fill: float = 0.78
+    """cpu requests on the open nodes, as a share of their capacity."""
+    spread_deployments: int = 0
+    spread_fill: float = 0.0
+    """The second set's cpu, as a share of the nodes that were cordoned."""
+    scoring: str = "LeastAllocated"
+    """The scheduler's scoring while the descheduler runs."""
+    namespaces: int = 8
+
+    @property
+    def compacts(self) -> bool:
+        return self.strategy == "HighNodeUtilization"
+
+
+SCENARIOS = {
+    s.name: s
+    for s in (
+        Scenario(
+            "reference",
+            "reference: 40 nodes, 14 filled to 78 %, 12 Deployments, seed 7",
+            nodes=40,
+            open_nodes=14,
+            deployments=12,
+            seed=7,
+            policy=HERE / "policy-lnu-dup.yaml",
+            strategy="LowNodeUtilization",
+            low=20,
+            high=50,
+        ),
+        Scenario(
+            "wide",
+            "wide: 60 nodes, 20 filled to 78 %, 16 Deployments, seed 11",
+            nodes=60,
+            open_nodes=20,
+            deployments=16,
+            seed=11,
+            policy=HERE / "policy-lnu-dup.yaml",
+            strategy="LowNodeUtilization",
+            low=20,
+            high=50,
+        ),
+        Scenario(
+            "compact",
+            "compact: 30 nodes, 10 filled to 60 %, 20 at about 12 %, MostAllocated scheduler, "
+            "seed 5",
+            nodes=30,
+            open_nodes=10,
+            deployments=8,
+            seed=5,
+            policy=HERE / "policy-hnu.yaml",
+            strategy="HighNodeUtilization",
+            low=40,
+            high=100,
+            fill=0.60,
+            spread_deployments=5,
+            spread_fill=0.12,
+            scoring="MostAllocated",
+        ),
+    )
+}
+
+
+def log(*parts: object) -> None:
+    print(time.strftime("%H:%M:%S"), *parts, file=sys.stderr, flush=True)
+
+
+class SetupError(RuntimeError):
+    """The cluster could not be laid out: no figure comes from this run."""
+
+
+@dataclass
+class Sample:
+    t: float
+    spread: measures.Spread
+    percent: dict[str, float]
+    pending: int
+    terminating: int
+    evictions: int
+
+
+class Run:
+    def __init__(
+        self,
+        scenario: Scenario,
+        implementation: str,
+        *,
+        command: Callable[[Path, Path], list[str]],
+        plan_command: Callable[[Path, Path], list[str]] | None,
+        plane: ControlPlane,
+        directory: Path,
+        duration: float,
+        settle: float = 60.0,
+    ) -> None:
+        self.scenario = scenario
+        self.implementation = implementation
+        self.command = command
+        self.plan_command = plan_command
+        self.plane = plane
+        self.directory = directory
+        self.duration = duration
+        self.settle = settle
+        self.capacity = {node_name(i): NODE_CPU_MILLI for i in range(scenario.nodes)}
+        self.api: Api | None = None
+        self.tracker: PodTracker | None = None
+        self.kubelets: subprocess.Popen[bytes] | None = None
+
+    # -- set-up -----------------------------------------------------------------------------
+
+    def _start_kubelets(self) -> None:
+        s = self.scenario
+        log_file = (self.directory / "kubelets.log").open("wb")
+        self.kubelets = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "livecluster.nodes",
+                f"--server={self.plane.server}",
+                f"--token-file={self.plane.token_file}",
+                f"--ca-file={self.plane.ca_file}",
+                f"--nodes={s.nodes}",
+                f"--cordoned-from={s.open_nodes}",
+            ],
+            cwd=BENCHMARKS,
+            stdout=subprocess.PIPE,
+            stderr=log_file,
+            stdin=subprocess.DEVNULL,
+        )
+        log_file.close()
+        answer: list[bytes] = []
+        stdout = self.kubelets.stdout
+        reader = threading.Thread(
+            target=lambda: answer.append(stdout.readline() if stdout else b"")
+        )
+        reader.start()
+        reader.join(180)
+        if not answer or answer[0].strip() != b"ready":
+            raise SetupError(
+                f"the kubelet stand-in is not ready; see {self.directory}/kubelets.log"
+            )
+
+    def _create(self, deployments: list[workload.Deployment]) -> int:
+        api = self._api()
+        existing = {n["metadata"]["name"] for n in api.list_all("/api/v1/namespaces")[0]}
+        for namespace in sorted({d.namespace for d in deployments} - existing):
+            api.ok("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+            path = f"/api/v1/namespaces/{namespace}/serviceaccounts/default"
+            self._until(lambda p=path: api.request("GET", p)[0] == 200, 60, f"{path} exists")
+        for d in deployments:
+            api.ok(
+                "POST",
+                f"/apis/apps/v1/namespaces/{d.namespace}/deployments",
+                workload.deployment_body(d),
+            )
+            if d.budget:
+                api.ok(
+                    "POST",
+                    f"/apis/policy/v1/namespaces/{d.namespace}/poddisruptionbudgets",
+                    workload.budget_body(d),
+                )
+        return sum(d.replicas for d in deployments)
+
+    def _until(self, check: Callable[[], bool], timeout: float, what: str) -> float:
+        started = time.monotonic()
+        while not check():
+            if time.monotonic() - started > timeout:
+                raise SetupError(f"not within {timeout:.0f} s: {what}")
+            time.sleep(1)
+        return time.monotonic() - started
+
+    def _all_running(self, want: int) -> bool:
+        running = sum(
+            1
+            for p in self._tracker().states()
+            if p.phase == "Running" and not p.deleting and p.node
+        )
+        return running >= want and not self.not_whole()
+
+    def _budgets_current(self) -> bool:
+        budgets, _ = self._api().list_all("/apis/policy/v1/poddisruptionbudgets")
+        return all(
+            b.get("status", {}).get("observedGeneration") == b["metadata"].get("generation")
+            and b.get("status", {}).get("disruptionsAllowed") == 1
+            for b in budgets
+        )
+
+    def _cordon(self, *, first: int, cordoned: bool) -> None:
+        api = self._api()
+        for i in range(first, self.scenario.nodes):
+            api.ok(
+                "PATCH",
+                f"/api/v1/nodes/{node_name(i)}",
+                {"spec": {"unschedulable": cordoned or None}},
+                content_type=MERGE_PATCH,
+            )
+
+    def set_up(self) -> dict[str, Any]:
+        s = self.scenario
+        started = time.monotonic()
+        self.plane.reset()
+        self.api = self.plane.api()
+        self._start_kubelets()
+        self.tracker = PodTracker(self.api)
+        self.tracker.start()
+        filled = workload.generate(s.seed, s.deployments, s.open_nodes * NODE_CPU_MILLI, s.fill)
+        want = self._create(filled)
+        self._until(lambda: self._all_running(want), 900, f"{want} pods Running")
+        if s.spread_deployments:
+            self._cordon(first=s.open_nodes, cordoned=False)
+            spread = workload.generate(
+                s.seed + 1000,
+                s.spread_deployments,
+                (s.nodes - s.open_nodes) * NODE_CPU_MILLI,
+                s.spread_fill,
+                prefix="spread",
+            )
+            want += self._create(spread)
+            filled += spread
+            self._until(lambda: self._all_running(want), 900, f"{want} pods Running")
+        self._until(self._budgets_current, 120, "every budget's status current")
+        self._cordon(first=s.open_nodes, cordoned=False)
+        if self.plane.scoring != s.scoring:
+            self.plane.start_scheduler(s.scoring)
+        time.sleep(1)
+        log(
+            f"{s.name}/{self.implementation}: {want} pods of {len(filled)} Deployments Running "
+            f"after {time.monotonic() - started:.0f} s of set-up"
+        )
+        return {
+            "pods": want,
+            "deployments": len(filled),
+            "budgets": sum(d.budget for d in filled),
+            "setup_s": round(time.monotonic() - started, 1),
+        }
+
+    # -- snapshot and plan ------------------------------------------------------------------
+
+    def write_snapshot(self, path: Path) -> int:
+        """The state as ``kubectl get nodes,pods,pdb,namespaces,priorityclasses -A -o json``."""
+        api = self._api()
+        items: list[dict[str, Any]] = []
+        for collection, version, kind in (
+            ("/api/v1/namespaces", "v1", "Namespace"),
+            ("/apis/scheduling.k8s.io/v1/priorityclasses", "scheduling.k8s.io/v1", "PriorityClass"),
+            ("/api/v1/nodes", "v1", "Node"),
+            ("/apis/policy/v1/poddisruptionbudgets", "policy/v1", "PodDisruptionBudget"),
+            ("/api/v1/pods", "v1", "Pod"),
+        ):
+            for obj in api.list_all(collection)[0]:
+                obj["apiVersion"], obj["kind"] = version, kind
+                items.append(obj)
+        listing = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}}
+        with gzip.open(path, "wt", encoding="utf-8") as out:
+            json.dump({**listing, "items": items}, out)
+        return len(items)
+
+    def plan(self) -> tuple[list[dict[str, Any]] | None, dict[str, Any]]:
+        """The offline plan on this run's snapshot: its evictions, and how it went."""
+        if self.plan_command is None:
+            return None, {"plan": "not run"}
+        snapshot = self.directory / "snapshot.json.gz"
+        objects = self.write_snapshot(snapshot)
+        started = time.monotonic()
+        with (
+            (self.directory / "plan.json").open("wb") as out,
+            (self.directory / "plan.log").open("wb") as err,
+        ):
+            status = subprocess.run(
+                self.plan_command(snapshot, self.scenario.policy),
+                stdout=out,
+                stderr=err,
+                check=False,
+                timeout=300,
+            ).returncode
+        info = {"snapshot_objects": objects, "plan_s": round(time.monotonic() - started, 2)}
+        if status != 0:
+            log(f"plan exited with {status}; see {self.directory}/plan.log")
+            return None, {**info, "plan": f"exit {status}"}
+        plan = json.loads((self.directory / "plan.json").read_text(encoding="utf-8"))
+        return list(plan.get("evictions") or []), info
+
+    # -- the live run -----------------------------------------------------------------------
+
+    def sample(self, t: float) -> Sample:
+        states = self._tracker().states()
+        percent = measures.cpu_percent(states, self.capacity)
+        return Sample(
+            t=round(t, 1),
+            spread=measures.spread(percent, self.scenario.low, self.scenario.high),
+            percent=percent,
+            pending=sum(1 for p in states if not p.deleting and p.phase != "Running"),
+            terminating=sum(1 for p in states if p.deleting),
+            evictions=len(self._tracker().deletions),
+        )
+
+    def not_whole(self) -> list[str]:
+        items, _ = self._api().list_all("/apis/apps/v1/deployments")
+        return [
+            f"{d['metadata']['namespace']}/{d['metadata']['name']}"
+            for d in items
+            if any(
+                (d.get("status", {}).get(field) or 0) != d["spec"]["replicas"]
+                for field in ("replicas", "readyReplicas", "availableReplicas")
+            )
+        ]
+
+    def live(self) -> dict[str, Any]:
+        tracker = self._tracker()
+        command = self.command(self.plane.kubeconfig, self.scenario.policy)
+        samples_log = (self.directory / "samples.jsonl").open("w", encoding="utf-8")
+        trail: list[Sample] = []
+        origin = tracker.record()
+        first = self.sample(0.0)
+        trail.append(first)
+        with (self.directory / "descheduler.log").open("wb") as out:
+            process = subprocess.Popen(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        log(f"{self.scenario.name}/{self.implementation}: {' '.join(command)}")
+        exit_status: int | str | None = None
+        tick = 0
+        while (elapsed := time.monotonic() - origin) < self.duration:
+            time.sleep(max(0.0, (tick + 1) * SAMPLE_EVERY - elapsed))
+            tick += 1
+            current = self.sample(time.monotonic() - origin)
+            trail.append(current)
+            if tick % LOG_EVERY == 0:
+                samples_log.write(_sample_line(current) + "\n")
+                samples_log.flush()
+                sp = current.spread
+                log(
+                    f"  t={current.t:5.0f}s over={sp.over} under={sp.under} "
+                    f"under-occupied={sp.under_occupied} sd={sp.stddev:.1f} max={sp.hottest:.0f}% "
+                    f"pending={current.pending} terminating={current.terminating} "
+                    f"evictions={current.evictions}"
+                )
+            if exit_status is None and process.poll() is not None:
+                exit_status = process.returncode
+                log(f"  the descheduler exited on its own with {exit_status}")
+        stopped_at = time.monotonic() - origin
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            exit_status = "stopped"
+        settle_start = time.monotonic()
+        while time.monotonic() - settle_start < self.settle:
+            now = self.sample(time.monotonic() - origin)
+            if now.pending == 0 and now.terminating == 0 and not self.not_whole():
+                break
+            time.sleep(2)
+        broken = self.not_whole()
+        last = self.sample(time.monotonic() - origin)
+        samples_log.write(_sample_line(last) + "\n")
+        samples_log.close()
+        return self._figures(
+            trail, first, last, stopped_at=stopped_at, exit_status=exit_status, broken=broken
+        )
+
+    def _figures(
+        self,
+        trail: list[Sample],
+        first: Sample,
+        last: Sample,
+        *,
+        stopped_at: float,
+        exit_status: int | str | None,
+        broken: list[str],
+    ) -> dict[str, Any]:
+        deletions, creations, bound = self._tracker().records()
+        with (self.directory / "deletions.jsonl").open("w", encoding="utf-8") as out:
+            out.writelines(json.dumps(asdict(d)) + "\n" for d in deletions)
+        evictions = [d for d in deletions if d.t <= stopped_at + 1]
+        matched = measures.match_replacements(evictions, creations)
+        with (self.directory / "replacements.jsonl").open("w", encoding="utf-8") as out:
+            out.writelines(
+                json.dumps(
+                    {
+                        **asdict(d),
+                        "replacement": matched[d.uid].pod if d.uid in matched else None,
+                        "created_s": matched[d.uid].t if d.uid in matched else None,
+                        "bound_to": bound.get(matched[d.uid].uid) if d.uid in matched else None,
+                    }
+                )
+                + "\n"
+                for d in evictions
+            )
+        watched = "under_occupied" if self.scenario.compacts else "over"
+        balanced = measures.first_time([(s.t, getattr(s.spread, watched)) for s in trail])
+        result: dict[str, Any] = {
+            "exit": exit_status,
+            "duration_s": self.duration,
+            "evictions": len(evictions),
+            "evictions_last_60s": measures.evictions_between(
+                evictions, self.duration - LAST_WINDOW, stopped_at + 1
+            ),
+            "first_eviction_s": round(min((d.t for d in evictions), default=0.0), 1),
+            "last_eviction_s": round(max((d.t for d in evictions), default=0.0), 1),
+            "owners_touched": len({d.owner for d in evictions}),
+            "time_to_target_s": balanced,
+            "target_watched": watched,
+            "same_node_returns": measures.same_node_returns(
+                evictions, matched, bound, SAME_NODE_WINDOW
+            ),
+            "replacements_matched": len(matched),
+            "start": asdict(first.spread),
+            "end": asdict(last.spread),
+            "deployments_whole": not broken,
+            "deployments_not_whole": broken[:10],
+            "pending_end": last.pending,
+        }
+        return result
+
+    def plan_figures(self, plan: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+        if plan is None:
+            return None
+        deletions, creations, bound = self._tracker().records()
+        matched = measures.match_replacements(deletions, creations)
+        outcome = measures.plan_outcome(plan, deletions, matched, bound, self.scenario.nodes)
+        with (self.directory / "plan_outcome.json").open("w", encoding="utf-8") as out:
+            json.dump(asdict(outcome), out)
+        return {
+            "planned": outcome.planned,
+            "allowed": outcome.allowed,
+            "evicted": outcome.evicted,
+            "placed": outcome.placed,
+            "predicted": outcome.predicted,
+            "on_destination": outcome.on_destination,
+            "on_candidates": outcome.on_candidates,
+            "candidates_field": outcome.candidates_field,
+            "candidate_share": outcome.candidate_share,
+            "destination_share": outcome.destination_share,
+            "mean_candidates_share": outcome.mean_candidates_share,
+        }
+
+    # -- all of it --------------------------------------------------------------------------
+
+    def execute(self) -> dict[str, Any]:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            result: dict[str, Any] = {
+                "scenario": self.scenario.name,
+                "implementation": self.implementation,
+            }
+            result.update(self.set_up())
+            plan, info = self.plan()
+            result.update(info)
+            result.update(self.live())
+            result["plan"] = self.plan_figures(plan)
+            (self.directory / "run.json").write_text(json.dumps(result, indent=1), "utf-8")
+            return result
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.tracker is not None:
+            self.tracker.stop.set()
+        if self.kubelets is not None and self.kubelets.poll() is None:
+            self.kubelets.terminate()
+            try:
+                self.kubelets.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kubelets.kill()
+                self.kubelets.wait()
+
+    def _api(self) -> Api:
+        if self.api is None:
+            raise SetupError("no API client before set-up")
+        return self.api
+
+    def _tracker(self) -> PodTracker:
+        if self.tracker is None:
+            raise SetupError("no pod tracker before set-up")
+        return self.tracker
+
+
+def _sample_line(sample: Sample) -> str:
+    return json.dumps(
+        {
+            "t": sample.t,
+            **asdict(sample.spread),
+            "pending": sample.pending,
+            "terminating": sample.terminating,
+            "evictions": sample.evictions,
+            "cpu_percent": {n: round(v, 1) for n, v in sorted(sample.percent.items())},
+        }
+    )

@@ -136,12 +136,14 @@ class LiveEvictor:
         evictions: Sequence[PlannedEviction],
         *,
         held: Sequence[PlannedEviction] = (),
+        refused: Sequence[PlannedEviction] = (),
         budgets: BudgetWatch | None = None,
         hold_until: float = 0.0,
     ) -> list[EvictionResult]:
         """Send ``evictions`` at once, and ``held`` as their budgets allow until ``hold_until``
-        (monotonic; without ``budgets`` they are reported blocked at once). One result per
-        eviction: the sent ones in plan order, then the held ones."""
+        (monotonic; without ``budgets`` they are reported blocked at once); ``refused`` are
+        reported blocked and never sent. One result per eviction: the sent ones in plan
+        order, then the held ones, then the refused ones."""
         # Bound once per run, not once per line: the module's lazy proxy re-binds (a new
         # logger from the factory) at every call, as configuration is not cached (tests'
         # capture_logs needs that); a run's lines go to the configuration of its start.
@@ -179,7 +181,16 @@ class LiveEvictor:
             for task in holding:
                 task.cancel()
             raise
-        return sent + held_results
+        refused_results = []
+        for eviction in refused:
+            result = EvictionResult(
+                eviction,
+                RESULT_BLOCKED_BY_PDB,
+                f"{eviction.blocked_by_pdb} refused it when planned; the next cycle plans again",
+            )
+            self._report(log, result)
+            refused_results.append(result)
+        return sent + held_results + refused_results
 
     async def _pool(
         self,

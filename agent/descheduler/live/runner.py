@@ -145,7 +145,8 @@ class Descheduler:
         allowed = actions.sendable(plan.allowed, failed) if actions is not None else plan.allowed
         results = await self.evictor.evict_all(
             allowed,
-            held=[eviction for eviction in plan.evictions if eviction.blocked_by_pdb],
+            held=plan.held,
+            refused=plan.refused,
             budgets=self.budgets,
             hold_until=self.clock.monotonic() + self.options.hold_seconds,
         )

@@ -4,6 +4,8 @@ before and after as text bars), or the one JSON shape (``Plan.as_json``)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from agent.columns import aligned
 from agent.descheduler.model.cluster import CPU, MEMORY, PODS
@@ -22,11 +24,18 @@ def render_table(plan: Plan) -> str:
     lines = aligned(rows) + taint_lines(plan)
     if plan.skipped:
         lines.append(f"cycle skipped: {plan.skipped}")
-    lines.append(
-        f"{summary['allowed']} pods would be evicted at once, "
-        f"{summary['blockedByPDB']} held by a PodDisruptionBudget (sent as it allows)"
-    )
+    lines.append(_summary_line(summary))
     return "\n".join(lines) + "\n"
+
+
+def _summary_line(summary: Mapping[str, Any]) -> str:
+    held = summary["held"]
+    refused = summary["blockedByPDB"] - held
+    line = (
+        f"{summary['allowed']} pods would be evicted at once, "
+        f"{held} held by a PodDisruptionBudget (sent as it allows)"
+    )
+    return line + (f", {refused} refused by one (left to the next cycle)" if refused else "")
 
 
 def taint_lines(plan: Plan) -> list[str]:
@@ -63,7 +72,9 @@ def _destination_cell(eviction: PlannedEviction, placement: Placement) -> str:
     cell = placement.node or "none"
     if len(placement.candidates) > 1:
         cell += f" (1 of {len(placement.candidates)} tied)"
-    return cell + (" once its budget allows" if eviction.blocked_by_pdb else "")
+    if eviction.blocked_by_pdb and not eviction.held:
+        return "-"
+    return cell + (" once its budget allows" if eviction.held else "")
 
 
 def render_plan_table(plan: Plan, placed: PlacementResult) -> str:
@@ -74,7 +85,9 @@ def render_plan_table(plan: Plan, placed: PlacementResult) -> str:
     ]
     lines = aligned(rows) + taint_lines(plan)
     nowhere = [
-        (e, p) for e, p in zip(plan.evictions, placed.placements, strict=True) if p.node is None
+        (e, p)
+        for e, p in zip(plan.evictions, placed.placements, strict=True)
+        if p.node is None and not (e.blocked_by_pdb and not e.held)
     ]
     if nowhere:
         lines += ["", "No destination:"]
@@ -96,10 +109,7 @@ def render_plan_table(plan: Plan, placed: PlacementResult) -> str:
     lines.append("")
     if plan.skipped:
         lines.append(f"cycle skipped: {plan.skipped}")
-    lines.append(
-        f"{summary['allowed']} pods would be evicted at once, "
-        f"{summary['blockedByPDB']} held by a PodDisruptionBudget (sent as it allows)"
-    )
+    lines.append(_summary_line(summary))
     if summary["byPlugin"]:
         lines.append(
             "by plugin: " + ", ".join(f"{name} {n}" for name, n in summary["byPlugin"].items())

@@ -6,7 +6,7 @@ form is a stable interface, documented in docs/plan.md::
 
     {"evictions": [{"pod": "<namespace>/<name>", "node": "...", "plugin": "...",
                     "profile": "...", "reason": "...", "blockedByPDB": false,
-                    "destination": null, "destinationCandidates": []}],
+                    "held": false, "destination": null, "destinationCandidates": []}],
      "nodes": [...], "summary": {...}}
 
 plus ``"taints": [...]`` when a plugin asked for taints of ours (added, never changed).
@@ -29,8 +29,15 @@ class PlannedEviction:
     profile: str
     reason: str
     blocked_by_pdb: str = ""
-    """``namespace/name`` of the PodDisruptionBudget that forbids it; empty when allowed.
-    A blocked eviction is listed (so the dry run tells the truth) but never sent."""
+    """``namespace/name`` of the PodDisruptionBudget that forbids it now; empty when allowed.
+    A blocked eviction is listed (so the dry run tells the truth) and is never sent as such;
+    a ``held`` one goes once the budget allows it."""
+    held: bool = False
+    """Blocked, and the live loop sends it once the budget allows (within the cycle): its
+    plugin's reason belongs to the pod, so it still holds after the cycle's other evictions.
+    A blocked eviction that is not held (LowNodeUtilization, HighNodeUtilization: their
+    reason is the node's load, which the other evictions change) is left to the next cycle,
+    and its plugin went on to another pod, as upstream does on a refusal."""
     destination: str | None = None
     """Where the pod would land, when the planner simulated placement; else ``None``."""
     candidates: tuple[str, ...] = ()
@@ -53,6 +60,7 @@ class PlannedEviction:
             "profile": self.profile,
             "reason": self.reason,
             "blockedByPDB": bool(self.blocked_by_pdb),
+            "held": self.held,
             "destination": self.destination,
             "destinationCandidates": list(self.candidates),
         }
@@ -119,6 +127,16 @@ class Plan:
     def allowed(self) -> list[PlannedEviction]:
         return [eviction for eviction in self.evictions if not eviction.blocked_by_pdb]
 
+    @property
+    def held(self) -> list[PlannedEviction]:
+        """Blocked now, sent once their budget allows."""
+        return [eviction for eviction in self.evictions if eviction.held]
+
+    @property
+    def refused(self) -> list[PlannedEviction]:
+        """Blocked now, and left to the next cycle."""
+        return [e for e in self.evictions if e.blocked_by_pdb and not e.held]
+
     def summary(self) -> dict[str, Any]:
         by_plugin: dict[str, int] = {}
         for eviction in self.allowed:
@@ -127,6 +145,7 @@ class Plan:
             "planned": len(self.evictions),
             "allowed": len(self.allowed),
             "blockedByPDB": len(self.evictions) - len(self.allowed),
+            "held": len(self.held),
             "byPlugin": dict(sorted(by_plugin.items())),
             "skipped": self.skipped or None,
         }

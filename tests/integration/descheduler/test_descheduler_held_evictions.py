@@ -114,3 +114,50 @@ async def test_the_dry_run_says_what_a_budget_blocks_now(
         ("default/db-2", True),
     ]
     assert _evictions(fake_apiserver) == []
+
+
+LOW_NODE_UTILIZATION = """\
+apiVersion: "descheduler/v1alpha2"
+kind: "DeschedulerPolicy"
+profiles:
+  - name: balance
+    pluginConfig:
+      - name: "LowNodeUtilization"
+        args:
+          thresholds: {"cpu": 20}
+          targetThresholds: {"cpu": 50}
+    plugins:
+      balance:
+        enabled: ["LowNodeUtilization"]
+"""
+
+
+async def test_a_utilization_eviction_a_budget_refuses_is_never_sent(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, tmp_path: Path
+) -> None:
+    """LowNodeUtilization's pods are chosen for their node's load, which the cycle's own
+    evictions change: one its budget refuses is not held. n1 runs four 1-cpu pods of ``web``
+    (100 %) under a budget allowing one disruption: one eviction goes, the budget recovers
+    within milliseconds, and still none of the refused ones is sent; they are reported
+    blocked."""
+    fake_apiserver.kubelet("n2")
+    kubelet = fake_apiserver.kubelet("n1", time_scale=0.001)
+    for index in range(4):
+        pod = owned_pod(f"web-{index}", "n1", "web")
+        pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+        fake_apiserver.create(pod)
+        kubelet.set_ready("default", f"web-{index}")
+    fake_apiserver.create(manifests.pdb("web", match_labels={"app": "web"}, max_unavailable=1))
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(LOW_NODE_UTILIZATION)
+    registry = new_registry("descheduler")
+    code = await run_descheduler(
+        load_policy(policy),
+        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0, held_eviction_timeout=5),
+        kube_api,
+        install_signal_handlers=False,
+        registry=registry,
+    )
+    assert code == 0
+    assert [status for _, status in _evictions(fake_apiserver)] == [201]
+    assert _results(registry) == {"success": 1, "blocked by PodDisruptionBudget": 3}

@@ -151,6 +151,7 @@ def test_plan_json_shape() -> None:
                 "profile": "p",
                 "reason": DUP,
                 "blockedByPDB": False,
+                "held": False,
                 "destination": None,
                 "destinationCandidates": [],
             }
@@ -160,6 +161,7 @@ def test_plan_json_shape() -> None:
             "planned": 1,
             "allowed": 1,
             "blockedByPDB": 0,
+            "held": 0,
             "byPlugin": {DUP: 1},
             "skipped": None,
         },

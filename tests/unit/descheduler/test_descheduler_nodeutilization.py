@@ -218,20 +218,21 @@ class TestLowNodeUtilization:
         plan = run_cycle(policy((LNU, args)), snapshot(*items))
         assert plan.allowed[0].node == first
 
-    def test_a_pdb_held_pod_counts_as_moved(self) -> None:
-        """A pod its PDB refuses now is held (the live loop sends it when the budget allows):
-        its usage leaves the node and the budget as for an eviction made, so the plugin stops
-        where it would have (the low node's room is 1200m: three 500m pods use it up)."""
+    def test_a_pod_its_pdb_refuses_is_not_held_and_the_next_is_tried(self) -> None:
+        """A pod its PDB refuses now is refused, not held (its node's load, the reason, moves
+        with the cycle's other evictions): its usage stays, and the plugin tries the next
+        pod, as upstream does after the API server's 429; none of them is sent."""
         items = [
             *_skewed(labels={"app": "x"}),
             pdb("x", match_labels={"app": "x"}, disruptions_allowed=1),
         ]
         plan = run_cycle(policy((LNU, CPU_ONLY)), snapshot(*items))
-        assert [(e.name, bool(e.blocked_by_pdb)) for e in plan.evictions] == [
-            ("over-0", False),
-            ("over-1", True),
-            ("over-2", True),
+        assert [(e.name, bool(e.blocked_by_pdb), e.held) for e in plan.evictions] == [
+            ("over-0", False, False),
+            *((f"over-{i}", True, False) for i in range(1, 8)),
         ]
+        assert [e.name for e in plan.allowed] == ["over-0"]
+        assert plan.held == []
 
 
 def _report(

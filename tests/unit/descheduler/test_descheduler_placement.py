@@ -15,6 +15,7 @@ from agent.descheduler.core.placement import (
     DAEMON_POD,
     FINISHED_NOTE,
     NOT_RECREATED,
+    REFUSED,
     place,
     with_destinations,
 )
@@ -27,7 +28,9 @@ EDGE_TAINT = {"key": "dedicated", "value": "edge", "effect": "NoExecute"}
 SOFT_TAINT = {"key": "soft", "effect": "PreferNoSchedule"}
 
 
-def _eviction(state: ClusterSnapshot, name: str, *, blocked: str = "") -> PlannedEviction:
+def _eviction(
+    state: ClusterSnapshot, name: str, *, blocked: str = "", held: bool = True
+) -> PlannedEviction:
     found = next(p for pods in state.pods_by_node.values() for p in pods if p.name == name)
     return PlannedEviction(
         namespace=found.namespace,
@@ -38,6 +41,7 @@ def _eviction(state: ClusterSnapshot, name: str, *, blocked: str = "") -> Planne
         profile="p",
         reason="test",
         blocked_by_pdb=blocked,
+        held=bool(blocked) and held,
     )
 
 
@@ -332,22 +336,25 @@ def test_the_rankings_answer_exactly_what_scoring_every_node_answers(
 
 
 @pytest.mark.parametrize(
-    ("moving", "blocked", "expected", "note"),
+    ("moving", "blocked", "held", "expected", "note"),
     [
-        pytest.param({}, "default/pdb", "other", BLOCKED, id="held-by-a-pdb"),
-        pytest.param({"owner": None}, "", None, NOT_RECREATED, id="bare-pod"),
-        pytest.param({"phase": "Failed"}, "", None, FINISHED_NOTE, id="finished-pod"),
-        pytest.param({"owner": ("DaemonSet", "ds")}, "", "src", DAEMON_POD, id="daemonset-pod"),
+        pytest.param({}, "default/pdb", True, "other", BLOCKED, id="held-by-a-pdb"),
+        pytest.param({}, "default/pdb", False, None, REFUSED, id="refused-by-a-pdb"),
+        pytest.param({"owner": None}, "", False, None, NOT_RECREATED, id="bare-pod"),
+        pytest.param({"phase": "Failed"}, "", False, None, FINISHED_NOTE, id="finished-pod"),
+        pytest.param(
+            {"owner": ("DaemonSet", "ds")}, "", False, "src", DAEMON_POD, id="daemonset-pod"
+        ),
     ],
 )
 def test_pods_that_go_nowhere_else(
-    moving: dict[str, Any], blocked: str, expected: str | None, note: str
+    moving: dict[str, Any], blocked: str, held: bool, expected: str | None, note: str
 ) -> None:
-    """Held evictions are placed as if their budget let them go, bare pods are not
-    recreated, finished pods were replaced already, and DaemonSet pods come back on their
-    own node."""
+    """Held evictions are placed as if their budget let them go, refused ones are not sent
+    so go nowhere, bare pods are not recreated, finished pods were replaced already, and
+    DaemonSet pods come back on their own node."""
     state = snapshot(node("src"), node("other"), pod("mover", "src", **moving))
-    result = place(state, [_eviction(state, "mover", blocked=blocked)])
+    result = place(state, [_eviction(state, "mover", blocked=blocked, held=held)])
     assert (result.placements[0].node, result.placements[0].note) == (expected, note)
 
 

@@ -27,30 +27,40 @@ def test_bar(used: int, capacity: int, expected: str) -> None:
 
 def test_table_lists_destinations_and_why_none() -> None:
     """Each row ends with its destination (for one a PDB holds, where it goes once the
-    budget allows; "none" when no node takes it), pods going nowhere are explained below,
-    then the bars and the summary."""
+    budget allows; "-" for one a PDB refuses, which is not sent; "none" when no node takes
+    it), pods going nowhere are explained below, then the bars and the summary."""
     state = snapshot(
         node("src"),
         node("other", cpu="1"),
         pod("fits", "src", cpu="500m"),
         pod("too-big", "src", cpu="2"),
         pod("kept", "src"),
+        pod("stays", "src"),
     )
     by_name = {p.name: p for p in state.pods_on("src")}
 
-    def eviction(name: str, blocked: str = "") -> PlannedEviction:
+    def eviction(name: str, blocked: str = "", *, held: bool = True) -> PlannedEviction:
         found = by_name[name]
         return PlannedEviction(
-            found.namespace, found.name, found.uid, "src", "P", "p", "why", blocked
-        )
+            found.namespace, found.name, found.uid, "src", "P", "p", "why", blocked,
+            held=bool(blocked) and held,
+        )  # fmt: skip
 
-    plan = Plan(evictions=[eviction("fits"), eviction("too-big"), eviction("kept", "default/b")])
+    plan = Plan(
+        evictions=[
+            eviction("fits"),
+            eviction("too-big"),
+            eviction("kept", "default/b"),
+            eviction("stays", "default/b", held=False),
+        ]
+    )
     placed = place(state, plan.evictions)
     lines = render_plan_table(with_destinations(plan, placed), placed).splitlines()
-    assert [line.split(maxsplit=5)[-1] for line in lines[1:4]] == [
+    assert [line.split(maxsplit=5)[-1] for line in lines[1:5]] == [
         "other",
         "none",
         "other once its budget allows",
+        "-",
     ]
     assert (
         "  default/too-big: 0/2 nodes are available: 1 insufficient cpu, "
@@ -59,7 +69,8 @@ def test_table_lists_destinations_and_why_none() -> None:
     [other] = [line for line in lines if line.startswith("other ")]
     assert "[----------]   0% -> [######----]  60%" in other  # its cpu, before and after
     assert lines[-3] == (
-        "2 pods would be evicted at once, 1 held by a PodDisruptionBudget (sent as it allows)"
+        "2 pods would be evicted at once, 1 held by a PodDisruptionBudget (sent as it allows), "
+        "1 refused by one (left to the next cycle)"
     )
     assert lines[-1] == (
         "destinations: 2 pods would move to another node, 0 come back where they were, 1 go nowhere"

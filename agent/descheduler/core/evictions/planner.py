@@ -14,14 +14,23 @@ PDBs, as the API server applies them (``pkg/registry/core/pod/storage/eviction.g
   the status, while ``disruptionsAllowed > 0``), and it does not use up the budget;
 - a Running and Ready pod needs ``disruptionsAllowed > 0``, decremented as the cycle goes.
 
-An eviction a budget refuses *now* is **held**, not dropped: it is recorded with
-``blocked_by_pdb`` (what the dry run and the offline plan say of it), counted against the
-limits like any other, and reported to the plugin as made, so the plugin does not reach for
-another pod in its place. The live loop sends it as soon as the budget's status allows, within
-the cycle (``evictions.live``); what is still refused at the cycle's end is reported so. Upstream
-sends every eviction it decides on, one by one, and the API server admits those whose budget
-has recovered by the time they arrive (a replacement turns Ready within seconds): a held
-eviction is that, without the 429s, and without a substitute evicted in its place as well.
+An eviction a budget refuses *now* is recorded with ``blocked_by_pdb`` (what the dry run and
+the offline plan say of it), and then one of two things:
+
+- **held** (the default): counted against the limits like any other and reported to the
+  plugin as made, so the plugin does not reach for another pod in its place. The live loop
+  sends it as soon as the budget's status allows, within the cycle (``live.evictor``); what is
+  still refused at the cycle's end is reported so. Upstream sends every eviction it decides
+  on, one by one, and the API server admits those whose budget has recovered by the time they
+  arrive (a replacement turns Ready within seconds): a held eviction is that, without the
+  429s, and without a substitute evicted in its place as well. It suits a plugin whose reason
+  belongs to the pod (a duplicate, a taint, an affinity), which still holds after the cycle's
+  other evictions.
+- **refused** (``hold=False``, the utilization plugins): reported to the plugin as not made,
+  so it goes on to the next pod, exactly as upstream's does on the API server's 429, and left
+  to the next cycle. Their reason is the node's load, and by the time the budget allows, the
+  cycle's other evictions have changed it: a node drained to its target meanwhile would get
+  the replacement straight back.
 
 Pods evicted earlier in the cycle look terminating to later filters: against a real API
 server the eviction sets ``deletionTimestamp`` at once and the informer catches up long before
@@ -66,8 +75,12 @@ class Planner:
         self._remaining: dict[str, int] = {}
         self._budgets = BudgetIndex(snapshot)
 
-    def evict(self, pod: PodInfo, *, plugin: str, profile: str, reason: str = "") -> bool:
-        """Plan one eviction (held when a PDB refuses it now); raises the limit errors."""
+    def evict(
+        self, pod: PodInfo, *, plugin: str, profile: str, reason: str = "", hold: bool = True
+    ) -> bool:
+        """Plan one eviction; ``False`` when a PDB refuses it now and ``hold`` is off (it is
+        recorded as refused), else ``True`` (held when a PDB refuses it now). Raises the
+        limit errors."""
         try:
             self.limits.check(pod)
         except EvictionLimitReached as refused:
@@ -93,9 +106,12 @@ class Planner:
                 profile=profile,
                 reason=reason or plugin,
                 blocked_by_pdb=blocked,
+                held=bool(blocked) and hold,
                 budget=f"{budgets[0].namespace}/{budgets[0].name}" if budgets else "",
             )
         )
+        if blocked and not hold:
+            return False  # refused: not counted, not remembered, the plugin moves on
         self.limits.record(pod)
         self.evicted.add(pod.uid)
         if uid := owner_uid(pod):
@@ -196,8 +212,10 @@ class ProfileEvictor:
             )
         return verdict
 
-    def evict(self, pod: PodInfo, plugin: str, reason: str = "") -> bool:
-        return self.planner.evict(pod, plugin=plugin, profile=self.profile, reason=reason)
+    def evict(self, pod: PodInfo, plugin: str, reason: str = "", *, hold: bool = True) -> bool:
+        return self.planner.evict(
+            pod, plugin=plugin, profile=self.profile, reason=reason, hold=hold
+        )
 
     def in_cooldown(self, pod: PodInfo, seconds: float) -> bool:
         return self.planner.in_cooldown(pod, seconds)

@@ -38,8 +38,10 @@ class Evictor(Protocol):
         """Every enabled ``preEvictionFilter`` plugin accepts the pod."""
         ...
 
-    def evict(self, pod: PodInfo, plugin: str, reason: str = "") -> bool:
-        """Plan the eviction; ``False`` when a PDB forbids it (it is recorded as blocked).
+    def evict(self, pod: PodInfo, plugin: str, reason: str = "", *, hold: bool = True) -> bool:
+        """Plan the eviction. When a PDB forbids it now it is recorded as blocked, and then
+        either held (``hold``: sent once the budget allows; ``True`` is returned, as if made)
+        or refused (``False``: the plugin goes on without it).
 
         Raises ``TotalLimitReached``, ``NodeLimitReached`` or ``NamespaceLimitReached``
         (checked in that order) when a limit refuses it; nothing is recorded then.

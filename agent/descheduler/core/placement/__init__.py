@@ -71,12 +71,14 @@ __all__ = [
     "FINISHED_NOTE",
     "NOT_RECREATED",
     "OWN_NODE",
+    "REFUSED",
     "Simulation",
     "place",
     "with_destinations",
 ]
 
 BLOCKED = "held by a PodDisruptionBudget: placed as if it went once the budget allowed"
+REFUSED = "refused by a PodDisruptionBudget: not sent this cycle (the next one plans again)"
 NOT_RECREATED = "no controller: nothing recreates it"
 FINISHED_NOTE = "finished: its controller has replaced it already"
 DAEMON_POD = "DaemonSet pod: recreated on the same node"
@@ -102,8 +104,11 @@ def place(
     simulation = Simulation(snapshot, fast=fast)
     placements: dict[int, Placement] = {}
     order = [i for i, e in enumerate(evictions) if not e.blocked_by_pdb] + [
-        i for i, e in enumerate(evictions) if e.blocked_by_pdb
+        i for i, e in enumerate(evictions) if e.held
     ]
+    for i, eviction in enumerate(evictions):
+        if eviction.blocked_by_pdb and not eviction.held:
+            placements[i] = Placement(None, REFUSED)
     for position in order:
         eviction = evictions[position]
         pod = by_uid.get(eviction.uid)

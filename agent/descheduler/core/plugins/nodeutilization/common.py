@@ -323,7 +323,9 @@ class EvictionRun:
                 continue
             pod_usage = self.usage_source.pod_usage(pod, state)
             try:
-                if not evictor.evict(pod, self.plugin):
+                # Not held: this pod is chosen for its node's load, which the cycle's other
+                # evictions change before the budget would let it go (evictions.planner).
+                if not evictor.evict(pod, self.plugin, hold=False):
                     continue  # a PDB refused it: not evicted, as upstream on a 429
             except NodeLimitReached:
                 return

@@ -148,6 +148,12 @@ def _descheduler_plan_flags(parser: argparse.ArgumentParser) -> None:
     add("--output", choices=("table", "json"), default="table", help="output format")
     add("--out", metavar="FILE", help="write the plan to FILE (atomically) instead of stdout")
     add(
+        "--scheduler-config",
+        metavar="FILE",
+        help="the cluster's KubeSchedulerConfiguration: destinations are predicted with its "
+        "default-scheduler profile (default: kube-scheduler's default profile)",
+    )
+    add(
         "--captured-at",
         metavar="TIME",
         help="RFC 3339 time the snapshot was taken (default: the newest time the API server "

@@ -7,6 +7,11 @@ raises ``IndexError`` inside the constructor, a bare ``!!timestamp`` ``Attribute
 deep nesting ``RecursionError``. Whatever the parser raises on a document is the document's
 fault, so any exception from it is reported as "not valid YAML". Text must be UTF-8 (an
 optional byte-order mark is allowed), as YAML 1.2 and kubelet's own config loader expect.
+
+A document is also refused when it is too deep or too big to walk (``shape_problem``): a
+config nests under ten levels and holds a few hundred values, while YAML aliases can make a
+small file hold billions (each alias counts again where it is used), and everything after
+the parser reads them all.
 """
 
 from __future__ import annotations
@@ -18,6 +23,32 @@ from typing import Any
 import yaml
 
 from agent.config.errors import ConfigError, FieldError
+
+MAX_NESTING = 32
+"""Deeper documents are refused before anything walks them recursively."""
+MAX_VALUES = 100_000
+"""Values a document may hold, aliases counted each time they are used."""
+
+
+def shape_problem(raw: Any) -> str:
+    """Why the document is too deep or too large to read, or "" (walked iteratively)."""
+    pending = [(raw, 1)]
+    seen = 0
+    while pending:
+        current, depth = pending.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            return f"more than {MAX_VALUES} values (YAML aliases count each time they are used)"
+        if isinstance(current, dict):
+            children: Any = current.values()
+        elif isinstance(current, list):
+            children = current
+        else:
+            continue
+        if depth > MAX_NESTING:
+            return f"nested deeper than {MAX_NESTING} levels"
+        pending.extend((child, depth + 1) for child in children)
+    return ""
 
 
 def _decode(data: bytes, source: str) -> str:
@@ -40,13 +71,17 @@ def parse_yaml(data: bytes | str, source: str) -> Any:
     """
     text = _decode(data, source) if isinstance(data, bytes) else data
     try:
-        return yaml.safe_load(text)
+        document = yaml.safe_load(text)
     except yaml.YAMLError as error:
         reason = f"not valid YAML ({_where(error)}): {error}"
     # Not only YAMLError: PyYAML's constructors fail on some inputs with IndexError,
     # AttributeError or RecursionError (see the module docstring); all mean "bad input".
     except Exception as error:  # noqa: BLE001 - any parser failure is the document's fault
         reason = f"not valid YAML: the parser failed ({type(error).__name__}: {error})"
+    else:
+        reason = shape_problem(document)
+        if not reason:
+            return document
     raise ConfigError(source, [FieldError("", reason)])
 
 

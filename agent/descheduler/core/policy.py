@@ -25,6 +25,7 @@ import yaml
 
 from agent.config.errors import ConfigError, FieldError
 from agent.config.schema import load, setting
+from agent.config.yamlfile import shape_problem
 from agent.descheduler.core.framework.profile import DEFAULT_EVICTOR, Profile, resolve_enabled
 from agent.descheduler.core.framework.registry import REGISTRY, reads_pod_status, unknown_reason
 from agent.descheduler.core.framework.types import BALANCE, EXTENSION_POINTS, PRE_EVICTION_FILTER
@@ -323,41 +324,13 @@ def _resolve_profile(
     return Profile(name=document.name, enabled=resolved, args=args)
 
 
-MAX_NESTING = 32
-"""A policy nests under ten levels; deeper is refused before anything walks it recursively."""
-MAX_VALUES = 100_000
-"""A policy holds a few hundred values; YAML aliases can make a small file hold billions
-(each alias is counted again where it is used), and everything after reads them all."""
-
-
-def _shape_error(raw: Any) -> str:
-    """Why the document is too deep or too large to read, or "" (walked iteratively)."""
-    pending = [(raw, 1)]
-    seen = 0
-    while pending:
-        current, depth = pending.pop()
-        seen += 1
-        if seen > MAX_VALUES:
-            return f"more than {MAX_VALUES} values (YAML aliases count each time they are used)"
-        if isinstance(current, dict):
-            children: Any = current.values()
-        elif isinstance(current, list):
-            children = current
-        else:
-            continue
-        if depth > MAX_NESTING:
-            return f"nested deeper than {MAX_NESTING} levels"
-        pending.extend((child, depth + 1) for child in children)
-    return ""
-
-
 def parse_policy(raw: Any, source: str) -> DeschedulerPolicy:
     """Validate a parsed YAML document; raise ``ConfigError`` with every problem."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(source, [FieldError("", "the document must be a mapping")])
-    if problem := _shape_error(raw):
+    if problem := shape_problem(raw):
         raise ConfigError(source, [FieldError("", problem)])
     document, errors = load(PolicyDocument, raw)
     errors += document.cross_field_errors()

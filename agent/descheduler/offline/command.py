@@ -4,7 +4,8 @@ What a newcomer runs first: a ``kubectl get nodes,pods,pdb,namespaces,prioritycl
 json`` dump (and, optionally, ``kubectl get nodereports -o json``) and the policy they run
 give the plan the live loop would make on that state (``--dry-run``'s cycle, PDBs applied as
 the API server would), plus what a dry run cannot say: where each evicted pod would most
-likely land (``placement``) and how the nodes' requests look before and after.
+likely land (``placement``, as the default kube-scheduler, or the cluster's own profile from
+``--scheduler-config``) and how the nodes' requests look before and after.
 
 Every problem with the input (the policy, either file, a ``priorityThreshold.name`` no
 PriorityClass of the snapshot has) is reported at once, each with its file and path, as a
@@ -27,8 +28,10 @@ from agent.config.errors import ConfigError, FieldError
 from agent.descheduler.cache.snapshotfile import DEFAULT_MAX_BYTES, load_snapshot
 from agent.descheduler.core.cycle import CycleOptions, run_cycle
 from agent.descheduler.core.placement import place, with_destinations
+from agent.descheduler.core.placement.profile import DEFAULT_PROFILE, SchedulerProfile
 from agent.descheduler.core.policy import load_policy
 from agent.descheduler.model.cluster import ClusterSnapshot
+from agent.descheduler.offline.schedulerconfig import load_scheduler_config
 from agent.descheduler.plan.destinations import PlacementResult
 from agent.descheduler.plan.render import render_json, render_plan_table
 from agent.descheduler.plan.shape import Plan
@@ -52,9 +55,11 @@ def _collect(errors: list[FieldError], load: Callable[[], T]) -> T | None:
         return None
 
 
-def plan_snapshot(snapshot: ClusterSnapshot, plan: Plan) -> tuple[Plan, PlacementResult]:
-    """The plan with destinations, and the placements behind them."""
-    placed = place(snapshot, plan.evictions)
+def plan_snapshot(
+    snapshot: ClusterSnapshot, plan: Plan, profile: SchedulerProfile = DEFAULT_PROFILE
+) -> tuple[Plan, PlacementResult]:
+    """The plan with destinations (as ``profile`` scores), and the placements behind them."""
+    placed = place(snapshot, plan.evictions, profile=profile)
     return with_destinations(plan, placed), placed
 
 
@@ -75,6 +80,12 @@ def _say(stream: TextIO, lines: Iterable[str]) -> None:
 def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
     errors: list[FieldError] = []
     policy = _collect(errors, lambda: load_policy(args.policy_config_file))
+    scheduler_config = getattr(args, "scheduler_config", None)
+    profile = (
+        _collect(errors, lambda: load_scheduler_config(scheduler_config))
+        if scheduler_config
+        else DEFAULT_PROFILE
+    )
     captured_at = _captured_at(getattr(args, "captured_at", None), errors)
     loaded = _collect(
         errors,
@@ -92,7 +103,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
             FieldError(f"{args.policy_config_file}: {each.path}", each.reason)
             for each in policy.unknown_priority_classes(classes)
         ]
-    if errors or policy is None or loaded is None:
+    if errors or policy is None or loaded is None or profile is None:
         raise ConfigError("descheduler plan input", errors)
     snapshot = loaded.snapshot
     # stdout carries the plan; the cycle's warnings go to stderr.
@@ -113,7 +124,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
         # A plan missing a plugin's part is not the plan: say why, print none, exit 1.
         _say(sys.stderr, (f"failed: {error}" for error in cycle.errors))
         return EXIT_FAILURE
-    plan, placed = plan_snapshot(snapshot, cycle)
+    plan, placed = plan_snapshot(snapshot, cycle, profile)
     text = render_json(plan) if args.output == "json" else render_plan_table(plan, placed)
     target = getattr(args, "out", None)
     if target:

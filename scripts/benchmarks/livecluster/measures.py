@@ -193,6 +193,14 @@ class PlanOutcome:
     blocked by a budget has none, yet a descheduler may evict it once the budget allows)."""
     on_destination: int = 0
     on_candidates: int = 0
+    """Replacements on the candidates of the eviction ``match_replacements`` paired them with
+    (the first replacement of the owner created after the deletion): strict, since one
+    owner's replacements are interchangeable and come in their own order."""
+    on_candidates_by_owner: int = 0
+    """The most replacements on a candidate set over every pairing of one owner's evictions
+    with its replacements (a maximum bipartite matching per owner): the pods of a ReplicaSet
+    are alike, so which replacement "belongs" to which eviction is the ReplicaSet's choice,
+    not the plan's."""
     candidates_field: bool = False
     """Whether the plan carried ``destinationCandidates`` (else ``[destination]`` stood in)."""
     candidate_sizes: list[int] = field(default_factory=list)
@@ -202,6 +210,11 @@ class PlanOutcome:
     def candidate_share(self) -> float | None:
         """Replacements on one of the plan's candidates, of those placed (%)."""
         return 100.0 * self.on_candidates / self.placed if self.placed else None
+
+    @property
+    def owner_candidate_share(self) -> float | None:
+        """Replacements on a candidate, paired per owner at best, of those placed (%)."""
+        return 100.0 * self.on_candidates_by_owner / self.placed if self.placed else None
 
     @property
     def destination_share(self) -> float | None:
@@ -226,6 +239,7 @@ def plan_outcome(
     ``destination`` and on one of its candidates (the candidate sizes of those, too)."""
     deleted = {d.pod: d for d in deletions}
     outcome = PlanOutcome(planned=len(plan), nodes=nodes)
+    by_owner: dict[str | None, tuple[list[list[str]], list[str]]] = {}
     for entry in plan:
         outcome.allowed += not entry.get("blockedByPDB")
         outcome.candidates_field |= isinstance(entry.get("destinationCandidates"), list)
@@ -243,4 +257,29 @@ def plan_outcome(
         outcome.candidate_sizes.append(len(candidates))
         outcome.on_destination += landed == entry.get("destination")
         outcome.on_candidates += landed in candidates
+        sets, nodes_landed = by_owner.setdefault(deletion.owner, ([], []))
+        sets.append(candidates)
+        nodes_landed.append(landed)
+    outcome.on_candidates_by_owner = sum(
+        matching_size(sets, landed) for sets, landed in by_owner.values()
+    )
     return outcome
+
+
+def matching_size(candidate_sets: Sequence[Sequence[str]], landed: Sequence[str]) -> int:
+    """The maximum number of ``landed`` nodes (one per replacement) that can each be paired
+    with a different candidate set containing it (Kuhn's augmenting paths; the sets of one
+    owner are few)."""
+    owner_of: dict[int, int] = {}
+    """Replacement index -> the candidate set it is paired with."""
+
+    def augment(index: int, seen: set[int]) -> bool:
+        for replacement, node in enumerate(landed):
+            if node in candidate_sets[index] and replacement not in seen:
+                seen.add(replacement)
+                if replacement not in owner_of or augment(owner_of[replacement], seen):
+                    owner_of[replacement] = index
+                    return True
+        return False
+
+    return sum(augment(index, set()) for index in range(len(candidate_sets)))

@@ -37,7 +37,7 @@ from typing import Any
 
 from livecluster import measures, workload
 from livecluster.api import MERGE_PATCH, Api
-from livecluster.controlplane import ControlPlane
+from livecluster.controlplane import ControlPlane, scheduler_config
 from livecluster.nodes import node_name
 from livecluster.tracker import PodTracker
 
@@ -151,7 +151,7 @@ class Run:
         implementation: str,
         *,
         command: Callable[[Path, Path], list[str]],
-        plan_command: Callable[[Path, Path], list[str]] | None,
+        plan_command: Callable[[Path, Path, Path], list[str]] | None,
         plane: ControlPlane,
         directory: Path,
         duration: float,
@@ -325,13 +325,19 @@ class Run:
             return None, {"plan": "not run"}
         snapshot = self.directory / "snapshot.json.gz"
         objects = self.write_snapshot(snapshot)
+        # The plan predicts for the scheduler the run has: its own configuration file.
+        scheduler = self.directory / "scheduler-config.json"
+        scheduler.write_text(
+            json.dumps(scheduler_config(self.plane.kubeconfig, self.scenario.scoring)),
+            encoding="utf-8",
+        )
         started = time.monotonic()
         with (
             (self.directory / "plan.json").open("wb") as out,
             (self.directory / "plan.log").open("wb") as err,
         ):
             status = subprocess.run(
-                self.plan_command(snapshot, self.scenario.policy),
+                self.plan_command(snapshot, self.scenario.policy, scheduler),
                 stdout=out,
                 stderr=err,
                 check=False,
@@ -499,6 +505,8 @@ class Run:
             "predicted": outcome.predicted,
             "on_destination": outcome.on_destination,
             "on_candidates": outcome.on_candidates,
+            "on_candidates_by_owner": outcome.on_candidates_by_owner,
+            "owner_candidate_share": outcome.owner_candidate_share,
             "candidates_field": outcome.candidates_field,
             "candidate_share": outcome.candidate_share,
             "destination_share": outcome.destination_share,

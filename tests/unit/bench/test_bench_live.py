@@ -146,6 +146,29 @@ def test_plan_outcome_with_destination_candidates() -> None:
     assert outcome.mean_candidates_share == pytest.approx(100 * (2 + 2 + 1 + 0) / 4 / 10)
 
 
+def test_one_owners_replacements_are_paired_with_its_evictions_at_best() -> None:
+    """A ReplicaSet's replacements are alike: two evictions predicted on n1 and n2 whose
+    replacements, in creation order, landed on n2 then n1 are both on a candidate per owner
+    (a maximum matching), though neither is in the strict time-order pairing; another
+    owner's replacement never stands in."""
+    plan: list[dict[str, Any]] = [
+        {"pod": "ns/a", "destination": "n1", "destinationCandidates": ["n1"]},
+        {"pod": "ns/b", "destination": "n2", "destinationCandidates": ["n2"]},
+        {"pod": "ns/c", "destination": "n3", "destinationCandidates": ["n3"]},
+    ]
+    deletions = [D(1.0, "ns/a", "ua", "n9", "o"), D(1.1, "ns/b", "ub", "n9", "o")]
+    deletions.append(D(1.2, "ns/c", "uc", "n9", "other"))
+    creations = [C(1.5, "ns/r0", "r0", "o"), C(1.6, "ns/r1", "r1", "o")]
+    creations.append(C(1.7, "ns/r2", "r2", "other"))
+    matched = measures.match_replacements(deletions, creations)
+    bound = {"r0": "n2", "r1": "n1", "r2": "n1"}
+    outcome = measures.plan_outcome(plan, deletions, matched, bound, nodes=10)
+    assert (outcome.on_candidates, outcome.on_candidates_by_owner) == (0, 2)
+    assert outcome.owner_candidate_share == pytest.approx(200 / 3)
+    assert measures.matching_size([["n1", "n2"], ["n1"]], ["n1", "n2"]) == 2
+    assert measures.matching_size([["n1"], ["n1"]], ["n1", "n2"]) == 1
+
+
 def test_a_plan_without_candidates_falls_back_to_its_destination() -> None:
     entry = {"pod": "ns/a", "destination": "n1"}
     assert measures.candidates_of(entry) == ["n1"]
@@ -224,6 +247,8 @@ def _run(impl: str, **over: Any) -> dict[str, Any]:
             "predicted": 150,
             "on_destination": 6,
             "on_candidates": 6,
+            "on_candidates_by_owner": 8,
+            "owner_candidate_share": 4.0,
             "candidates_field": False,
             "candidate_share": 3.0,
             "destination_share": 3.0,

@@ -145,10 +145,23 @@ def test_a_bad_file_through_the_cli_exits_2_without_a_traceback(data: bytes) -> 
         pytest.param(b"!!timestamp", "not valid YAML", id="bare-timestamp"),
         pytest.param(b"a: !!int", "not valid YAML", id="empty-int"),
         pytest.param(b"[" * 1000, "not valid YAML", id="deep-nesting"),
+        pytest.param(
+            b"a: " + b"[" * 40 + b"]" * 40, "nested deeper than 32 levels", id="nested-40"
+        ),
+        pytest.param(
+            b"a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+            + b"".join(
+                f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n".encode()
+                for i in range(6)
+            ),
+            "more than 100000 values",
+            id="alias-bomb",
+        ),
     ],
 )
 def test_inputs_that_crashed_the_parser_are_config_errors(data: bytes, reason: str) -> None:
-    """Non-UTF-8 bytes and YAML that crashes PyYAML's constructors are reported as bad input."""
+    """Non-UTF-8 bytes, YAML that crashes PyYAML's constructors, and documents too deep or
+    (through aliases) too big to walk are reported as bad input."""
     error = _parses_or_names_its_errors(data)
     assert error is not None
     assert reason in str(error.errors[0])

@@ -19,6 +19,15 @@ from agent.descheduler.core.placement import (
     place,
     with_destinations,
 )
+from agent.descheduler.core.placement.profile import (
+    BALANCED,
+    DEFAULT_PROFILE,
+    DEFAULT_WEIGHTS,
+    MOST_ALLOCATED,
+    SPREAD,
+    TAINTS,
+    SchedulerProfile,
+)
 from agent.descheduler.model.cluster import ClusterSnapshot, NodeUsage
 from agent.descheduler.plan.shape import Plan, PlannedEviction
 from tests.harness.deschedulerstate import node, pod, snapshot
@@ -261,6 +270,37 @@ def test_a_node_with_only_a_prefernoschedule_taint_is_still_a_destination() -> N
     assert _destinations(state, "mover") == ["soft"]
 
 
+def test_a_bin_packing_scheduler_picks_the_fullest_node_that_fits() -> None:
+    """With MostAllocated (and BalancedAllocation off, as a bin-packing profile has it) the
+    replacement goes to the fullest node it fits on; the default profile picks the emptiest."""
+    state = snapshot(
+        node("empty"),
+        node("half"),
+        pod("filler", "half", cpu="2", memory="8Gi"),
+        node("src"),
+        pod("mover", "src"),
+    )
+    packing = SchedulerProfile(
+        weights={k: v for k, v in DEFAULT_WEIGHTS.items() if k != BALANCED},
+        fit_strategy=MOST_ALLOCATED,
+    )
+    [eviction] = [_eviction(state, "mover")]
+    assert place(state, [eviction], profile=packing).placements[0].node == "half"
+    assert place(state, [eviction]).placements[0].node == "empty"
+
+
+def test_a_job_pod_is_placed_beside_nodes_without_a_hostname_label() -> None:
+    """A pod whose controller has no default spread (a Job) scores every node alike, a
+    node without the hostname label included (that node once broke the rankings)."""
+    state = snapshot(
+        node("a"),
+        node("b", labels={"kubernetes.io/hostname": "b"}),
+        node("src"),
+        pod("job", "src", owner=("Job", "batch")),
+    )
+    assert place(state, [_eviction(state, "job")]).placements[0].candidates == ("a", "b")
+
+
 def test_a_node_holding_the_pods_image_wins_a_tie() -> None:
     """ImageLocality: of two otherwise equal nodes, the one that already has the pod's image
     (``status.images``) gets the replacement."""
@@ -302,14 +342,15 @@ def _cluster(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[str]]:
         )
     names = []
     for index in range(draw(st.integers(1, 12))):
-        owner = draw(st.sampled_from(["web", "api", "db"]))
+        owner = draw(st.sampled_from(["web", "api", "db", "batch"]))
+        kind = "Job" if owner == "batch" else "ReplicaSet"  # a Job has no default spread
         cpu, memory = draw(st.sampled_from([("100m", "128Mi"), ("500m", "1Gi"), (None, None)]))
         name = f"{owner}-{index}"
         items.append(
             pod(
                 name,
                 f"n{draw(st.integers(0, nodes - 1))}",
-                owner=("ReplicaSet", owner),
+                owner=(kind, owner),
                 labels={"app": owner},
                 cpu=cpu,
                 memory=memory,
@@ -321,17 +362,28 @@ def _cluster(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[str]]:
     return snapshot(*items), movers
 
 
-@given(_cluster())
+PROFILES = [
+    DEFAULT_PROFILE,
+    SchedulerProfile(
+        weights={k: v for k, v in DEFAULT_WEIGHTS.items() if k != BALANCED},
+        fit_strategy=MOST_ALLOCATED,
+    ),
+    SchedulerProfile(weights={**DEFAULT_WEIGHTS, SPREAD: 0, TAINTS: 5}, fit_weights=(3, 1)),
+]
+
+
+@given(_cluster(), st.sampled_from(PROFILES))
 @settings(max_examples=300, deadline=None, derandomize=True)
 def test_the_rankings_answer_exactly_what_scoring_every_node_answers(
-    cluster: tuple[ClusterSnapshot, list[str]],
+    cluster: tuple[ClusterSnapshot, list[str]], profile: SchedulerProfile
 ) -> None:
     """Move after move, the candidates from the rankings equal those of scoring every node
-    with every plugin (the reference), on random clusters of zones, taints and loads."""
+    with every plugin (the reference), on random clusters of zones, taints and loads, and
+    under the default profile, bin packing, and other weights."""
     state, movers = cluster
     evictions = [_eviction(state, name) for name in movers]
-    fast = place(state, evictions)
-    full = place(state, evictions, fast=False)
+    fast = place(state, evictions, profile=profile)
+    full = place(state, evictions, fast=False, profile=profile)
     assert [p.candidates for p in fast.placements] == [p.candidates for p in full.placements]
 
 

@@ -60,6 +60,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from agent.descheduler.core.placement.profile import DEFAULT_PROFILE, SchedulerProfile
 from agent.descheduler.core.placement.simulation import FINISHED, OWN_NODE, Simulation
 from agent.descheduler.model.cluster import ClusterSnapshot, PodInfo
 from agent.descheduler.plan.destinations import Placement, PlacementResult
@@ -90,7 +91,11 @@ def _is_daemon_pod(pod: PodInfo) -> bool:
 
 
 def place(
-    snapshot: ClusterSnapshot, evictions: Sequence[PlannedEviction], *, fast: bool = True
+    snapshot: ClusterSnapshot,
+    evictions: Sequence[PlannedEviction],
+    *,
+    fast: bool = True,
+    profile: SchedulerProfile = DEFAULT_PROFILE,
 ) -> PlacementResult:
     """Every planned eviction's destination and the nodes' loads: the allowed evictions in
     the plan's order, then the held ones in theirs (the order the live loop sends them)."""
@@ -101,7 +106,7 @@ def place(
         for pod in snapshot.pods_on(node)
         if (node, pod.uid) in wanted
     }
-    simulation = Simulation(snapshot, fast=fast)
+    simulation = Simulation(snapshot, fast=fast, profile=profile)
     placements: dict[int, Placement] = {}
     order = [i for i, e in enumerate(evictions) if not e.blocked_by_pdb] + [
         i for i, e in enumerate(evictions) if e.held

@@ -19,13 +19,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agent.descheduler.core.placement.nodes import PodSize
+from agent.descheduler.core.placement.profile import SPREAD, TAINTS
 from agent.descheduler.core.placement.scored import Scored
 from agent.descheduler.core.placement.scoring import (
     HOSTNAME,
     MAX_NODE_SCORE,
     NO_TERMS,
-    TAINT_TOLERATION,
-    TOPOLOGY_SPREAD,
     SpreadScoring,
     affinity_terms,
     intolerable_taints,
@@ -41,9 +40,8 @@ from agent.descheduler.model.cluster import CPU, MEMORY, PODS, PodInfo
 if TYPE_CHECKING:
     from agent.descheduler.core.placement.simulation import Simulation
 
-TAINT_TOLERATION_CONSTANT = TAINT_TOLERATION * MAX_NODE_SCORE
-"""TaintToleration's weighted score on every node when no node has a PreferNoSchedule taint
-the pod minds (all counts 0, normalized in reverse: 100 each)."""
+NO_SPREAD = SpreadScoring((), require_all_topologies=False)
+"""PodTopologySpread switched off in the profile: no constraint scores."""
 
 
 def fast_path_applies(sim: Simulation, pod: PodInfo, static: frozenset[int]) -> bool:
@@ -76,15 +74,16 @@ def scored_fast(sim: Simulation, pod: PodInfo, static: frozenset[int]) -> Scored
     feasible.discard(own)
     if len(feasible) <= 1:
         return Scored(0, sorted(feasible)) if feasible else None
-    scoring = spread_scoring(pod)
+    scoring = spread_scoring(pod) if sim.profile.weight(SPREAD) else NO_SPREAD
     counts: Mapping[int, int] = {}
+    special: set[int] = set()
     if scoring.constraints:
         counts = sim.owners.get(scoring.selector_owner, Counter())
-    # Nodes whose score is not their zone's: those holding pods of the controller, and
-    # those missing the hostname label (they skip that constraint).
-    special = {i for i in counts if i in feasible} | {
-        i for i in feasible if HOSTNAME not in sim.nodes[i].info.labels
-    }
+        # Nodes whose score is not their zone's: those holding pods of the controller, and
+        # those missing the hostname label (they skip that constraint).
+        special = {i for i in counts if i in feasible} | {
+            i for i in feasible if HOSTNAME not in sim.nodes[i].info.labels
+        }
     zones = {sim.nodes[i].zone for i in feasible}
     extra = _zone_scores(
         sim, scoring, counts=counts, feasible=feasible, zones=zones, special=special
@@ -128,8 +127,12 @@ def _zone_scores(
 ) -> _Extras:
     """The scores besides the resource ones, per zone for ordinary nodes and per special
     node: TaintToleration's constant and the normalized system default spread."""
-    if not scoring.constraints:
-        return _Extras(dict.fromkeys(zones, TAINT_TOLERATION_CONSTANT), {})
+    # TaintToleration's weighted score on every node when no node has a PreferNoSchedule
+    # taint the pod minds (all counts 0, normalized in reverse: 100 each).
+    taint_constant = sim.profile.weight(TAINTS) * MAX_NODE_SCORE
+    spread_weight = sim.profile.weight(SPREAD)
+    if not scoring.constraints or not spread_weight:
+        return _Extras(dict.fromkeys(zones, taint_constant), {})
     host_weight = topology_weight(len(feasible))
     pair_values = {zone if zone is not None else "" for zone in zones}
     zone_weight = topology_weight(len(pair_values))
@@ -162,11 +165,11 @@ def _zone_scores(
     ]
     normalized = spread_normalize(raws)
     by_zone = {
-        zone: TAINT_TOLERATION_CONSTANT + TOPOLOGY_SPREAD * score
+        zone: taint_constant + spread_weight * score
         for zone, score in zip(ordered_zones, normalized, strict=False)
     }
     by_node = {
-        index: TAINT_TOLERATION_CONSTANT + TOPOLOGY_SPREAD * score
+        index: taint_constant + spread_weight * score
         for index, score in zip(ordered_nodes, normalized[len(ordered_zones) :], strict=True)
     }
     return _Extras(by_zone, by_node)

@@ -15,15 +15,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from agent.descheduler.core.placement.nodes import PodSize, SimNode
+from agent.descheduler.core.placement.profile import (
+    IMAGES,
+    INTER_POD,
+    NODE_AFFINITY_PLUGIN,
+    SPREAD,
+    TAINTS,
+)
 from agent.descheduler.core.placement.scored import Scored
 from agent.descheduler.core.placement.scoring import (
-    HARD_POD_AFFINITY_WEIGHT,
     HOSTNAME,
-    IMAGE_LOCALITY,
-    INTER_POD_AFFINITY,
-    NODE_AFFINITY,
-    TAINT_TOLERATION,
-    TOPOLOGY_SPREAD,
     AffinityTerms,
     SchedulerTerm,
     SpreadScoring,
@@ -65,28 +66,49 @@ def node_totals(sim: Simulation, pod: PodInfo, feasible: Sequence[int]) -> list[
     number its ``--v=10`` log prints per node."""
     nodes = [sim.nodes[index] for index in feasible]
     size = PodSize.of(pod)
-    totals = [node.resource_score(size) for node in nodes]
+    profile = sim.profile
+    totals = [node.resource_score(size, profile) for node in nodes]
+    zeros = [0] * len(nodes)
+    taint_weight = profile.weight(TAINTS)
+    affinity_weight = profile.weight(NODE_AFFINITY_PLUGIN)
+    image_weight = profile.weight(IMAGES)
     tolerations = prefer_no_schedule_tolerations(pod)
-    taints = default_normalize(
-        [intolerable_taints(node.info.taints, tolerations) for node in nodes], reverse=True
+    taints = (
+        default_normalize(
+            [intolerable_taints(node.info.taints, tolerations) for node in nodes], reverse=True
+        )
+        if taint_weight
+        else zeros
     )
-    affinity = default_normalize(
-        [preferred_node_affinity(pod, node.info.labels, node.info.name) for node in nodes],
-        reverse=False,
+    affinity = (
+        default_normalize(
+            [preferred_node_affinity(pod, node.info.labels, node.info.name) for node in nodes],
+            reverse=False,
+        )
+        if affinity_weight
+        else zeros
     )
-    spread = _spread_scores(sim, pod, nodes)
-    inter_pod = _affinity_scores(sim, pod, nodes)
-    images = [
-        image_locality(node.info.images, pod.images, sim.image_nodes, len(sim.nodes))
-        for node in nodes
-    ]
+    spread = _spread_scores(sim, pod, nodes) if profile.weight(SPREAD) else zeros
+    inter_pod = (
+        _affinity_scores(sim, pod, nodes, profile.hard_pod_affinity_weight)
+        if profile.weight(INTER_POD)
+        else zeros
+    )
+    images = (
+        [
+            image_locality(node.info.images, pod.images, sim.image_nodes, len(sim.nodes))
+            for node in nodes
+        ]
+        if image_weight
+        else zeros
+    )
     for position in range(len(nodes)):
         totals[position] += (
-            TAINT_TOLERATION * taints[position]
-            + NODE_AFFINITY * affinity[position]
-            + TOPOLOGY_SPREAD * spread[position]
-            + INTER_POD_AFFINITY * inter_pod[position]
-            + IMAGE_LOCALITY * images[position]
+            taint_weight * taints[position]
+            + affinity_weight * affinity[position]
+            + profile.weight(SPREAD) * spread[position]
+            + profile.weight(INTER_POD) * inter_pod[position]
+            + image_weight * images[position]
         )
     return totals
 
@@ -169,7 +191,9 @@ def _counting_nodes(sim: Simulation, pod: PodInfo, scoring: SpreadScoring) -> It
         yield node
 
 
-def _affinity_scores(sim: Simulation, pod: PodInfo, nodes: Sequence[SimNode]) -> list[int]:
+def _affinity_scores(
+    sim: Simulation, pod: PodInfo, nodes: Sequence[SimNode], hard_weight: int
+) -> list[int]:
     """InterPodAffinity's normalized scores of ``nodes``; 0 when it has nothing to say."""
     own = affinity_terms(pod)
     scorers: Iterable[PodInfo] = (
@@ -207,7 +231,7 @@ def _affinity_scores(sim: Simulation, pod: PodInfo, nodes: Sequence[SimNode]) ->
         ):
             for term in terms:
                 if term.matches(target, labels):
-                    weight = factor * term.weight if factor else HARD_POD_AFFINITY_WEIGHT
+                    weight = factor * term.weight if factor else hard_weight
                     add(term.topology_key, where, weight)
     if not scored:
         return [0 for _ in nodes]

@@ -11,12 +11,17 @@ from bisect import bisect_left, insort
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from agent.descheduler.core.placement.profile import (
+    BALANCED,
+    FIT,
+    MOST_ALLOCATED,
+    SchedulerProfile,
+)
 from agent.descheduler.core.placement.scoring import (
-    BALANCED_ALLOCATION,
-    RESOURCES_FIT,
     ZONE,
     balanced_allocation,
     least_allocated,
+    most_allocated,
     nonzero_size,
 )
 from agent.descheduler.model.cluster import CPU, MEMORY, PODS, ClusterSnapshot, NodeInfo, PodInfo
@@ -62,18 +67,26 @@ class SimNode:
     def load(self) -> dict[str, int]:
         return {CPU: self.cpu, MEMORY: self.memory, PODS: self.pods}
 
-    def resource_score(self, size: PodSize) -> int:
-        """NodeResourcesFit (LeastAllocated) plus BalancedAllocation, weighted, with a pod
-        of ``size`` added."""
+    def resource_score(self, size: PodSize, profile: SchedulerProfile) -> int:
+        """NodeResourcesFit (the profile's strategy) plus BalancedAllocation, weighted, with
+        a pod of ``size`` added."""
         allocatable = (self.alloc_cpu, self.alloc_memory)
-        least = least_allocated(
-            (self.nonzero_cpu + size.nonzero_cpu, self.nonzero_memory + size.nonzero_memory),
-            allocatable,
-        )
-        balanced = balanced_allocation(
-            (self.cpu + size.cpu, self.memory + size.memory), allocatable
-        )
-        return RESOURCES_FIT * least + BALANCED_ALLOCATION * balanced
+        fit = most_allocated if profile.fit_strategy == MOST_ALLOCATED else least_allocated
+        total = 0
+        if fit_weight := profile.weight(FIT):
+            requested = (
+                self.nonzero_cpu + size.nonzero_cpu,
+                self.nonzero_memory + size.nonzero_memory,
+            )
+            total += fit_weight * fit(requested, allocatable, profile.fit_weights)
+        if balanced_weight := profile.weight(BALANCED):
+            used = (self.cpu + size.cpu, self.memory + size.memory)
+            read = profile.balanced_resources
+            total += balanced_weight * balanced_allocation(
+                [amount for amount, kept in zip(used, read, strict=True) if kept],
+                [amount for amount, kept in zip(allocatable, read, strict=True) if kept],
+            )
+        return total
 
     def fits(self, size: PodSize) -> bool:
         """NodeResourcesFit's filter for a pod asking only cpu and memory."""
@@ -163,9 +176,10 @@ class Ranking:
 
     Kept up to date as pods move, so the best nodes of each zone are read from its top."""
 
-    def __init__(self, nodes: Sequence[SimNode], size: PodSize) -> None:
+    def __init__(self, nodes: Sequence[SimNode], size: PodSize, profile: SchedulerProfile) -> None:
         self.size = size
-        self.scores = [node.resource_score(size) for node in nodes]
+        self.profile = profile
+        self.scores = [node.resource_score(size, profile) for node in nodes]
         self.zones: dict[str | None, list[tuple[int, int]]] = {}
         for node in nodes:
             self.zones.setdefault(node.zone, []).append((-self.scores[node.index], node.index))
@@ -177,7 +191,7 @@ class Ranking:
         order = self.zones[node.zone]
         index = node.index
         del order[bisect_left(order, (-self.scores[index], index))]
-        self.scores[index] = node.resource_score(self.size)
+        self.scores[index] = node.resource_score(self.size, self.profile)
         insort(order, (-self.scores[index], index))
         if node.fits(self.size):
             self.fits.add(index)

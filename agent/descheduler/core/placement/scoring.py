@@ -95,15 +95,41 @@ def _least_requested(requested: int, capacity: int) -> int:
     return (capacity - requested) * MAX_NODE_SCORE // capacity
 
 
-def least_allocated(requested: Sequence[int], allocatable: Sequence[int]) -> int:
-    """``leastResourceScorer`` with weight 1 per resource: resources without allocatable out."""
-    total = weights = 0
-    for used, capacity in zip(requested, allocatable, strict=True):
+def least_allocated(
+    requested: Sequence[int], allocatable: Sequence[int], weights: Sequence[int] = (1, 1)
+) -> int:
+    """``leastResourceScorer``: the weighted mean of each resource's free share; resources
+    without allocatable are left out."""
+    return _weighted(_least_requested, requested, allocatable, weights)
+
+
+def _most_requested(requested: int, capacity: int) -> int:
+    if capacity == 0:
+        return 0
+    return min(requested, capacity) * MAX_NODE_SCORE // capacity
+
+
+def most_allocated(
+    requested: Sequence[int], allocatable: Sequence[int], weights: Sequence[int] = (1, 1)
+) -> int:
+    """``mostResourceScorer``: the weighted mean of each resource's used share (capped at
+    100), for bin packing."""
+    return _weighted(_most_requested, requested, allocatable, weights)
+
+
+def _weighted(
+    score: Callable[[int, int], int],
+    requested: Sequence[int],
+    allocatable: Sequence[int],
+    weights: Sequence[int],
+) -> int:
+    total = weight_sum = 0
+    for used, capacity, weight in zip(requested, allocatable, weights, strict=True):
         if capacity == 0:
             continue
-        total += _least_requested(used, capacity)
-        weights += 1
-    return total // weights if weights else 0
+        total += score(used, capacity) * weight
+        weight_sum += weight
+    return total // weight_sum if weight_sum else 0
 
 
 def balanced_allocation(requested: Sequence[int], allocatable: Sequence[int]) -> int:

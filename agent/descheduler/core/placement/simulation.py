@@ -25,6 +25,7 @@ from agent.descheduler.core.placement.nodes import (
     static_key,
     static_misfit,
 )
+from agent.descheduler.core.placement.profile import DEFAULT_PROFILE, SchedulerProfile
 from agent.descheduler.core.placement.scoring import PREFER_NO_SCHEDULE, affinity_terms
 from agent.descheduler.core.rules.antiaffinity import (
     has_required_anti_affinity,
@@ -44,9 +45,17 @@ OWN_NODE = "the node it is evicted from"
 class Simulation:
     """The nodes' requests as the plan moves pods, and the scheduler's pick for each pod."""
 
-    def __init__(self, snapshot: ClusterSnapshot, *, fast: bool = True) -> None:
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        *,
+        fast: bool = True,
+        profile: SchedulerProfile = DEFAULT_PROFILE,
+    ) -> None:
         self.snapshot = snapshot
         self.fast = fast
+        self.profile = profile
+        """The score plugins and weights of the scheduler predicted for."""
         """Answer the pods it can from the rankings (off: score every node, the reference)."""
         self.nodes = [
             new_node(snapshot.nodes[name], index)
@@ -115,7 +124,7 @@ class Simulation:
         if ranking is None:
             if len(self._rankings) >= MAX_RANKINGS:
                 del self._rankings[next(iter(self._rankings))]
-            ranking = Ranking(self.nodes, size)
+            ranking = Ranking(self.nodes, size, self.profile)
         self._rankings[size] = ranking  # last used: moved to the end
         return ranking
 

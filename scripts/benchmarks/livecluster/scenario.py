@@ -106,6 +106,18 @@ SCENARIOS = {
             high=50,
         ),
         Scenario(
+            "medium",
+            "medium: 50 nodes, 18 filled to 78 %, 14 Deployments, seed 23",
+            nodes=50,
+            open_nodes=18,
+            deployments=14,
+            seed=23,
+            policy=HERE / "policy-lnu-dup.yaml",
+            strategy="LowNodeUtilization",
+            low=20,
+            high=50,
+        ),
+        Scenario(
             "compact",
             "compact: 30 nodes, 10 filled to 60 %, 20 at about 12 %, MostAllocated scheduler, "
             "seed 5",

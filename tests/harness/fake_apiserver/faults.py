@@ -40,6 +40,8 @@ class FaultRule:
     seconds: float = 0.0
     hits: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    freed: threading.Event = field(default_factory=threading.Event, repr=False)
+    """Set to end a ``hang`` early (``FaultInjector.release``, or the server stopping)."""
 
     @property
     def remaining(self) -> int | None:
@@ -81,6 +83,17 @@ class FaultInjector:
         self._lock = threading.Lock()
         self._rules: list[FaultRule] = []
         self.released = threading.Event()  # set at server stop: hanging requests give up
+
+    def release(self, rule: FaultRule) -> None:
+        """End ``rule``'s hangs now: the requests it holds are served."""
+        rule.freed.set()
+
+    def release_all(self) -> None:
+        """The server stops: every hanging request gives up."""
+        self.released.set()
+        with self._lock:
+            for rule in self._rules:
+                rule.freed.set()
 
     def _add(self, rule: FaultRule) -> FaultRule:
         with self._lock:

@@ -282,7 +282,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
                 stall = True
             elif rule.action == "hang":
                 with ctx.log.hanging(entry):
-                    ctx.faults.released.wait(rule.seconds)
+                    rule.freed.wait(rule.seconds)
             elif rule.action == "drop":
                 ctx.log.completed(entry, None)
                 self._drop()

@@ -126,7 +126,7 @@ class FakeApiServer:
         if self._http is None:
             return
         self._context.stopping.set()
-        self.faults.released.set()
+        self.faults.release_all()
         self.store.close()
         self._http.stop_serving()
         with contextlib.suppress(TimeoutError):

@@ -1,5 +1,5 @@
-"""Where each evicted pod would land, as a plan says it: the destination, the nodes tied for
-it, and the nodes' loads before and after (``core.placement`` computes them)."""
+"""Where each evicted pod would land, as a plan says it: the destination, the nodes it may
+land on, and the nodes' loads before and after (``core.placement`` computes them)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ class Placement:
     note: str = ""
     """Why there is no destination, or what is special about it."""
     candidates: tuple[str, ...] = ()
-    """Every node tied at the best score, by name: the scheduler picks one at random."""
+    """Every node the replacement may land on, by name (see ``PlannedEviction.candidates``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,7 +71,7 @@ def bar(used: int, capacity: int) -> str:
 def _destination_cell(eviction: PlannedEviction, placement: Placement) -> str:
     cell = placement.node or "none"
     if len(placement.candidates) > 1:
-        cell += f" (1 of {len(placement.candidates)} tied)"
+        cell += f" (1 of {len(placement.candidates)} candidates)"
     if eviction.blocked_by_pdb and not eviction.held:
         return "-"
     return cell + (" once its budget allows" if eviction.held else "")

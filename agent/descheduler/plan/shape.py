@@ -41,8 +41,9 @@ class PlannedEviction:
     destination: str | None = None
     """Where the pod would land, when the planner simulated placement; else ``None``."""
     candidates: tuple[str, ...] = ()
-    """Every node tied at the best score for the replacement (``destination`` is one): the
-    scheduler picks among them at random."""
+    """Every node the replacement may land on (``destination`` is one): tied at the best
+    score where the plan places it, or where it would be placed ahead of the evictions in
+    flight with it; the scheduler picks among ties at random."""
     budget: str = ""
     """``namespace/name`` of the PodDisruptionBudget selecting the pod (the first, if
     several), allowed or not: the live loop sends a budget's held evictions only after its

@@ -205,6 +205,9 @@ class PlanOutcome:
     """Whether the plan carried ``destinationCandidates`` (else ``[destination]`` stood in)."""
     candidate_sizes: list[int] = field(default_factory=list)
     nodes: int = 0
+    refused_evicted: int = 0
+    """Evicted live, though the plan refused them (a budget, a utilization plugin: not sent
+    in the planned cycle): a later cycle's decision, not this plan's, so not counted above."""
 
     @property
     def candidate_share(self) -> float | None:
@@ -245,6 +248,9 @@ def plan_outcome(
         outcome.candidates_field |= isinstance(entry.get("destinationCandidates"), list)
         deletion = deleted.get(str(entry.get("pod")))
         if deletion is None:
+            continue
+        if entry.get("blockedByPDB") and entry.get("held") is False:
+            outcome.refused_evicted += 1
             continue
         outcome.evicted += 1
         creation = matched.get(deletion.uid)

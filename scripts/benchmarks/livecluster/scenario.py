@@ -513,6 +513,7 @@ class Run:
             "planned": outcome.planned,
             "allowed": outcome.allowed,
             "evicted": outcome.evicted,
+            "refused_evicted": outcome.refused_evicted,
             "placed": outcome.placed,
             "predicted": outcome.predicted,
             "on_destination": outcome.on_destination,

@@ -169,6 +169,21 @@ def test_one_owners_replacements_are_paired_with_its_evictions_at_best() -> None
     assert measures.matching_size([["n1"], ["n1"]], ["n1", "n2"]) == 1
 
 
+def test_an_eviction_the_plan_refused_is_not_its_prediction() -> None:
+    """A pod the plan refused (``held: false``: not sent in the planned cycle) that a later
+    cycle evicts is counted apart, not as a prediction missed."""
+    plan: list[dict[str, Any]] = [
+        {"pod": "ns/a", "destination": "n1", "destinationCandidates": ["n1"]},
+        {"pod": "ns/b", "blockedByPDB": True, "held": False, "destinationCandidates": []},
+    ]
+    deletions = [D(1.0, "ns/a", "ua", "n9", "o"), D(20.0, "ns/b", "ub", "n9", "o")]
+    creations = [C(1.5, "ns/r0", "r0", "o"), C(20.5, "ns/r1", "r1", "o")]
+    matched = measures.match_replacements(deletions, creations)
+    outcome = measures.plan_outcome(plan, deletions, matched, {"r0": "n1", "r1": "n2"}, nodes=4)
+    assert (outcome.evicted, outcome.placed, outcome.refused_evicted) == (1, 1, 1)
+    assert outcome.owner_candidate_share == 100.0
+
+
 def test_a_plan_without_candidates_falls_back_to_its_destination() -> None:
     entry = {"pod": "ns/a", "destination": "n1"}
     assert measures.candidates_of(entry) == ["n1"]

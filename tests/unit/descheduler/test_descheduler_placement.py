@@ -54,8 +54,8 @@ def _eviction(
     )
 
 
-def _destinations(state: ClusterSnapshot, *names: str) -> list[str | None]:
-    result = place(state, [_eviction(state, name) for name in names])
+def _destinations(state: ClusterSnapshot, *names: str, window: int = 8) -> list[str | None]:
+    result = place(state, [_eviction(state, name) for name in names], window=window)
     return [placement.node for placement in result.placements]
 
 
@@ -245,7 +245,9 @@ def test_pods_placed_earlier_take_their_room() -> None:
 
 
 def test_evicted_pods_free_their_room() -> None:
-    """A pod evicted earlier in the plan is gone from its node: a later pod may land there."""
+    """A pod evicted earlier in the plan is gone from its node: a later pod may land there.
+    Evictions of one window are in flight together, so each is gone before any replacement
+    is placed."""
     state = snapshot(
         node("a", cpu="1"),
         node("b", cpu="1"),
@@ -253,7 +255,27 @@ def test_evicted_pods_free_their_room() -> None:
         pod("x", "a", cpu="600m"),
         pod("y", "b", cpu="600m"),
     )
-    assert _destinations(state, "x", "y") == ["c", "a"]
+    assert _destinations(state, "x", "y", window=1) == ["c", "a"]
+    assert _destinations(state, "x", "y", window=2) == ["b", "a"]
+
+
+def test_a_replacement_may_come_before_the_rest_of_its_window() -> None:
+    """Replacements of one window are scheduled in any order: the second pod's candidates
+    hold the node it gets after the first one's replacement (its destination) and the node
+    it would get before it."""
+    state = snapshot(
+        node("big", cpu="2"),
+        node("small", cpu="1500m"),
+        node("src"),
+        pod("first", "src", cpu="500m", owner=("ReplicaSet", "one")),
+        pod("second", "src", cpu="500m", owner=("ReplicaSet", "two")),
+    )
+    evictions = [_eviction(state, "first"), _eviction(state, "second")]
+    together = place(state, evictions, window=2).placements
+    assert [p.node for p in together] == ["big", "small"]
+    assert together[1].candidates == ("big", "small")
+    alone = place(state, evictions, window=1).placements
+    assert alone[1].candidates == ("small",)
 
 
 def test_ties_go_to_the_first_node_by_name() -> None:

@@ -8,7 +8,8 @@ import pytest
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
 from agent.kube.connection import DESCHEDULER, connect
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness import kubeobjects
+from tests.harness.fake_apiserver import FakeApiServer
 
 README_REMOVE_DUPLICATES = """\
 apiVersion: "descheduler/v1alpha2"
@@ -59,7 +60,7 @@ def policy_file(tmp_path: Path) -> Path:
 
 def owned_pod(name: str, node: str, owner: str, *, kind: str = "ReplicationController") -> dict:
     """A pod of ``owner`` (controller reference), labelled ``app=<owner>``, bound to ``node``."""
-    pod = manifests.pod(name, node=node, labels={"app": owner})
+    pod = kubeobjects.pod(name, node=node, labels={"app": owner})
     pod["metadata"]["ownerReferences"] = [
         {"apiVersion": "v1", "kind": kind, "name": owner, "uid": f"uid-{owner}", "controller": True}
     ]
@@ -75,4 +76,4 @@ def duplicates_cluster(server: FakeApiServer, *, protected: bool = True) -> None
             server.create(owned_pod(f"{owner}-{index}", node, owner))
             kubelets[node].set_ready("default", f"{owner}-{index}")
     if protected:
-        server.create(manifests.pdb("db", match_labels={"app": "db"}, min_available=3))
+        server.create(kubeobjects.pdb("db", match_labels={"app": "db"}, min_available=3))

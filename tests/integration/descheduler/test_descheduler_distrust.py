@@ -18,8 +18,9 @@ from agent.descheduler.live.options import RunOptions
 from agent.kube.api import KubeApi
 from agent.kube.timestamps import rfc3339
 from agent.telemetry.metrics import new_registry
+from tests.harness import kubeobjects
 from tests.harness.clock import HandClock
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.nodereport import register_crd
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.conftest import duplicates_cluster, owned_pod
@@ -40,7 +41,7 @@ NAMES = ("honest", "foreign", "absurd")
 
 
 def _node(name: str) -> dict[str, Any]:
-    node = manifests.node(name)
+    node = kubeobjects.node(name, ready=True)
     node["status"]["allocatable"] = {"cpu": "4", "memory": "16Gi", "pods": "110"}
     return node
 

@@ -16,7 +16,8 @@ from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
 from agent.kube.api import KubeApi
 from agent.telemetry.metrics import new_registry
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness import kubeobjects
+from tests.harness.fake_apiserver import FakeApiServer
 from tests.integration.descheduler.conftest import owned_pod
 
 
@@ -30,7 +31,9 @@ def _cluster(server: FakeApiServer, *, max_unavailable: int) -> None:
     for index in range(3):
         server.create(owned_pod(f"db-{index}", "n2", "db"))
         kubelet.set_ready("default", f"db-{index}")
-    server.create(manifests.pdb("db", match_labels={"app": "db"}, max_unavailable=max_unavailable))
+    server.create(
+        kubeobjects.pdb("db", match_labels={"app": "db"}, max_unavailable=max_unavailable)
+    )
 
 
 def _evictions(server: FakeApiServer) -> list[tuple[str, int]]:

@@ -23,8 +23,9 @@ from agent.kube.client import AsyncKube
 from agent.kube.ownedtaints import OwnedTaints
 from agent.kube.taintownership import RESCUE_ANNOTATION, rescue_taint
 from agent.kube.timestamps import rfc3339
+from tests.harness import kubeobjects
 from tests.harness.deschedulerstate import pod
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.waiting import wait_until
 
 RESCUE_POLICY = """\
@@ -44,7 +45,7 @@ TAINT_VALUE = "kube-system_dns"
 
 
 def _node(name: str, taints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    node = manifests.node(name, taints=taints or [])
+    node = kubeobjects.node(name, taints=taints or [], ready=True)
     node["status"]["allocatable"] = {"cpu": "4", "memory": "16Gi", "pods": "110"}
     return node
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness import kubeobjects
+from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.tokens import service_account_token
 
 
@@ -34,7 +35,7 @@ def test_the_agent_logs_its_credentials_and_warns_about_a_token_without_its_node
 ) -> None:
     """Connected as node n1, the agent logs its token's binding; with a token that names no
     node it adds one warning that its writes will be denied and how to get a Node-bound token."""
-    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.create(kubeobjects.node("n1"))
     kubeconfig = fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig", token=token)
     config = tmp_path / "agent.yaml"
     config.write_text(

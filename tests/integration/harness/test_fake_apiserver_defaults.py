@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 
 from tests.harness.fake_apiserver import FakeApiServer
-from tests.harness.fake_apiserver.manifests import pod
+from tests.harness.kubeobjects import pod
 
 JSON = dict[str, Any]
 

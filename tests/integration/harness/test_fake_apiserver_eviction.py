@@ -11,7 +11,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.harness.fake_apiserver import FakeApiServer, FakeKubelet
-from tests.harness.fake_apiserver.manifests import pdb, pod
+from tests.harness.kubeobjects import pdb, pod
 
 JSON = dict[str, Any]
 NODE = "node-a"

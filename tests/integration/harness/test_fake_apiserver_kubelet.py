@@ -11,8 +11,8 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from tests.harness.fake_apiserver import FakeApiServer
-from tests.harness.fake_apiserver.manifests import pod
 from tests.harness.fake_apiserver.objects import epoch_of
+from tests.harness.kubeobjects import pod
 
 JSON = dict[str, Any]
 NODE = "node-a"

@@ -11,7 +11,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from tests.harness.fake_apiserver import FakeApiServer
-from tests.harness.fake_apiserver.manifests import pod
+from tests.harness.kubeobjects import pod
 
 JSON = dict[str, Any]
 
@@ -464,7 +464,7 @@ def test_dry_run_create_persists_nothing(core: client.CoreV1Api) -> None:
 def test_priority_class_name_resolves_to_priority(core: client.CoreV1Api) -> None:
     """priorityClassName is resolved to spec.priority; without one, priority is 0."""
     critical = core.create_namespaced_pod(
-        "kube-system", pod("crit", "kube-system", priority_class="system-node-critical")
+        "kube-system", pod("crit", namespace="kube-system", priority_class="system-node-critical")
     )
     plain = core.create_namespaced_pod("default", pod("plain"))
     assert critical.spec.priority == 2000001000

@@ -32,7 +32,8 @@ import yaml
 
 from agent.kube.connection import connect
 from agent.kube.tokenclaims import bearer_token, decode_token
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness import kubeobjects
+from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.nodereport import register_crd
 from tests.harness.tls import self_signed_certificate
 from tests.harness.tokens import service_account_token
@@ -602,7 +603,7 @@ def test_the_unit_joins_the_cluster_with_the_node_bound_kubeconfig(
     runs it connects, says its token is bound to node n1 (no admission warning) and
     publishes n1's NodeReport, owned by Node n1."""
     register_crd(fake_apiserver)
-    node = fake_apiserver.create(manifests.node("n1"))
+    node = fake_apiserver.create(kubeobjects.node("n1"))
     token = _token_file(tmp_path, service_account_token(node="n1"))
     joined = _join(copy_of_staged, "--server", fake_apiserver.url, "--token-file", str(token))
     assert joined.returncode == 0, joined.stdout + joined.stderr

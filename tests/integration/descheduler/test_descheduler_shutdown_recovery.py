@@ -54,9 +54,9 @@ OUT_OF_SERVICE = {
 
 
 def _node(name: str, *, taints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    node = kubeobjects.node(name, taints=taints or [], ready=True)
-    node["status"]["nodeInfo"] = {"bootID": "boot-1"}
-    return node
+    return kubeobjects.node(
+        name, taints=taints or [], ready=True, status={"nodeInfo": {"bootID": "boot-1"}}
+    )
 
 
 def _set_ready(

@@ -31,6 +31,7 @@ import descheduler_cluster
 
 from tests.harness.cgroups import ContainerFixture, container_id, pod_object
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.kubeobjects import controller_ref
 from tests.harness.nodereport import register_crd
 from tests.harness.readiness_objects import daemon_set
 from tests.harness.readiness_objects import pod as critical_pod
@@ -75,17 +76,17 @@ def agent_node_pods(count: int) -> list[dict[str, Any]]:
             )
             for side in range(1 + number % 2)
         ]
-        pod = pod_object(
-            f"app-{number:03d}-7d9f8c6b5-x{number:04x}",
-            "",
-            *containers,
-            namespace=f"team-{number % descheduler_cluster.NAMESPACES}",
-            node_name=AGENT_NODE,
+        pods.append(
+            pod_object(
+                f"app-{number:03d}-7d9f8c6b5-x{number:04x}",
+                None,
+                *containers,
+                namespace=f"team-{number % descheduler_cluster.NAMESPACES}",
+                node=AGENT_NODE,
+                labels={"app": f"app-{number:03d}"},
+                ready=True,
+            )
         )
-        pod["metadata"].pop("uid")
-        pod["metadata"]["labels"] = {"app": f"app-{number:03d}"}
-        pod["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
-        pods.append(pod)
     return pods
 
 
@@ -105,11 +106,14 @@ def seed(server: FakeApiServer, nodes: int, node_pods: int) -> dict[str, Any]:
     server.seed([_as_created("Node", agent_node), _namespace(CHURN_NAMESPACE)])
     sets = [server.create(daemon_set(name)) for name in DAEMON_SETS]
     daemon_pods = [
-        critical_pod(f"{ds['metadata']['name']}-{AGENT_NODE}", node_name=AGENT_NODE, owner=ds)
+        critical_pod(
+            f"{ds['metadata']['name']}-{AGENT_NODE}",
+            node=AGENT_NODE,
+            owner=controller_ref(ds),
+            uid=None,
+        )
         for ds in sets
     ]
-    for daemon_pod in daemon_pods:
-        daemon_pod["metadata"].pop("uid")
     server.seed([*daemon_pods, *agent_node_pods(node_pods - len(daemon_pods))])
     on_node = server.list("pods", None, field_selector=f"spec.nodeName={AGENT_NODE}")
     return {

@@ -43,12 +43,14 @@ def pod(
 ) -> dict[str, Any]:
     """``kubeobjects.pod`` with ``POD_DEFAULTS``; ``fields`` override them."""
     uid = f"uid-{namespace}-{name}"
-    return kubeobjects.pod(name, node, namespace=namespace, uid=uid, **{**POD_DEFAULTS, **fields})
+    return kubeobjects.pod(
+        name, node, namespace=namespace, **{"uid": uid, **POD_DEFAULTS, **fields}
+    )
 
 
 def node(name: str, **fields: Any) -> dict[str, Any]:
     """``kubeobjects.node`` with ``NODE_DEFAULTS``; ``fields`` override them."""
-    return kubeobjects.node(name, uid=f"uid-{name}", **{**NODE_DEFAULTS, **fields})
+    return kubeobjects.node(name, **{"uid": f"uid-{name}", **NODE_DEFAULTS, **fields})
 
 
 pdb = functools.partial(kubeobjects.pdb, disruptions_allowed=0)

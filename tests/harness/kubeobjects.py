@@ -117,16 +117,18 @@ def container(
     fields: Mapping[str, Any] | None = None,
 ) -> JSON:
     """A container; ``cpu`` and ``memory`` are requests (``requests`` adds other resources);
-    ``fields`` are the container's other fields (ports, env, ...)."""
+    ``fields`` are the container's other fields (ports, env, ...). ``resources`` appears when
+    any of its arguments is given, if only ``requests={}`` (as the API server shows a
+    container that asks for nothing)."""
     built: JSON = {"name": name, "image": image}
     wanted = {**(requests or {})}
     wanted.update({k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None})
-    resources: JSON = {}
-    if wanted:
-        resources["requests"] = wanted
-    if limits:
-        resources["limits"] = dict(limits)
-    if resources:
+    if wanted or requests is not None or limits is not None:
+        resources: JSON = {}
+        if wanted:
+            resources["requests"] = wanted
+        if limits:
+            resources["limits"] = dict(limits)
         built["resources"] = resources
     return _merged(built, fields)
 
@@ -171,15 +173,14 @@ def _pod_spec(
     host_network: bool,
     spec: Mapping[str, Any] | None,
 ) -> JSON:
-    built: JSON = {
+    built: JSON = {}
+    optional: dict[str, Any] = {
         "containers": [
             container(each, image, cpu=cpu, memory=memory, limits=limits)
             if isinstance(each, str)
             else dict(each)
             for each in containers
-        ]
-    }
-    optional: dict[str, Any] = {
+        ],
         "nodeName": node,
         "priority": priority,
         "priorityClassName": priority_class,

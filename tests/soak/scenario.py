@@ -29,6 +29,7 @@ from typing import Any
 
 from tests.harness.fake_apiserver import FakeApiServer, FakeKubelet
 from tests.harness.fake_apiserver.faults import FaultRule
+from tests.harness.kubeobjects import controller_ref
 from tests.harness.logind import LogindHarness
 from tests.harness.readiness_objects import GATE, daemon_set
 from tests.harness.readiness_objects import pod as critical_pod
@@ -194,7 +195,7 @@ class _Run:
                     }
                 )
         ds = server.create(daemon_set(CRITICAL_DS))
-        server.create(critical_pod(CRITICAL_POD, owner=ds, ready=False))
+        server.create(critical_pod(CRITICAL_POD, owner=controller_ref(ds), ready=False))
         for plan in scenario.pods:
             if plan.added_after_power_off is None:
                 self.add_pod(plan)

@@ -17,6 +17,7 @@ import pytest
 from agent.cli import main
 from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.kubeobjects import controller_ref
 from tests.harness.readiness_objects import GATE, KEYS, daemon_set, node, pod, taint
 
 
@@ -32,7 +33,7 @@ def _seed_waiting_node(server: FakeApiServer) -> None:
     cni = server.create(daemon_set("cni"))
     server.create(daemon_set("gpu", node_selector={"pool": "gpu"}))
     server.create(daemon_set("proxy"))
-    server.create(pod("cni-abcde", owner=cni, ready=False))
+    server.create(pod("cni-abcde", owner=controller_ref(cni), ready=False))
     server.create(pod("csi", annotations={f"{KEYS.csi_annotation_prefix}x": "ebs.csi.aws.com"}))
 
 

@@ -10,6 +10,7 @@ from agent.kube.client import AsyncKube
 from agent.kube.connection import DESCHEDULER, connect
 from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.kubeobjects import owner_ref
 
 README_REMOVE_DUPLICATES = """\
 apiVersion: "descheduler/v1alpha2"
@@ -60,11 +61,8 @@ def policy_file(tmp_path: Path) -> Path:
 
 def owned_pod(name: str, node: str, owner: str, *, kind: str = "ReplicationController") -> dict:
     """A pod of ``owner`` (controller reference), labelled ``app=<owner>``, bound to ``node``."""
-    pod = kubeobjects.pod(name, node=node, labels={"app": owner})
-    pod["metadata"]["ownerReferences"] = [
-        {"apiVersion": "v1", "kind": kind, "name": owner, "uid": f"uid-{owner}", "controller": True}
-    ]
-    return pod
+    ref = owner_ref(kind, owner, uid=f"uid-{owner}")
+    return kubeobjects.pod(name, node, labels={"app": owner}, owner=ref)
 
 
 def duplicates_cluster(server: FakeApiServer, *, protected: bool = True) -> None:

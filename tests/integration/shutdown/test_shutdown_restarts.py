@@ -29,7 +29,7 @@ from tests.integration.shutdown.conftest import (
     ShutdownRig,
     config_text,
     ensure_priority_classes,
-    make_pod,
+    pod,
     until,
 )
 
@@ -205,10 +205,10 @@ async def test_agent_killed_mid_shutdown_resumes_inside_the_original_deadlines(
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
     server = fake_apiserver
     kubelet = server.kubelet(NODE, time_scale=0.2)
-    pods = [make_pod("stuck", grace=30), make_pod("later", priority=1000, grace=1)]
+    pods = [pod("stuck", grace_seconds=30), pod("later", priority=1000, grace_seconds=1)]
     ensure_priority_classes(server, pods)
-    for pod in pods:
-        server.create(pod)
+    for each in pods:
+        server.create(each)
     kubelet.stick("default", "stuck")
     kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
     config = tmp_path / "agent.yaml"

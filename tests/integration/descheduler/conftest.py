@@ -1,13 +1,10 @@
-"""A KubeApi on the official client pointed at the fake API server, and cluster builders."""
+"""The descheduler tests: ``kube_api`` as the descheduler, a kubeconfig, a policy, a cluster."""
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agent.kube.api import KubeApi
-from agent.kube.client import AsyncKube
-from agent.kube.connection import DESCHEDULER, connect
+from agent.kube.connection import DESCHEDULER, Component
 from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kubeobjects import owner_ref
@@ -36,20 +33,14 @@ def kubeconfig(fake_apiserver: FakeApiServer, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def kube_api(kubeconfig: Path) -> Iterator[KubeApi]:
-    # The descheduler's User-Agent: its requests count towards its RBAC proof.
-    connection = connect(str(kubeconfig), component=DESCHEDULER)
-    assert connection is not None
-    api = KubeApi(connection.api_client, request_timeout=5.0)
-    yield api
-    api.close()
+def kube_component() -> Component:
+    """``kube_api`` here is the descheduler's: its requests count towards its RBAC proof."""
+    return DESCHEDULER
 
 
 @pytest.fixture
-def async_kube(kube_api: KubeApi) -> Iterator[AsyncKube]:
-    kube = AsyncKube(kube_api)
-    yield kube
-    kube.close()
+def kube_request_timeout() -> float:
+    return 5.0
 
 
 @pytest.fixture

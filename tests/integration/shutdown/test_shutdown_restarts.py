@@ -7,7 +7,6 @@ import dataclasses
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from agent.node.statefile import write_json_atomic
 from agent.shutdown.record import ShutdownStatus, begin_record
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.logind import LogindHarness
+from tests.harness.ports import free_port
 from tests.integration.shutdown.conftest import (
     NODE,
     TAINT_KEY,
@@ -127,12 +127,6 @@ async def test_unreadable_boot_id_still_clears_our_taint(
 # -- the real agent process, killed mid-shutdown ------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class AgentProcess:
     """``kubelet-companion agent`` as a subprocess, its output kept for failure reports."""
 
@@ -221,7 +215,7 @@ async def test_agent_killed_mid_shutdown_resumes_inside_the_original_deadlines(
             # budget (the point of the test); the stuck pod holds phase 1 to its 5 s deadline.
             buckets=[(0, 5), (1000, 30)],
             kubeconfig=kubeconfig,
-            extra=f"metricsBindAddress: 127.0.0.1:{_free_port()}\nlogFormat: json\n",
+            extra=f"metricsBindAddress: 127.0.0.1:{free_port()}\nlogFormat: json\n",
         )
     )
     state_file = tmp_path / "state" / "shutdown-state.json"

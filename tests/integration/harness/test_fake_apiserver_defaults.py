@@ -22,12 +22,6 @@ NOT_READY = {
 UNREACHABLE = {**NOT_READY, "key": "node.kubernetes.io/unreachable"}
 
 
-@pytest.fixture
-def core(fake_api_client: client.ApiClient) -> client.CoreV1Api:
-    """CoreV1Api on the fake server."""
-    return client.CoreV1Api(fake_api_client)
-
-
 def _raw(response: Any) -> JSON:
     data: JSON = json.loads(response.data)
     return data

@@ -18,12 +18,6 @@ NODE = "node-a"
 
 
 @pytest.fixture
-def core(fake_api_client: client.ApiClient) -> client.CoreV1Api:
-    """CoreV1Api on the fake server."""
-    return client.CoreV1Api(fake_api_client)
-
-
-@pytest.fixture
 def kubelet(fake_apiserver: FakeApiServer) -> FakeKubelet:
     """A fast fake kubelet for NODE (grace periods scaled by 0.01; stopped with the server)."""
     return fake_apiserver.kubelet(NODE, time_scale=0.01)

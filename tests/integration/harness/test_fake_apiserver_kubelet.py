@@ -18,12 +18,6 @@ JSON = dict[str, Any]
 NODE = "node-a"
 
 
-@pytest.fixture
-def core(fake_api_client: client.ApiClient) -> client.CoreV1Api:
-    """CoreV1Api on the fake server."""
-    return client.CoreV1Api(fake_api_client)
-
-
 def delete_raw(core: client.CoreV1Api, name: str, grace: int | None = None) -> JSON:
     """DELETE a pod in default and return the raw response body."""
     response = core.delete_namespaced_pod(

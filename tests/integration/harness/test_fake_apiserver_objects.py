@@ -16,12 +16,6 @@ from tests.harness.kubeobjects import pod
 JSON = dict[str, Any]
 
 
-@pytest.fixture
-def core(fake_api_client: client.ApiClient) -> client.CoreV1Api:
-    """CoreV1Api on the fake server."""
-    return client.CoreV1Api(fake_api_client)
-
-
 def status_of(exc: pytest.ExceptionInfo[ApiException]) -> JSON:
     """The `Status` body of a failed call."""
     body: JSON = json.loads(exc.value.body or "{}")

@@ -17,14 +17,15 @@ from agent.kube.patches import (
     metadata_map_ops,
     taint_ops,
 )
+from agent.runtime.ownership import owned_keys
 from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer
 
 OURS = "kubelet-companion.io/test"
 
 
-def owns(key: str) -> bool:
-    return key.startswith("kubelet-companion.io/")
+owns = owned_keys()
+"""The agent's own predicate: keys under ``kubelet-companion.io/``."""
 
 
 async def test_a_concurrent_taint_survives_our_guarded_write(

@@ -207,3 +207,10 @@ def test_a_budget_and_a_daemon_set_with_their_arguments_are_valid() -> None:
     )
     _validate(daemons)
     assert daemons["spec"]["template"]["spec"]["hostNetwork"] is True
+
+
+def test_a_built_object_shares_no_list_entry_with_its_arguments() -> None:
+    """Changing a built pod's toleration leaves the constant it was built from alone."""
+    built = k.pod("p", tolerations=k.DEFAULT_TOLERATIONS)
+    built["spec"]["tolerations"][0]["tolerationSeconds"] = 1
+    assert k.DEFAULT_TOLERATIONS[0]["tolerationSeconds"] == 300

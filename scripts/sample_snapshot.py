@@ -24,9 +24,21 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for tests.harness
+
+from tests.harness import kubeobjects
+from tests.harness.kubeobjects import (
+    DEFAULT_TOLERATIONS,
+    condition,
+    container_status,
+    owner_ref,
+    taint,
+)
 
 JSON = dict[str, Any]
 CREATED = "2026-11-01T08:00:00Z"
@@ -69,82 +81,41 @@ NODES: dict[str, tuple[str, str, int, list[JSON], dict[str, str], bool]] = {
     "node-c1": ("zone-c", "4", 16, [], {}, True),
 }
 
-DEFAULT_TOLERATIONS = [
-    {
-        "key": "node.kubernetes.io/not-ready",
-        "operator": "Exists",
-        "effect": "NoExecute",
-        "tolerationSeconds": 300,
-    },
-    {
-        "key": "node.kubernetes.io/unreachable",
-        "operator": "Exists",
-        "effect": "NoExecute",
-        "tolerationSeconds": 300,
-    },
-]
-
 
 def uid(*parts: str) -> str:
     return str(uuid.uuid5(NAMESPACE_UUID, "/".join(parts)))
 
 
 def node(name: str) -> JSON:
+    """A node of ``NODES``, Ready since ``CREATED``; a cordoned one carries its taint."""
     zone, cpu, memory, taints, labels, unschedulable = NODES[name]
     resources = {"cpu": cpu, "memory": f"{memory}Gi", "pods": "110", "ephemeral-storage": "100Gi"}
-    spec: JSON = {}
-    if taints:
-        spec["taints"] = taints
     if unschedulable:
-        spec["unschedulable"] = True
-        spec["taints"] = [
-            {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"},
-            *taints,
-        ]
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "uid": uid("node", name),
-            "creationTimestamp": CREATED,
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "topology.kubernetes.io/zone": zone,
-                **labels,
-            },
+        taints = [taint("node.kubernetes.io/unschedulable"), *taints]
+    ready = condition(
+        "Ready", reason="KubeletReady", lastHeartbeatTime=CREATED, lastTransitionTime=CREATED
+    )
+    return kubeobjects.node(
+        name,
+        uid=uid("node", name),
+        created=CREATED,
+        labels={
+            "kubernetes.io/hostname": name,
+            "kubernetes.io/os": "linux",
+            "topology.kubernetes.io/zone": zone,
+            **labels,
         },
-        "spec": spec,
-        "status": {
-            "capacity": resources,
-            "allocatable": resources,
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "lastHeartbeatTime": CREATED,
-                    "lastTransitionTime": CREATED,
-                }
-            ],
-        },
-    }
+        taints=taints,
+        unschedulable=unschedulable,
+        status={"capacity": resources, "allocatable": resources, "conditions": [ready]},
+    )
 
 
 def owner(kind: str, name: str, namespace: str) -> JSON:
-    api = "batch/v1" if kind == "Job" else "apps/v1"
-    return {
-        "apiVersion": api,
-        "kind": kind,
-        "name": name,
-        "uid": uid(kind, namespace, name),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return owner_ref(kind, name, uid=uid(kind, namespace, name), block_owner_deletion=True)
 
 
-def pod(
+def workload_pod(
     name: str,
     namespace: str,
     node_name: str,
@@ -162,66 +133,54 @@ def pod(
     phase: str = "Running",
     limits: bool = False,
 ) -> JSON:
-    resources: JSON = {"requests": {"cpu": cpu, "memory": memory}}
-    if limits:
-        resources["limits"] = {"cpu": cpu, "memory": memory}
-    spec: JSON = {
-        "nodeName": node_name,
-        "containers": [
-            {"name": app, "image": f"registry.example/{app}:1.0", "resources": resources}
-        ],
-        "restartPolicy": "Never" if owner_kind == "Job" else "Always",
-        "schedulerName": "default-scheduler",
-        "terminationGracePeriodSeconds": 30,
-        "tolerations": [*(tolerations or []), *DEFAULT_TOLERATIONS],
-        "priority": PRIORITY_CLASSES.get(priority_class or "", 0),
-    }
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    if node_selector:
-        spec["nodeSelector"] = node_selector
-    if affinity:
-        spec["affinity"] = affinity
-    if volumes:
-        spec["volumes"] = volumes
-    metadata: JSON = {
-        "name": name,
-        "namespace": namespace,
-        "uid": uid("pod", namespace, name),
-        "creationTimestamp": CREATED,
-        "labels": {"app": app},
-    }
-    if owner_kind is not None:
-        metadata["ownerReferences"] = [owner(owner_kind, owner_name or app, namespace)]
+    """A pod of ``app`` with what the API server and the kubelet fill in: priority from its
+    class, the default tolerations, QoS class, conditions and its container's status."""
     running = phase == "Running"
-    conditions = [
-        {"type": kind, "status": "True" if running or kind == "PodScheduled" else "False"}
-        for kind in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
-    ]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": metadata,
-        "spec": spec,
-        "status": {
-            "phase": phase,
-            "conditions": conditions,
-            "qosClass": "Guaranteed" if limits else "Burstable",
-            "startTime": STARTED,
-            "containerStatuses": [
-                {
-                    "name": app,
-                    "image": f"registry.example/{app}:1.0",
-                    "ready": running,
-                    "restartCount": 0,
-                    "started": running,
-                    "state": {"running": {"startedAt": STARTED}}
-                    if running
-                    else {"terminated": {"exitCode": 0, "reason": "Completed"}},
-                }
-            ],
+    image = f"registry.example/{app}:1.0"
+    state = (
+        {"running": {"startedAt": STARTED}}
+        if running
+        else {"terminated": {"exitCode": 0, "reason": "Completed"}}
+    )
+    return kubeobjects.pod(
+        name,
+        node_name,
+        namespace=namespace,
+        uid=uid("pod", namespace, name),
+        created=CREATED,
+        labels={"app": app},
+        owner=None if owner_kind is None else owner(owner_kind, owner_name or app, namespace),
+        containers=[app],
+        image=image,
+        cpu=cpu,
+        memory=memory,
+        limits={"cpu": cpu, "memory": memory} if limits else None,
+        priority=PRIORITY_CLASSES.get(priority_class or "", 0),
+        priority_class=priority_class or None,
+        grace_seconds=30,
+        tolerations=[*(tolerations or []), *DEFAULT_TOLERATIONS],
+        node_selector=node_selector or None,
+        affinity=affinity or None,
+        volumes=volumes or (),
+        phase=phase,
+        conditions=[
+            condition(kind, running or kind == "PodScheduled")
+            for kind in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+        ],
+        container_statuses=[
+            container_status(
+                app,
+                ready=running,
+                fields={"image": image, "restartCount": 0, "started": running, "state": state},
+            )
+        ],
+        start_time=STARTED,
+        spec={
+            "restartPolicy": "Never" if owner_kind == "Job" else "Always",
+            "schedulerName": "default-scheduler",
         },
-    }
+        status={"qosClass": "Guaranteed" if limits else "Burstable"},
+    )
 
 
 def replicas(app: str, namespace: str, layout: dict[str, int], **kwargs: Any) -> list[JSON]:
@@ -233,7 +192,7 @@ def replicas(app: str, namespace: str, layout: dict[str, int], **kwargs: Any) ->
         for _ in range(count):
             suffix = uid(app, str(index)).replace("-", "")[:5]
             pods.append(
-                pod(
+                workload_pod(
                     f"{owner_name}-{suffix}",
                     namespace,
                     node_name,
@@ -246,9 +205,12 @@ def replicas(app: str, namespace: str, layout: dict[str, int], **kwargs: Any) ->
     return pods
 
 
-def daemon_set(app: str, namespace: str, cpu: str, memory: str, priority: str | None) -> list[JSON]:
+def daemon_set_pods(
+    app: str, namespace: str, cpu: str, memory: str, priority: str | None
+) -> list[JSON]:
+    """A DaemonSet's pod on every node, tolerating everything."""
     return [
-        pod(
+        workload_pod(
             f"{app}-{uid(app, name).replace('-', '')[:5]}",
             namespace,
             name,
@@ -298,8 +260,8 @@ def one_per_node(app: str) -> JSON:
 
 def workloads() -> list[JSON]:
     pods: list[JSON] = []
-    pods += daemon_set("kube-proxy", "kube-system", "100m", "128Mi", "system-node-critical")
-    pods += daemon_set("node-exporter", "monitoring", "50m", "64Mi", None)
+    pods += daemon_set_pods("kube-proxy", "kube-system", "100m", "128Mi", "system-node-critical")
+    pods += daemon_set_pods("node-exporter", "monitoring", "50m", "64Mi", None)
     pods += replicas(
         "coredns",
         "kube-system",
@@ -342,7 +304,7 @@ def workloads() -> list[JSON]:
     )
     pods += replicas("redis", "data", {"node-b1": 3}, cpu="200m", memory="1Gi")
     pods += [
-        pod(
+        workload_pod(
             f"postgres-{index}",
             "data",
             node_name,
@@ -387,7 +349,7 @@ def workloads() -> list[JSON]:
         memory="256Mi",
     )
     pods += [
-        pod(
+        workload_pod(
             f"report-2026110{index}-{uid('report', str(index))[:5]}",
             "batch",
             "node-b3",
@@ -401,7 +363,7 @@ def workloads() -> list[JSON]:
         for index in range(1, 5)
     ]
     pods.append(
-        pod(
+        workload_pod(
             "debug-shell",
             "default",
             "node-a1",
@@ -414,7 +376,7 @@ def workloads() -> list[JSON]:
     return pods
 
 
-def pdb(name: str, namespace: str, app: str, min_available: int, pods: list[JSON]) -> JSON:
+def pdb_over(name: str, namespace: str, app: str, min_available: int, pods: list[JSON]) -> JSON:
     """A PDB with the status the disruption controller computes over ``pods``."""
     matching = [
         p
@@ -423,55 +385,47 @@ def pdb(name: str, namespace: str, app: str, min_available: int, pods: list[JSON
     ]
     healthy = sum(1 for p in matching if p["status"]["phase"] == "Running")
     allowed = max(0, healthy - min_available) if matching else 0
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": uid("pdb", namespace, name),
-            "creationTimestamp": CREATED,
-            "generation": 1,
-        },
-        "spec": {"selector": {"matchLabels": {"app": app}}, "minAvailable": min_available},
-        "status": {
+    return kubeobjects.pdb(
+        name,
+        namespace=namespace,
+        uid=uid("pdb", namespace, name),
+        created=CREATED,
+        match_labels={"app": app},
+        min_available=min_available,
+        disruptions_allowed=allowed,
+        metadata={"generation": 1},
+        status={
             "observedGeneration": 1,
-            "disruptionsAllowed": allowed,
             "currentHealthy": healthy,
             "desiredHealthy": min_available,
             "expectedPods": len(matching),
         },
-    }
+    )
 
 
 def snapshot() -> JSON:
     pods = workloads()
     items: list[JSON] = [node(name) for name in NODES]
     items += pods
-    items += [pdb("web", "shop", "web", 12, pods), pdb("postgres", "data", "postgres", 1, pods)]
     items += [
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {
-                "name": name,
-                "uid": uid("namespace", name),
-                "creationTimestamp": CREATED,
-                "labels": {"kubernetes.io/metadata.name": name},
-            },
-            "spec": {"finalizers": ["kubernetes"]},
-            "status": {"phase": "Active"},
-        }
+        pdb_over("web", "shop", "web", 12, pods),
+        pdb_over("postgres", "data", "postgres", 1, pods),
+    ]
+    items += [
+        kubeobjects.namespace(
+            name,
+            uid=uid("namespace", name),
+            created=CREATED,
+            labels={"kubernetes.io/metadata.name": name},
+            spec={"finalizers": ["kubernetes"]},
+            status={"phase": "Active"},
+        )
         for name in NAMESPACES
     ]
     items += [
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": name, "uid": uid("priorityclass", name)},
-            "value": value,
-            "preemptionPolicy": "PreemptLowerPriority",
-        }
+        kubeobjects.priority_class(
+            name, value, uid=uid("priorityclass", name), preemption_policy="PreemptLowerPriority"
+        )
         for name, value in PRIORITY_CLASSES.items()
     ]
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}

@@ -323,9 +323,9 @@ def run_child(*args: str) -> dict[str, Any]:
 
 
 def _eviction_pods(count: int) -> list[dict[str, Any]]:
-    from tests.harness.fake_apiserver import manifests  # noqa: PLC0415
+    from tests.harness import kubeobjects  # noqa: PLC0415
 
-    return [manifests.pod(f"p-{index}", node="n1") for index in range(count)]
+    return [kubeobjects.pod(f"p-{index}", "n1", labels={}) for index in range(count)]
 
 
 def _hold_evictions(server: Any, latency: float) -> None:

@@ -5,7 +5,8 @@ The parity fixture (tests/fixtures/descheduler/cluster-1k.json.gz) holds 1,000 n
 medium and cold nodes, 20 namespaces and a PDB per two ReplicaSets. Its objects are
 trimmed; a real API server adds uid, resourceVersion, managedFields, default tolerations,
 container defaults and a status, which is what a cache decodes. These generators add them,
-so decoding figures are honest.
+so decoding figures are honest. Items of a List carry no apiVersion or kind: ``_item`` drops
+the ones the shared builders (``tests.harness.kubeobjects``) give every object.
 """
 
 from __future__ import annotations
@@ -13,6 +14,15 @@ from __future__ import annotations
 import json
 import random
 from typing import Any
+
+from tests.harness import kubeobjects
+from tests.harness.kubeobjects import (
+    DEFAULT_TOLERATIONS,
+    condition,
+    container,
+    container_status,
+    owner_ref,
+)
 
 NAMESPACES = 20
 PODS_PER_NODE = 30
@@ -39,101 +49,95 @@ def _managed_fields(manager: str) -> list[dict[str, Any]]:
     ]
 
 
+def _item(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` as an item of a List response, which names neither apiVersion nor kind."""
+    return {k: v for k, v in obj.items() if k not in {"apiVersion", "kind"}}
+
+
 def node(index: int) -> dict[str, Any]:
     name = f"node-{index:05d}"
-    return {
-        "metadata": {
-            "name": name,
-            "uid": _uid("node", index),
-            "resourceVersion": str(100 + index),
-            "creationTimestamp": "2026-11-22T00:00:00Z",
-            "labels": {
+    capacity = {"cpu": "16", "memory": "64Gi", "pods": "110"}
+    return _item(
+        kubeobjects.node(
+            name,
+            uid=_uid("node", index),
+            resource_version=str(100 + index),
+            created="2026-11-22T00:00:00Z",
+            labels={
                 "kubernetes.io/hostname": name,
                 "kubernetes.io/os": "linux",
                 "topology.kubernetes.io/zone": f"zone-{'abc'[index % 3]}",
             },
-            "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
-            "managedFields": _managed_fields("kubelet"),
-        },
-        "spec": {"podCIDR": f"10.{index // 256}.{index % 256}.0/24"},
-        "status": {
-            "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
-            "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
-            "conditions": [
-                {
-                    "type": kind,
-                    "status": "False" if kind != "Ready" else "True",
-                    "reason": "KubeletReady" if kind == "Ready" else "KubeletHasSufficient",
-                    "message": "kubelet is posting ready status",
-                    "lastHeartbeatTime": "2026-11-22T00:00:00Z",
-                    "lastTransitionTime": "2026-11-22T00:00:00Z",
-                }
-                for kind in ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")
-            ],
-            "nodeInfo": {
-                "kubeletVersion": "v1.37.0",
-                "containerRuntimeVersion": "containerd://2.0.0",
-                "osImage": "Debian GNU/Linux 13",
-                "kernelVersion": "6.12.0",
-                "architecture": "amd64",
-                "operatingSystem": "linux",
+            annotations={"node.alpha.kubernetes.io/ttl": "0"},
+            **capacity,
+            images={f"registry.invalid/app-{i}:1": 10_000_000 + i for i in range(8)},
+            metadata={"managedFields": _managed_fields("kubelet")},
+            spec={"podCIDR": f"10.{index // 256}.{index % 256}.0/24"},
+            status={
+                "capacity": capacity,
+                "conditions": [
+                    condition(
+                        kind,
+                        kind == "Ready",
+                        reason="KubeletReady" if kind == "Ready" else "KubeletHasSufficient",
+                        message="kubelet is posting ready status",
+                        lastHeartbeatTime="2026-11-22T00:00:00Z",
+                        lastTransitionTime="2026-11-22T00:00:00Z",
+                    )
+                    for kind in ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")
+                ],
+                "nodeInfo": {
+                    "kubeletVersion": "v1.37.0",
+                    "containerRuntimeVersion": "containerd://2.0.0",
+                    "osImage": "Debian GNU/Linux 13",
+                    "kernelVersion": "6.12.0",
+                    "architecture": "amd64",
+                    "operatingSystem": "linux",
+                },
             },
-            "images": [
-                {"names": [f"registry.invalid/app-{i}:1"], "sizeBytes": 10_000_000 + i}
-                for i in range(8)
-            ],
-        },
-    }
+        )
+    )
 
 
 def pod(index: int, node_name: str, replica_set: int, namespace: str) -> dict[str, Any]:
     rs = f"rs-{replica_set:06d}"
-    cpu = ("100m", "250m", "500m", "1")[replica_set % 4]
-    memory = ("256Mi", "512Mi", "1Gi", "2Gi")[replica_set % 4]
-    return {
-        "metadata": {
-            "name": f"{rs}-{index:07d}",
-            "namespace": namespace,
-            "uid": _uid("pod", index),
-            "resourceVersion": str(10_000 + index),
-            "creationTimestamp": "2026-11-22T00:00:00Z",
-            "labels": {"app": rs, "pod-template-hash": f"{replica_set:08x}"},
-            "ownerReferences": [
+    high = replica_set % 5 == 0
+    app = container(
+        "app",
+        "registry.invalid/app:1",
+        cpu=("100m", "250m", "500m", "1")[replica_set % 4],
+        memory=("256Mi", "512Mi", "1Gi", "2Gi")[replica_set % 4],
+        fields={
+            "env": [{"name": "MODE", "value": "production"}],
+            "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+            "volumeMounts": [
                 {
-                    "apiVersion": "apps/v1",
-                    "kind": "ReplicaSet",
-                    "name": rs,
-                    "uid": _uid("rs", replica_set),
-                    "controller": True,
-                    "blockOwnerDeletion": True,
+                    "name": "kube-api-access",
+                    "readOnly": True,
+                    "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
                 }
             ],
-            "managedFields": _managed_fields("kube-controller-manager"),
+            "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File",
+            "imagePullPolicy": "IfNotPresent",
         },
-        "spec": {
-            "nodeName": node_name,
-            "priorityClassName": "web-high" if replica_set % 5 == 0 else "",
-            "priority": 10000 if replica_set % 5 == 0 else 0,
-            "containers": [
-                {
-                    "name": "app",
-                    "image": "registry.invalid/app:1",
-                    "env": [{"name": "MODE", "value": "production"}],
-                    "ports": [{"containerPort": 8080, "protocol": "TCP"}],
-                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
-                    "volumeMounts": [
-                        {
-                            "name": "kube-api-access",
-                            "readOnly": True,
-                            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
-                        }
-                    ],
-                    "terminationMessagePath": "/dev/termination-log",
-                    "terminationMessagePolicy": "File",
-                    "imagePullPolicy": "IfNotPresent",
-                }
-            ],
-            "volumes": [
+    )
+    return _item(
+        kubeobjects.pod(
+            f"{rs}-{index:07d}",
+            node_name,
+            namespace=namespace,
+            uid=_uid("pod", index),
+            created="2026-11-22T00:00:00Z",
+            labels={"app": rs, "pod-template-hash": f"{replica_set:08x}"},
+            owner=owner_ref(
+                "ReplicaSet", rs, uid=_uid("rs", replica_set), block_owner_deletion=True
+            ),
+            containers=[app],
+            priority=10000 if high else 0,
+            priority_class="web-high" if high else "",
+            grace_seconds=30,
+            volumes=[
                 {
                     "name": "kube-api-access",
                     "projected": {
@@ -142,49 +146,47 @@ def pod(index: int, node_name: str, replica_set: int, namespace: str) -> dict[st
                     },
                 }
             ],
-            "restartPolicy": "Always",
-            "terminationGracePeriodSeconds": 30,
-            "dnsPolicy": "ClusterFirst",
-            "serviceAccountName": "default",
-            "schedulerName": "default-scheduler",
-            "securityContext": {},
-            "enableServiceLinks": True,
-            "preemptionPolicy": "PreemptLowerPriority",
-            "tolerations": [
-                {
-                    "key": f"node.kubernetes.io/{taint}",
-                    "operator": "Exists",
-                    "effect": "NoExecute",
-                    "tolerationSeconds": 300,
-                }
-                for taint in ("not-ready", "unreachable")
-            ],
-        },
-        "status": {
-            "phase": "Running",
-            "qosClass": "Burstable",
-            "startTime": "2026-11-22T00:00:01Z",
-            "hostIP": "10.0.0.1",
-            "podIP": f"10.1.{index // 256 % 256}.{index % 256}",
-            "conditions": [
-                {"type": kind, "status": "True", "lastTransitionTime": "2026-11-22T00:00:02Z"}
+            tolerations=DEFAULT_TOLERATIONS,
+            phase="Running",
+            conditions=[
+                condition(kind, lastTransitionTime="2026-11-22T00:00:02Z")
                 for kind in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
             ],
-            "containerStatuses": [
-                {
-                    "name": "app",
-                    "ready": True,
-                    "restartCount": 0,
-                    "started": True,
-                    "image": "registry.invalid/app:1",
-                    "imageID": "registry.invalid/app@sha256:" + "0" * 64,
-                    "containerID": f"containerd://{index:064x}",
-                    "state": {"running": {"startedAt": "2026-11-22T00:00:02Z"}},
-                    "lastState": {},
-                }
+            container_statuses=[
+                container_status(
+                    "app",
+                    container_id=f"containerd://{index:064x}",
+                    fields={
+                        "restartCount": 0,
+                        "started": True,
+                        "image": "registry.invalid/app:1",
+                        "imageID": "registry.invalid/app@sha256:" + "0" * 64,
+                        "state": {"running": {"startedAt": "2026-11-22T00:00:02Z"}},
+                        "lastState": {},
+                    },
+                )
             ],
-        },
-    }
+            start_time="2026-11-22T00:00:01Z",
+            metadata={
+                "resourceVersion": str(10_000 + index),
+                "managedFields": _managed_fields("kube-controller-manager"),
+            },
+            spec={
+                "restartPolicy": "Always",
+                "dnsPolicy": "ClusterFirst",
+                "serviceAccountName": "default",
+                "schedulerName": "default-scheduler",
+                "securityContext": {},
+                "enableServiceLinks": True,
+                "preemptionPolicy": "PreemptLowerPriority",
+            },
+            status={
+                "qosClass": "Burstable",
+                "hostIP": "10.0.0.1",
+                "podIP": f"10.1.{index // 256 % 256}.{index % 256}",
+            },
+        )
+    )
 
 
 def cluster(nodes: int, *, seed: int = 1) -> dict[str, list[dict[str, Any]]]:
@@ -205,20 +207,25 @@ def cluster(nodes: int, *, seed: int = 1) -> dict[str, list[dict[str, Any]]]:
             index = rs * REPLICAS + replica
             pods.append(pod(index, homes[replica % len(homes)], rs, namespace))
     namespaces = [
-        {"metadata": {"name": f"team-{i}", "uid": _uid("ns", i), "labels": {"team": str(i)}}}
+        _item(kubeobjects.namespace(f"team-{i}", uid=_uid("ns", i), labels={"team": str(i)}))
         for i in range(NAMESPACES)
     ]
     budgets = [
-        {
-            "metadata": {"name": f"pdb-{rs:06d}", "namespace": f"team-{rs % NAMESPACES}"},
-            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": f"rs-{rs:06d}"}}},
-            "status": {"disruptionsAllowed": 1, "currentHealthy": 6, "desiredHealthy": 5},
-        }
+        _item(
+            kubeobjects.pdb(
+                f"pdb-{rs:06d}",
+                namespace=f"team-{rs % NAMESPACES}",
+                match_labels={"app": f"rs-{rs:06d}"},
+                max_unavailable=1,
+                disruptions_allowed=1,
+                status={"currentHealthy": 6, "desiredHealthy": 5},
+            )
+        )
         for rs in range(0, replica_sets, 2 * max(1, replica_sets // 1000))
     ]
     priority_classes = [
-        {"metadata": {"name": "web-high"}, "value": 10000},
-        {"metadata": {"name": "web-low"}, "value": 100},
+        _item(kubeobjects.priority_class("web-high", 10000)),
+        _item(kubeobjects.priority_class("web-low", 100)),
     ]
     return {
         "Node": node_objects,

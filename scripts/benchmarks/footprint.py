@@ -43,7 +43,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -64,6 +63,7 @@ from results import Results, add_output_argument
 
 from tests.harness.cgroups import CgroupTreeBuilder
 from tests.harness.hosttree import HostTree
+from tests.harness.ports import free_port
 
 GIB = 2**30
 MIB = 2**20
@@ -136,12 +136,6 @@ def _get(port: int, path: str) -> tuple[int, bytes]:
             return response.status, response.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # -- set-up -----------------------------------------------------------------------------
@@ -733,7 +727,7 @@ def main() -> int:
             results.settings["objects in the fake"] = cluster.facts["objects"]
             results.settings["graceful shutdown"] = "on, " + bus[1] if bus[0] else "off: " + bus[1]
             host = build_host(workdir / "host", cluster.facts["pods"])
-            port = _free_port()
+            port = free_port()
             config = agent_config(
                 workdir,
                 host,

@@ -29,8 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import descheduler_cluster
 
+from tests.harness import kubeobjects
 from tests.harness.cgroups import ContainerFixture, container_id, pod_object
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.kubeobjects import PAUSE_IMAGE, condition, container_status, controller_ref
 from tests.harness.nodereport import register_crd
 from tests.harness.readiness_objects import daemon_set
 from tests.harness.readiness_objects import pod as critical_pod
@@ -75,17 +77,17 @@ def agent_node_pods(count: int) -> list[dict[str, Any]]:
             )
             for side in range(1 + number % 2)
         ]
-        pod = pod_object(
-            f"app-{number:03d}-7d9f8c6b5-x{number:04x}",
-            "",
-            *containers,
-            namespace=f"team-{number % descheduler_cluster.NAMESPACES}",
-            node_name=AGENT_NODE,
+        pods.append(
+            pod_object(
+                f"app-{number:03d}-7d9f8c6b5-x{number:04x}",
+                None,
+                *containers,
+                namespace=f"team-{number % descheduler_cluster.NAMESPACES}",
+                node=AGENT_NODE,
+                labels={"app": f"app-{number:03d}"},
+                ready=True,
+            )
         )
-        pod["metadata"].pop("uid")
-        pod["metadata"]["labels"] = {"app": f"app-{number:03d}"}
-        pod["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
-        pods.append(pod)
     return pods
 
 
@@ -102,14 +104,17 @@ def seed(server: FakeApiServer, nodes: int, node_pods: int) -> dict[str, Any]:
     agent_node = descheduler_cluster.node(nodes)
     agent_node["metadata"]["name"] = AGENT_NODE
     agent_node["metadata"]["labels"]["kubernetes.io/hostname"] = AGENT_NODE
-    server.seed([_as_created("Node", agent_node), _namespace(CHURN_NAMESPACE)])
+    server.seed([_as_created("Node", agent_node), kubeobjects.namespace(CHURN_NAMESPACE)])
     sets = [server.create(daemon_set(name)) for name in DAEMON_SETS]
     daemon_pods = [
-        critical_pod(f"{ds['metadata']['name']}-{AGENT_NODE}", node_name=AGENT_NODE, owner=ds)
+        critical_pod(
+            f"{ds['metadata']['name']}-{AGENT_NODE}",
+            node=AGENT_NODE,
+            owner=controller_ref(ds),
+            uid=None,
+        )
         for ds in sets
     ]
-    for daemon_pod in daemon_pods:
-        daemon_pod["metadata"].pop("uid")
     server.seed([*daemon_pods, *agent_node_pods(node_pods - len(daemon_pods))])
     on_node = server.list("pods", None, field_selector=f"spec.nodeName={AGENT_NODE}")
     return {
@@ -128,10 +133,6 @@ def seed(server: FakeApiServer, nodes: int, node_pods: int) -> dict[str, Any]:
         ],
         "objects": len(server.list("pods", None)) + len(server.list("nodes", None)),
     }
-
-
-def _namespace(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
 class Churn:
@@ -170,32 +171,29 @@ class Churn:
         self.created += 1
         name = f"churn-{number:06d}"
         self.server.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": name, "namespace": CHURN_NAMESPACE, "labels": {"app": "c"}},
-                "spec": {
-                    "nodeName": AGENT_NODE,
-                    "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}],
-                },
-            }
+            kubeobjects.pod(
+                name,
+                AGENT_NODE,
+                namespace=CHURN_NAMESPACE,
+                labels={"app": "c"},
+                containers=["main"],
+                image=PAUSE_IMAGE,
+            )
         )
         if number >= 1:
+            started = container_status(
+                "main",
+                container_id=f"containerd://{container_id(10**6 + number)}",
+                fields={"state": {"running": {"startedAt": "2026-11-23T00:00:00Z"}}},
+            )
             self.server.patch(
                 "pods",
                 f"churn-{number - 1:06d}",
                 {
                     "status": {
                         "phase": "Running",
-                        "conditions": [{"type": "Ready", "status": "True"}],
-                        "containerStatuses": [
-                            {
-                                "name": "main",
-                                "ready": True,
-                                "containerID": f"containerd://{container_id(10**6 + number)}",
-                                "state": {"running": {"startedAt": "2026-11-23T00:00:00Z"}},
-                            }
-                        ],
+                        "conditions": [condition("Ready")],
+                        "containerStatuses": [started],
                     }
                 },
                 CHURN_NAMESPACE,

@@ -13,89 +13,76 @@ import argparse
 import json
 import platform
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for tests.harness
 
 from kubernetes import client
 from results import Results, add_output_argument  # beside this script
 
+from tests.harness import kubeobjects
+from tests.harness.kubeobjects import condition, container, container_status, owner_ref
+
 
 def pod(index: int) -> dict[str, Any]:
+    """Pod ``index`` of a ReplicaSet ``web``, two containers, as an item of a PodList."""
     name = f"web-{index:05d}"
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "shop",
-            "uid": f"6f1c1e5d-5a4d-4e7e-9d3c-{index:012d}",
-            "resourceVersion": str(1000 + index),
-            "creationTimestamp": "2026-11-22T09:00:00Z",
-            "labels": {"app": "web", "pod-template-hash": "7d9f"},
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "ReplicaSet",
-                    "name": "web-7d9f",
-                    "uid": "0b6f1c1e-5d5a-4d7e-9d3c-5b1f1c1e5d5a",
-                    "controller": True,
-                }
-            ],
-        },
-        "spec": {
-            "nodeName": "node-1",
-            "priority": 0,
-            "terminationGracePeriodSeconds": 30,
-            "containers": [
-                {
-                    "name": "app",
-                    "image": "registry.example/web:1.0",
-                    "resources": {
-                        "requests": {"cpu": "100m", "memory": "256Mi"},
-                        "limits": {"memory": "512Mi"},
-                    },
-                    "ports": [{"containerPort": 8080, "protocol": "TCP"}],
-                },
-                {
-                    "name": "sidecar",
-                    "image": "registry.example/proxy:2.1",
-                    "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
-                },
-            ],
-            "tolerations": [
-                {
-                    "key": "node.kubernetes.io/not-ready",
-                    "operator": "Exists",
-                    "effect": "NoExecute",
-                    "tolerationSeconds": 300,
-                }
-            ],
-        },
-        "status": {
-            "phase": "Running",
-            "qosClass": "Burstable",
-            "startTime": "2026-11-22T09:00:01Z",
-            "conditions": [
-                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-22T09:00:05Z"},
-                {
-                    "type": "ContainersReady",
-                    "status": "True",
-                    "lastTransitionTime": "2026-11-22T09:00:05Z",
-                },
-            ],
-            "containerStatuses": [
-                {
-                    "name": name_,
-                    "ready": True,
+    built = kubeobjects.pod(
+        name,
+        "node-1",
+        namespace="shop",
+        uid=f"6f1c1e5d-5a4d-4e7e-9d3c-{index:012d}",
+        created="2026-11-22T09:00:00Z",
+        labels={"app": "web", "pod-template-hash": "7d9f"},
+        owner=owner_ref("ReplicaSet", "web-7d9f", uid="0b6f1c1e-5d5a-4d7e-9d3c-5b1f1c1e5d5a"),
+        containers=[
+            container(
+                "app",
+                "registry.example/web:1.0",
+                cpu="100m",
+                memory="256Mi",
+                limits={"memory": "512Mi"},
+                fields={"ports": [{"containerPort": 8080, "protocol": "TCP"}]},
+            ),
+            container("sidecar", "registry.example/proxy:2.1", cpu="50m", memory="64Mi"),
+        ],
+        priority=0,
+        grace_seconds=30,
+        tolerations=[
+            {
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            }
+        ],
+        phase="Running",
+        conditions=[
+            condition(kind, lastTransitionTime="2026-11-22T09:00:05Z")
+            for kind in ("Ready", "ContainersReady")
+        ],
+        container_statuses=[
+            container_status(
+                name_,
+                container_id=f"containerd://{index:064x}",
+                fields={
                     "restartCount": 0,
                     "image": "x",
                     "imageID": "y",
-                    "containerID": f"containerd://{index:064x}",
                     "started": True,
                     "state": {"running": {"startedAt": "2026-11-22T09:00:02Z"}},
-                }
-                for name_ in ("app", "sidecar")
-            ],
-        },
-    }
+                },
+            )
+            for name_ in ("app", "sidecar")
+        ],
+        start_time="2026-11-22T09:00:01Z",
+        metadata={"resourceVersion": str(1000 + index)},
+        status={"qosClass": "Burstable"},
+    )
+    return {k: v for k, v in built.items() if k not in {"apiVersion", "kind"}}
 
 
 def main() -> None:

@@ -59,7 +59,8 @@ from agent.runtime.context import AgentContext
 from agent.telemetry.health import Health
 from agent.telemetry.logs import configure_logging
 from tests.harness.fake_apiserver import FakeApiServer
-from tests.harness.readiness_objects import GATE, KEYS, daemon_set, node, pod, taint
+from tests.harness.kubeobjects import controller_ref
+from tests.harness.readiness_objects import CRITICAL, GATE, KEYS, daemon_set, node, pod, taint
 
 JSON = dict[str, Any]
 TARGET_SECONDS = 1.0
@@ -88,11 +89,13 @@ def seed_node(server: FakeApiServer, name: str, daemon_sets: dict[str, JSON]) ->
     """A tainted node whose critical pods are all Ready but one; returns that pod's name."""
     server.create(node(name, taints=[taint()]))
     for ds_name, ds in daemon_sets.items():
-        server.create(pod(f"{ds_name}-{name}", node_name=name, owner=ds, ready=ds_name != "cni"))
+        server.create(
+            pod(f"{ds_name}-{name}", node=name, owner=controller_ref(ds), ready=ds_name != "cni")
+        )
     for index in range(5):
-        server.create(pod(f"addon-{index}-{name}", node_name=name))
+        server.create(pod(f"addon-{index}-{name}", node=name))
     for index in range(20):
-        server.create(pod(f"app-{index}-{name}", namespace="default", node_name=name, labels={}))
+        server.create(pod(f"app-{index}-{name}", namespace="default", node=name, labels={}))
     return f"cni-{name}"
 
 
@@ -230,9 +233,11 @@ def measure_core(repeats: int) -> float:
         daemon_set(f"ds-{i}", node_selector={"pool": "x"} if i % 4 == 0 else None)
         for i in range(20)
     ]
-    pods = [pod(f"ds-pod-{i}", node_name="big", owner=sets[i]) for i in range(1, 20) if i % 4]
+    pods = [
+        pod(f"ds-pod-{i}", node="big", owner=controller_ref(sets[i])) for i in range(1, 20) if i % 4
+    ]
     pods += [
-        pod(f"p-{i}", node_name="big", labels={} if i % 3 else None) for i in range(110 - len(pods))
+        pod(f"p-{i}", node="big", labels={} if i % 3 else CRITICAL) for i in range(110 - len(pods))
     ]
     timings = []
     for _ in range(repeats):

@@ -83,7 +83,7 @@ def build_node(root: Path, pods: int) -> tuple[HostPaths, list[dict[str, Any]]]:
                 f"checkout-service-7d9f8c6b5-{number:05x}",
                 uid,
                 namespace=f"team-{number % 12:02d}-prod",
-                node_name=NODE,
+                node=NODE,
             )
         )
     return host.paths, objects

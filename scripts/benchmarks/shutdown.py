@@ -71,6 +71,7 @@ from agent.shutdown.controller import ShutdownController
 from agent.shutdown.metrics import ShutdownMetrics
 from agent.telemetry.health import Health
 from agent.telemetry.logs import configure_logging
+from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer, FakeKubelet
 from tests.harness.logind import LogindHarness
 
@@ -83,18 +84,15 @@ PRIORITY_CLASSES = {"bench-low": 0, "bench-mid": 1000, "bench-high": 100000}
 
 
 def pod(name: str, node: str, priority_class: str, grace: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "nodeName": node,
-            "priorityClassName": priority_class,
-            "terminationGracePeriodSeconds": grace,
-            "containers": [{"name": "app", "image": "registry.example/app:1"}],
-        },
-        "status": {"phase": "Running"},
-    }
+    """A Running pod of ``priority_class`` on ``node``, ``grace`` seconds to stop."""
+    return kubeobjects.pod(
+        name,
+        node,
+        priority_class=priority_class,
+        grace_seconds=grace,
+        image="registry.example/app:1",
+        phase="Running",
+    )
 
 
 async def wait_until(condition: Callable[[], Any], timeout: float, what: str) -> None:
@@ -343,14 +341,7 @@ async def run(args: argparse.Namespace) -> int:
         bare = await bare_poweroff_rounds(logind, args.rounds)
 
         for name, value in PRIORITY_CLASSES.items():
-            server.create(
-                {
-                    "apiVersion": "scheduling.k8s.io/v1",
-                    "kind": "PriorityClass",
-                    "metadata": {"name": name},
-                    "value": value,
-                }
-            )
+            server.create(kubeobjects.priority_class(name, value))
         kubelet = server.kubelet(NODE, time_scale=args.time_scale)
         server.kubelet(OTHER_NODE)
         kubeconfig = server.write_kubeconfig(root / "kubeconfig")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -20,20 +19,18 @@ import time
 import urllib.request
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for tests.harness
+
 from results import Results, add_output_argument  # beside this script
 from timing import machine
+
+from tests.harness.ports import free_port
 
 REQUIRED = ("kubelet_companion_build_info", "machine_swap_bytes", "kubelet_companion_cgroup_mode")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def time_agent_start(workdir: Path) -> float:
-    port = _free_port()
+    port = free_port()
     config = workdir / "agent.yaml"
     config.write_text(f"metricsBindAddress: 127.0.0.1:{port}\nstateDir: {workdir}\n")
     env = {**os.environ, "KUBECONFIG": "", "HOME": str(workdir), "KUBERNETES_SERVICE_HOST": ""}

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from tests.harness.kubeobjects import PAUSE_IMAGE, container, container_status, pod
+
 Driver = Literal["systemd", "cgroupfs"]
 QOS = Literal["guaranteed", "burstable", "besteffort"]
 GIB = 2**30
@@ -199,48 +201,48 @@ def changed_files(
 
 @dataclass(frozen=True)
 class ContainerFixture:
+    """A container of a fixture pod: its cgroup's runtime ID (``None``: not started yet)."""
+
     name: str
     cid: str | None
     requests: Mapping[str, str] = field(default_factory=dict)
     limits: Mapping[str, str] = field(default_factory=dict)
     kind: Literal["containers", "initContainers", "ephemeralContainers"] = "containers"
 
+    def spec(self) -> dict[str, Any]:
+        """This container in the pod's spec (``resources`` even when empty, as stored)."""
+        return container(self.name, PAUSE_IMAGE, requests=self.requests, limits=self.limits)
+
+    def status(self, runtime: str) -> dict[str, Any]:
+        """Its entry in the pod's status: ready, with the ID the runtime gave it."""
+        cid = None if self.cid is None else f"{_SCHEME[runtime]}{self.cid}"
+        return container_status(self.name, container_id=cid)
+
+
+_STATUS_KEY = {
+    "containers": "containerStatuses",
+    "initContainers": "initContainerStatuses",
+    "ephemeralContainers": "ephemeralContainerStatuses",
+}
+
 
 def pod_object(
     name: str,
-    uid: str,
+    uid: str | None,
     *containers: ContainerFixture,
-    namespace: str = "default",
     runtime: str = "containerd",
-    node_name: str = "node-1",
-    priority: int | None = None,
-    annotations: Mapping[str, str] | None = None,
-    phase: str = "Running",
+    node: str = "node-1",
+    **fields: Any,
 ) -> dict[str, Any]:
-    """A pod as the API shows it: spec resources and status container IDs."""
-    spec: dict[str, Any] = {"nodeName": node_name}
-    status: dict[str, Any] = {"phase": phase}
-    status_key = {
-        "containers": "containerStatuses",
-        "initContainers": "initContainerStatuses",
-        "ephemeralContainers": "ephemeralContainerStatuses",
-    }
-    for container in containers:
-        resources: dict[str, Any] = {}
-        if container.requests:
-            resources["requests"] = dict(container.requests)
-        if container.limits:
-            resources["limits"] = dict(container.limits)
-        spec.setdefault(container.kind, []).append(
-            {"name": container.name, "image": "registry.k8s.io/pause:3.10", "resources": resources}
-        )
-        entry: dict[str, Any] = {"name": container.name, "ready": True}
-        if container.cid is not None:
-            entry["containerID"] = f"{_SCHEME[runtime]}{container.cid}"
-        status.setdefault(status_key[container.kind], []).append(entry)
-    if priority is not None:
-        spec["priority"] = priority
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid}
-    if annotations:
-        metadata["annotations"] = dict(annotations)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
+    """A Running pod on ``node`` as the API shows it for these containers: their specs, and
+    their statuses carrying the container IDs the scanner matches against the cgroup tree.
+    ``fields`` are ``kubeobjects.pod``'s (namespace, priority, annotations, phase...)."""
+    spec: dict[str, Any] = {}
+    status: dict[str, Any] = {}
+    for kind, status_key in _STATUS_KEY.items():
+        if listed := [c for c in containers if c.kind == kind]:
+            spec[kind] = [c.spec() for c in listed]
+            status[status_key] = [c.status(runtime) for c in listed]
+    containers_spec = spec.pop("containers", ())
+    fields = {"phase": "Running", **fields}
+    return pod(name, node, uid=uid, containers=containers_spec, spec=spec, status=status, **fields)

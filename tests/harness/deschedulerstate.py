@@ -1,139 +1,59 @@
-"""Small builders of cluster objects for descheduler tests, as the API server would store them.
+"""The descheduler tests' cluster: their defaults for the shared builders, and snapshots and
+policies built from them.
 
-Objects are built as API JSON and go through the product's own projection, so a test pins
-the same path a watch takes. Defaults: a Ready node with 4 CPUs, 16 GiB and 110 pods; a
-Running, Ready pod owned by ReplicaSet ``rs`` with 100m and 256 MiB requested.
+Objects are the API JSON of ``tests.harness.kubeobjects`` and go through the product's own
+projection, so a test pins the same path a watch takes. Defaults, stated once here: a Ready
+node with 4 CPUs, 16 GiB and 110 pods, uid ``uid-<name>``; a Running, Ready pod owned by
+ReplicaSet ``rs``, image ``app:1`` with 100m and 256 MiB requested, priority 0, created and
+started at ``CREATED``, uid ``uid-<namespace>-<name>``; a PDB allowing no disruption.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Mapping
 from typing import Any
 
 from agent.descheduler.cache.projection import snapshot_from_list
 from agent.descheduler.core.framework.registry import REGISTRY
 from agent.descheduler.core.policy import DeschedulerPolicy, parse_policy
 from agent.descheduler.model.cluster import ClusterSnapshot, NodeUsage
+from tests.harness import kubeobjects
+from tests.harness.kubeobjects import owner_ref
 
 NOW = 1_800_000_000.0
+CREATED = "2026-01-01T00:00:00Z"
 
-
-def node(
-    name: str,
-    *,
-    cpu: str = "4",
-    memory: str = "16Gi",
-    pods: str = "110",
-    labels: Mapping[str, str] | None = None,
-    taints: Iterable[Mapping[str, Any]] = (),
-    unschedulable: bool = False,
-    ready: bool = True,
-    images: Mapping[str, int] | None = None,
-) -> dict[str, Any]:
-    """A Node; ``images`` are its ``status.images`` (name -> size in bytes)."""
-    status: dict[str, Any] = {
-        "allocatable": {"cpu": cpu, "memory": memory, "pods": pods},
-        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-    }
-    if images:
-        status["images"] = [{"names": [n], "sizeBytes": size} for n, size in images.items()]
-    return {
-        "kind": "Node",
-        "metadata": {"name": name, "uid": f"uid-{name}", "labels": dict(labels or {})},
-        "spec": {"taints": list(taints), "unschedulable": unschedulable},
-        "status": status,
-    }
+POD_DEFAULTS: Mapping[str, Any] = {
+    "owner": owner_ref("ReplicaSet", "rs"),
+    "image": "app:1",
+    "cpu": "100m",
+    "memory": "256Mi",
+    "priority": 0,
+    "phase": "Running",
+    "ready": True,
+    "created": CREATED,
+    "start_time": CREATED,
+}
+NODE_DEFAULTS: Mapping[str, Any] = {"cpu": "4", "memory": "16Gi", "pods": "110", "ready": True}
 
 
 def pod(
-    name: str,
-    node_name: str,
-    *,
-    namespace: str = "default",
-    cpu: str | None = "100m",
-    memory: str | None = "256Mi",
-    limits: Mapping[str, str] | None = None,
-    owner: tuple[str, str] | None = ("ReplicaSet", "rs"),
-    owner_uid: str | None = None,
-    priority: int | None = 0,
-    phase: str = "Running",
-    ready: bool = True,
-    labels: Mapping[str, str] | None = None,
-    annotations: Mapping[str, str] | None = None,
-    volumes: Iterable[Mapping[str, Any]] = (),
-    tolerations: Iterable[Mapping[str, Any]] = (),
-    node_selector: Mapping[str, str] | None = None,
-    affinity: Mapping[str, Any] | None = None,
-    images: Iterable[str] = ("app:1",),
-    start_time: str | None = "2026-01-01T00:00:00Z",
-    deleting: bool = False,
-    extra_spec: Mapping[str, Any] | None = None,
+    name: str, node: str | None, *, namespace: str = "default", **fields: Any
 ) -> dict[str, Any]:
-    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
-    resources: dict[str, Any] = {"requests": requests}
-    if limits:
-        resources["limits"] = dict(limits)
-    metadata: dict[str, Any] = {
-        "name": name,
-        "namespace": namespace,
-        "uid": f"uid-{namespace}-{name}",
-        "labels": dict(labels or {}),
-        "annotations": dict(annotations or {}),
-        "creationTimestamp": "2026-01-01T00:00:00Z",
-    }
-    if deleting:
-        metadata["deletionTimestamp"] = "2026-01-02T00:00:00Z"
-    if owner is not None:
-        kind, owner_name = owner
-        metadata["ownerReferences"] = [
-            {
-                "kind": kind,
-                "name": owner_name,
-                "uid": owner_uid or f"uid-{kind}-{owner_name}",
-                "controller": True,
-            }
-        ]
-    spec: dict[str, Any] = {
-        "nodeName": node_name,
-        "containers": [
-            {"name": f"c{i}", "image": image, "resources": resources}
-            for i, image in enumerate(images)
-        ],
-        "volumes": list(volumes),
-        "tolerations": list(tolerations),
-        "nodeSelector": dict(node_selector or {}),
-        **dict(extra_spec or {}),
-    }
-    if priority is not None:
-        spec["priority"] = priority
-    if affinity is not None:
-        spec["affinity"] = dict(affinity)
-    status: dict[str, Any] = {
-        "phase": phase,
-        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-    }
-    if start_time:
-        status["startTime"] = start_time
-    return {"kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
+    """``kubeobjects.pod`` with ``POD_DEFAULTS``; ``fields`` override them."""
+    uid = f"uid-{namespace}-{name}"
+    return kubeobjects.pod(
+        name, node, namespace=namespace, **{"uid": uid, **POD_DEFAULTS, **fields}
+    )
 
 
-def pdb(
-    name: str,
-    *,
-    namespace: str = "default",
-    match_labels: Mapping[str, str] | None = None,
-    disruptions_allowed: int = 0,
-    unhealthy_policy: str | None = None,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {"selector": {"matchLabels": dict(match_labels or {})}}
-    if unhealthy_policy:
-        spec["unhealthyPodEvictionPolicy"] = unhealthy_policy
-    return {
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-        "status": {"disruptionsAllowed": disruptions_allowed},
-    }
+def node(name: str, **fields: Any) -> dict[str, Any]:
+    """``kubeobjects.node`` with ``NODE_DEFAULTS``; ``fields`` override them."""
+    return kubeobjects.node(name, **{"uid": f"uid-{name}", **NODE_DEFAULTS, **fields})
+
+
+pdb = functools.partial(kubeobjects.pdb, disruptions_allowed=0)
 
 
 def snapshot(

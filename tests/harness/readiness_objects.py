@@ -1,16 +1,24 @@
-"""Builders for the objects the readiness gate reads: Nodes, DaemonSets, pods, CSINodes.
+"""The readiness tests' node: their defaults for the shared builders of Nodes, DaemonSets,
+pods and CSINodes.
 
-Shared by the readiness unit and integration tests, so both describe a node the same way.
-Every object carries apiVersion/kind, so the fake API server can create it as it is.
+Shared by the readiness unit and integration tests and the readiness benchmark, so all
+describe a node the same way. Defaults, stated once here: ``node-1``, carrying the gate's
+taint and labelled with its hostname; critical DaemonSets in ``kube-system`` that tolerate
+everything (like most CNI plugins); critical pods there, Running, Ready and scheduled on
+``node-1``, each with a fresh uid (a pod made again is a new pod). A daemon pod names its
+DaemonSet with ``owner=controller_ref(ds)``.
 """
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import Any
 
 from agent.readiness.presets import PRESETS, GateKeys
+from tests.harness import kubeobjects
+from tests.harness.kubeobjects import PAUSE_IMAGE
 
 JSON = dict[str, Any]
 KEYS: GateKeys = PRESETS["default"]
@@ -19,138 +27,53 @@ CRITICAL = {KEYS.label: "true"}
 
 
 def taint(key: str = GATE, effect: str = "NoSchedule", value: str | None = None) -> JSON:
-    out: JSON = {"key": key, "effect": effect}
-    if value is not None:
-        out["value"] = value
-    return out
+    """``kubeobjects.taint``, the gate's own by default."""
+    return kubeobjects.taint(key, effect, value)
 
 
-def node(
-    name: str = "node-1",
-    *,
-    labels: dict[str, str] | None = None,
-    taints: Iterable[JSON] = (taint(),),
-    annotations: dict[str, str] | None = None,
-    resource_version: str = "1",
-    created: str = "2025-01-01T00:00:00Z",
-) -> JSON:
-    metadata: JSON = {
-        "name": name,
-        "uid": f"uid-{name}",
-        "resourceVersion": resource_version,
-        "creationTimestamp": created,
-        "labels": {"kubernetes.io/hostname": name, **(labels or {})},
-    }
-    if annotations:
-        metadata["annotations"] = dict(annotations)
-    spec: JSON = {}
-    taint_list = list(taints)
-    if taint_list:
-        spec["taints"] = taint_list
-    return {"apiVersion": "v1", "kind": "Node", "metadata": metadata, "spec": spec}
+NODE_DEFAULTS: Mapping[str, Any] = {
+    "taints": (taint(),),
+    "resource_version": "1",
+    "created": "2025-01-01T00:00:00Z",
+}
+DAEMON_SET_DEFAULTS: Mapping[str, Any] = {
+    "namespace": "kube-system",
+    "labels": CRITICAL,
+    "containers": ("main",),
+    "image": PAUSE_IMAGE,
+    "tolerations": ({"operator": "Exists"},),
+}
+POD_DEFAULTS: Mapping[str, Any] = {
+    "node": "node-1",
+    "namespace": "kube-system",
+    "labels": CRITICAL,
+    "containers": ("main",),
+    "image": PAUSE_IMAGE,
+    "phase": "Running",
+    "scheduled": True,
+    "ready": True,
+}
 
 
-def daemon_set(
-    name: str,
-    *,
-    namespace: str = "kube-system",
-    uid: str | None = None,
-    labels: dict[str, str] | None = None,
-    node_selector: dict[str, str] | None = None,
-    tolerations: Iterable[JSON] = ({"operator": "Exists"},),
-    affinity: JSON | None = None,
-    host_network: bool = False,
-    node_name: str | None = None,
-) -> JSON:
-    """A critical DaemonSet that, by default, tolerates everything (like most CNI plugins)."""
-    spec: JSON = {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}
-    if node_selector:
-        spec["nodeSelector"] = dict(node_selector)
-    toleration_list = list(tolerations)
-    if toleration_list:
-        spec["tolerations"] = toleration_list
-    if affinity is not None:
-        spec["affinity"] = affinity
-    if host_network:
-        spec["hostNetwork"] = True
-    if node_name:
-        spec["nodeName"] = node_name
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": uid or f"uid-ds-{name}",
-            "labels": dict(CRITICAL if labels is None else labels),
-        },
-        "spec": {
-            "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
-        },
-    }
+def node(name: str = "node-1", *, labels: Mapping[str, str] | None = None, **fields: Any) -> JSON:
+    """``kubeobjects.node`` with ``NODE_DEFAULTS``, its hostname label and ``labels``."""
+    labels = {"kubernetes.io/hostname": name, **(labels or {})}
+    return kubeobjects.node(
+        name, **{"uid": f"uid-{name}", **NODE_DEFAULTS, **fields}, labels=labels
+    )
 
 
-def pod(
-    name: str,
-    *,
-    namespace: str = "kube-system",
-    node_name: str = "node-1",
-    owner: JSON | None = None,
-    labels: dict[str, str] | None = None,
-    ready: bool | None = True,
-    phase: str = "Running",
-    annotations: dict[str, str] | None = None,
-    deleting: bool = False,
-) -> JSON:
-    """A pod on ``node_name``; ``owner`` (a DaemonSet) makes it that DaemonSet's daemon pod."""
-    metadata: JSON = {
-        "name": name,
-        "namespace": namespace,
-        "uid": f"uid-pod-{name}-{uuid.uuid4().hex[:6]}",
-        "labels": dict(CRITICAL if labels is None else labels),
-    }
-    if owner is not None:
-        metadata["ownerReferences"] = [
-            {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "name": owner["metadata"]["name"],
-                "uid": owner["metadata"]["uid"],
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ]
-    if annotations:
-        metadata["annotations"] = dict(annotations)
-    if deleting:
-        metadata["deletionTimestamp"] = "2025-01-01T00:00:00Z"
-    status: JSON = {"phase": phase}
-    if ready is not None:
-        status["conditions"] = [
-            {"type": "PodScheduled", "status": "True"},
-            {
-                "type": "Ready",
-                "status": "True" if ready else "False",
-                **({} if ready else {"reason": "ContainersNotReady"}),
-            },
-        ]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": metadata,
-        "spec": {
-            "nodeName": node_name,
-            "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}],
-        },
-        "status": status,
-    }
+def daemon_set(name: str, **fields: Any) -> JSON:
+    """``kubeobjects.daemon_set`` with ``DAEMON_SET_DEFAULTS``; ``fields`` override them."""
+    return kubeobjects.daemon_set(
+        name, **{"uid": f"uid-ds-{name}", **DAEMON_SET_DEFAULTS, **fields}
+    )
 
 
-def csinode(node_name: str = "node-1", drivers: Iterable[str] = ()) -> JSON:
-    return {
-        "apiVersion": "storage.k8s.io/v1",
-        "kind": "CSINode",
-        "metadata": {"name": node_name},
-        "spec": {"drivers": [{"name": d, "nodeID": node_name} for d in drivers]},
-    }
+def pod(name: str, **fields: Any) -> JSON:
+    """``kubeobjects.pod`` with ``POD_DEFAULTS``; ``fields`` override them."""
+    uid = f"uid-pod-{name}-{uuid.uuid4().hex[:6]}"
+    return kubeobjects.pod(name, **{"uid": uid, **POD_DEFAULTS, **fields})
+
+
+csinode = functools.partial(kubeobjects.csinode, "node-1")

@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer, FakeKubelet
 from tests.harness.fake_apiserver.faults import FaultRule
+from tests.harness.kubeobjects import controller_ref
 from tests.harness.logind import LogindHarness
 from tests.harness.readiness_objects import GATE, daemon_set
 from tests.harness.readiness_objects import pod as critical_pod
@@ -99,20 +101,15 @@ def priority_class(priority: int) -> str | None:
 
 
 def pod_manifest(plan: PodPlan) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "nodeName": NODE,
-        "terminationGracePeriodSeconds": plan.grace,
-        "containers": [{"name": "app", "image": "registry.example/app:1"}],
-    }
-    if (name := priority_class(plan.priority)) is not None:
-        spec["priorityClassName"] = name
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": plan.name, "namespace": "default"},
-        "spec": spec,
-        "status": {"phase": "Running"},
-    }
+    """The planned pod, Running on the soak's node."""
+    return kubeobjects.pod(
+        plan.name,
+        NODE,
+        priority_class=priority_class(plan.priority),
+        grace_seconds=plan.grace,
+        image="registry.example/app:1",
+        phase="Running",
+    )
 
 
 def agent_config(scenario: Scenario, workdir: Path, kubeconfig: Path, dropin: Path) -> str:
@@ -185,16 +182,9 @@ class _Run:
         for priority in sorted({p.priority for p in scenario.pods}):
             name = priority_class(priority)
             if name and not server.exists("priorityclasses", name):
-                server.create(
-                    {
-                        "apiVersion": "scheduling.k8s.io/v1",
-                        "kind": "PriorityClass",
-                        "metadata": {"name": name},
-                        "value": priority,
-                    }
-                )
+                server.create(kubeobjects.priority_class(name, priority))
         ds = server.create(daemon_set(CRITICAL_DS))
-        server.create(critical_pod(CRITICAL_POD, owner=ds, ready=False))
+        server.create(critical_pod(CRITICAL_POD, owner=controller_ref(ds), ready=False))
         for plan in scenario.pods:
             if plan.added_after_power_off is None:
                 self.add_pod(plan)

@@ -1,14 +1,13 @@
-"""A KubeApi on the official client pointed at the fake API server, and cluster builders."""
+"""The descheduler tests: ``kube_api`` as the descheduler, a kubeconfig, a policy, a cluster."""
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agent.kube.api import KubeApi
-from agent.kube.client import AsyncKube
-from agent.kube.connection import DESCHEDULER, connect
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from agent.kube.connection import DESCHEDULER, Component
+from tests.harness import kubeobjects
+from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.kubeobjects import owner_ref
 
 README_REMOVE_DUPLICATES = """\
 apiVersion: "descheduler/v1alpha2"
@@ -34,20 +33,14 @@ def kubeconfig(fake_apiserver: FakeApiServer, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def kube_api(kubeconfig: Path) -> Iterator[KubeApi]:
-    # The descheduler's User-Agent: its requests count towards its RBAC proof.
-    connection = connect(str(kubeconfig), component=DESCHEDULER)
-    assert connection is not None
-    api = KubeApi(connection.api_client, request_timeout=5.0)
-    yield api
-    api.close()
+def kube_component() -> Component:
+    """``kube_api`` here is the descheduler's: its requests count towards its RBAC proof."""
+    return DESCHEDULER
 
 
 @pytest.fixture
-def async_kube(kube_api: KubeApi) -> Iterator[AsyncKube]:
-    kube = AsyncKube(kube_api)
-    yield kube
-    kube.close()
+def kube_request_timeout() -> float:
+    return 5.0
 
 
 @pytest.fixture
@@ -59,11 +52,8 @@ def policy_file(tmp_path: Path) -> Path:
 
 def owned_pod(name: str, node: str, owner: str, *, kind: str = "ReplicationController") -> dict:
     """A pod of ``owner`` (controller reference), labelled ``app=<owner>``, bound to ``node``."""
-    pod = manifests.pod(name, node=node, labels={"app": owner})
-    pod["metadata"]["ownerReferences"] = [
-        {"apiVersion": "v1", "kind": kind, "name": owner, "uid": f"uid-{owner}", "controller": True}
-    ]
-    return pod
+    ref = owner_ref(kind, owner, uid=f"uid-{owner}")
+    return kubeobjects.pod(name, node, labels={"app": owner}, owner=ref)
 
 
 def duplicates_cluster(server: FakeApiServer, *, protected: bool = True) -> None:
@@ -75,4 +65,4 @@ def duplicates_cluster(server: FakeApiServer, *, protected: bool = True) -> None
             server.create(owned_pod(f"{owner}-{index}", node, owner))
             kubelets[node].set_ready("default", f"{owner}-{index}")
     if protected:
-        server.create(manifests.pdb("db", match_labels={"app": "db"}, min_available=3))
+        server.create(kubeobjects.pdb("db", match_labels={"app": "db"}, min_available=3))

@@ -6,7 +6,8 @@ from agent.descheduler.core.policy import load_policy
 from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
 from agent.kube.api import KubeApi
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness import kubeobjects
+from tests.harness.fake_apiserver import FakeApiServer
 from tests.integration.descheduler.conftest import owned_pod
 
 POLICY = """\
@@ -33,12 +34,15 @@ def _cluster(server: FakeApiServer) -> None:
     """n1 in zone a holds all 3 web pods (spread over zones, maxSkew 1); zone b has n2, and
     n3, which has gained a taint its batch pod does not tolerate."""
     for name, zone in (("n1", "a"), ("n2", "b"), ("n3", "b")):
-        node = manifests.node(
+        node = kubeobjects.node(
             name,
             labels={"zone": zone, "kubernetes.io/hostname": name},
             taints=[TAINT] if name == "n3" else [],
+            ready=True,
+            cpu="4",
+            memory="16Gi",
+            pods="110",
         )
-        node["status"]["allocatable"] = {"cpu": "4", "memory": "16Gi", "pods": "110"}
         server.create(node)
     kubelets = {name: server.kubelet(name) for name in ("n1", "n2", "n3")}
     for index in range(3):

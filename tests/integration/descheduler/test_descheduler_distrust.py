@@ -19,7 +19,8 @@ from agent.kube.api import KubeApi
 from agent.kube.timestamps import rfc3339
 from agent.telemetry.metrics import new_registry
 from tests.harness.clock import HandClock
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness.deschedulerstate import node
+from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.nodereport import register_crd
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.conftest import duplicates_cluster, owned_pod
@@ -37,12 +38,6 @@ profiles:
 
 
 NAMES = ("honest", "foreign", "absurd")
-
-
-def _node(name: str) -> dict[str, Any]:
-    node = manifests.node(name)
-    node["status"]["allocatable"] = {"cpu": "4", "memory": "16Gi", "pods": "110"}
-    return node
 
 
 def _report(name: str, uid: str, **status: Any) -> dict[str, Any]:
@@ -69,7 +64,7 @@ async def test_distrusted_reports_are_logged_once_and_counted_by_reason(
     """Over three cycles a foreign-owned and an absurd report are each logged once, and the
     metrics count them by reason beside the one report believed."""
     register_crd(fake_apiserver)
-    uids = {name: fake_apiserver.create(_node(name))["metadata"]["uid"] for name in NAMES}
+    uids = {name: fake_apiserver.create(node(name))["metadata"]["uid"] for name in NAMES}
     fake_apiserver.create(_report("honest", uids["honest"]))
     fake_apiserver.create(_report("foreign", uids["honest"]))
     fake_apiserver.create(_report("absurd", uids["absurd"], usage={"cpu": 10**6, "memory": 1}))

@@ -13,7 +13,8 @@ from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
 from agent.kube.api import KubeApi
 from agent.telemetry.metrics import new_registry
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness import kubeobjects
+from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.test_descheduler_rescue import (
     RESCUE_POLICY,
@@ -36,8 +37,8 @@ async def test_node_becoming_ready_starts_a_cycle_before_the_interval(
 ) -> None:
     """With an hour's interval, a node turning Ready starts the second cycle at once."""
     for name in ("a", "b"):
-        fake_apiserver.create(manifests.node(name))
-    late = manifests.node("late")
+        fake_apiserver.create(kubeobjects.node(name, ready=True))
+    late = kubeobjects.node("late", ready=True)
     late["status"]["conditions"][0]["status"] = "False"
     fake_apiserver.create(late)
     registry = new_registry("descheduler")

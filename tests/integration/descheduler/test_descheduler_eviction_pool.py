@@ -13,7 +13,8 @@ from agent.descheduler.plan.shape import PlannedEviction
 from agent.kube.client import AsyncKube
 from agent.kube.events import EventBroadcaster, EventRecorder, ObjectRef
 from agent.kube.ratelimit import TokenBucket
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness import kubeobjects
+from tests.harness.fake_apiserver import FakeApiServer
 from tests.integration.descheduler.conftest import owned_pod
 
 
@@ -113,7 +114,7 @@ async def test_429_and_404_are_not_evicted_and_the_run_goes_on(
 ) -> None:
     """A pod gone (404) and a pod its PDB protects (429) count as not evicted, get no
     Descheduled event, and the evictions after them still happen."""
-    fake_apiserver.create(manifests.pdb("one", match_labels={"app": "web"}, max_unavailable=0))
+    fake_apiserver.create(kubeobjects.pdb("one", match_labels={"app": "web"}, max_unavailable=0))
     fake_apiserver.create(owned_pod("free", "n1", "free"))
     plan = [_planned("gone"), _planned(pods[0]), _planned("free")]
     results = await _evict(async_kube, 2, plan)
@@ -138,7 +139,7 @@ async def test_refused_evictions_get_a_warning_event_when_the_policy_asks(
 ) -> None:
     """With ``evictionFailureEventNotification`` a pod whose eviction was refused (its PDB's
     429) gets a Warning ``EvictionFailed`` Event; a pod already gone (404) gets none."""
-    fake_apiserver.create(manifests.pdb("one", match_labels={"app": "web"}, max_unavailable=0))
+    fake_apiserver.create(kubeobjects.pdb("one", match_labels={"app": "web"}, max_unavailable=0))
     plan = [_planned("gone"), _planned(pods[0])]
     await _evict(async_kube, 2, plan, failure_events=notify)
     events = fake_apiserver.list("events", "default")

@@ -16,7 +16,9 @@ from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
 from agent.kube.api import KubeApi
 from agent.telemetry.metrics import new_registry
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness import kubeobjects
+from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.kubeobjects import owner_ref
 from tests.integration.descheduler.conftest import owned_pod
 
 
@@ -30,7 +32,9 @@ def _cluster(server: FakeApiServer, *, max_unavailable: int) -> None:
     for index in range(3):
         server.create(owned_pod(f"db-{index}", "n2", "db"))
         kubelet.set_ready("default", f"db-{index}")
-    server.create(manifests.pdb("db", match_labels={"app": "db"}, max_unavailable=max_unavailable))
+    server.create(
+        kubeobjects.pdb("db", match_labels={"app": "db"}, max_unavailable=max_unavailable)
+    )
 
 
 def _evictions(server: FakeApiServer) -> list[tuple[str, int]]:
@@ -143,11 +147,14 @@ async def test_a_utilization_eviction_a_budget_refuses_is_never_sent(
     fake_apiserver.kubelet("n2")
     kubelet = fake_apiserver.kubelet("n1", time_scale=0.001)
     for index in range(4):
-        pod = owned_pod(f"web-{index}", "n1", "web")
-        pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
-        fake_apiserver.create(pod)
-        kubelet.set_ready("default", f"web-{index}")
-    fake_apiserver.create(manifests.pdb("web", match_labels={"app": "web"}, max_unavailable=1))
+        name = f"web-{index}"
+        fake_apiserver.create(
+            kubeobjects.pod(
+                name, "n1", labels={"app": "web"}, owner=owner_ref("ReplicaSet", "web"), cpu="1"
+            )
+        )
+        kubelet.set_ready("default", name)
+    fake_apiserver.create(kubeobjects.pdb("web", match_labels={"app": "web"}, max_unavailable=1))
     policy = tmp_path / "policy.yaml"
     policy.write_text(LOW_NODE_UTILIZATION)
     registry = new_registry("descheduler")

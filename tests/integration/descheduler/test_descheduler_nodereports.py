@@ -20,7 +20,8 @@ from agent.descheduler.live.options import RunOptions
 from agent.kube.api import KubeApi
 from agent.kube.timestamps import rfc3339
 from agent.telemetry.metrics import new_registry
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness.deschedulerstate import node
+from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.nodereport import register_crd
 from tests.integration.descheduler.conftest import owned_pod
 
@@ -44,10 +45,8 @@ POD_CPU_CORES = {"hot-0": 0.4, "hot-1": 1.5, "hot-2": 1.0, "hot-3": 0.7}
 
 
 def _node(name: str) -> dict[str, Any]:
-    node = manifests.node(name)
-    node["status"]["allocatable"] = {"cpu": "4", "memory": "16Gi", "pods": "110"}
-    node["status"]["capacity"] = dict(node["status"]["allocatable"])
-    return node
+    """Allocatable all its capacity (the descheduler's test defaults)."""
+    return node(name, status={"capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"}})
 
 
 def _report(

@@ -23,8 +23,9 @@ from agent.kube.client import AsyncKube
 from agent.kube.ownedtaints import OwnedTaints
 from agent.kube.taintownership import RESCUE_ANNOTATION, rescue_taint
 from agent.kube.timestamps import rfc3339
-from tests.harness.deschedulerstate import pod
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness.deschedulerstate import node, pod
+from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.kubeobjects import condition, owner_ref, priority_class
 from tests.harness.waiting import wait_until
 
 RESCUE_POLICY = """\
@@ -43,70 +44,51 @@ profiles:
 TAINT_VALUE = "kube-system_dns"
 
 
-def _node(name: str, taints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    node = manifests.node(name, taints=taints or [])
-    node["status"]["allocatable"] = {"cpu": "4", "memory": "16Gi", "pods": "110"}
-    return node
-
-
-def _priority_class(value: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": f"p{value}"},
-        "value": value,
-    }
-
-
 def _pod(name: str, node: str, cpu: str, priority: int) -> dict[str, Any]:
     """A pod of its own ReplicaSet, of PriorityClass ``p<priority>`` (admission sets it)."""
-    built = pod(
+    return pod(
         name,
         node,
         cpu=cpu,
         memory="128Mi",
         priority=None,
-        owner=("ReplicaSet", name),
-        extra_spec={"priorityClassName": f"p{priority}"} if priority else None,
+        owner=owner_ref("ReplicaSet", name),
+        priority_class=f"p{priority}" if priority else None,
     )
-    built["apiVersion"] = "v1"
-    return built
 
 
 def _addon() -> dict[str, Any]:
-    built = pod(
+    return pod(
         "dns",
-        "",
+        None,
         namespace="kube-system",
         cpu="2",
         memory="128Mi",
         priority=None,
+        priority_class="p100",
         phase="Pending",
+        ready=None,
+        conditions=[
+            condition(
+                "PodScheduled",
+                False,
+                reason="Unschedulable",
+                lastTransitionTime=rfc3339(time.time() - 300),
+            )
+        ],
         start_time=None,
         annotations={"scheduler.alpha.kubernetes.io/critical-pod": ""},
         tolerations=[{"key": "CriticalAddonsOnly", "operator": "Exists"}],
-        extra_spec={"priorityClassName": "p100"},
     )
-    built["apiVersion"] = "v1"
-    del built["spec"]["nodeName"]
-    built["status"]["conditions"] = [
-        {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": "Unschedulable",
-            "lastTransitionTime": rfc3339(time.time() - 300),
-        }
-    ]
-    return built
 
 
 def _full_cluster(server: FakeApiServer, *, addon: bool = True) -> None:
     """a: one 3-CPU pod of priority 10; b: one of priority 1; c: three 1.3-CPU pods of 0, two
     of which would have to go. The add-on (priority 100) asks for 2 of each node's 4 CPUs."""
     for name in ("a", "b", "c"):
-        server.create(_node(name))
+        server.create(node(name))
     for value in (1, 10, 100):
-        server.create(_priority_class(value))
+        server.create(priority_class(f"p{value}", value))
     server.create(_pod("a1", "a", "3", 10))
     server.create(_pod("b1", "b", "3", 1))
     for index in range(3):
@@ -181,10 +163,10 @@ async def test_leftover_rescue_taint_is_removed_at_start(
     ours = {"key": "CriticalAddonsOnly", "value": "kube-system_old", "effect": "NoSchedule"}
     theirs = {"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}
     other = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
-    left = _node("left", [other, ours])
+    left = node("left", taints=[other, ours])
     left["metadata"]["annotations"] = {RESCUE_ANNOTATION: "kube-system_old"}
     fake_apiserver.create(left)
-    fake_apiserver.create(_node("platform", [theirs]))
+    fake_apiserver.create(node("platform", taints=[theirs]))
     code = await run_descheduler(
         load_policy(_policy(tmp_path)),
         RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
@@ -201,7 +183,7 @@ async def test_rescue_taint_goes_after_its_timeout(
     fake_apiserver: FakeApiServer, async_kube: AsyncKube
 ) -> None:
     """An add-on that never gets scheduled keeps the node tainted only until the timeout."""
-    fake_apiserver.create(_node("b"))
+    fake_apiserver.create(node("b"))
     now = [100.0]
     taints = OwnedTaints(async_kube)
     tracker = RescueTracker(taints, lambda: now[0])

@@ -26,8 +26,9 @@ from agent.kube.api import KubeApi
 from agent.kube.taintownership import OUT_OF_SERVICE_ANNOTATION
 from agent.kube.timestamps import rfc3339
 from agent.telemetry.metrics import new_registry
+from tests.harness import kubeobjects
 from tests.harness.clock import HandClock
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.nodereport import register_crd
 from tests.harness.waiting import wait_until
 
@@ -53,9 +54,9 @@ OUT_OF_SERVICE = {
 
 
 def _node(name: str, *, taints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    node = manifests.node(name, taints=taints or [])
-    node["status"]["nodeInfo"] = {"bootID": "boot-1"}
-    return node
+    return kubeobjects.node(
+        name, taints=taints or [], ready=True, status={"nodeInfo": {"bootID": "boot-1"}}
+    )
 
 
 def _set_ready(

@@ -11,7 +11,8 @@ from agent.descheduler.cache.state import PROJECTIONS, ClusterState, Decoding
 from agent.descheduler.model.cluster import DisruptionBudget, NodeInfo, NodeUsage, PodInfo
 from agent.kube.api import KubeApi
 from agent.kube.resources import PODS
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness import kubeobjects
+from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.conftest import owned_pod
 
@@ -24,11 +25,11 @@ async def _until(check: Callable[[], bool]) -> None:
 async def _running_state(
     request: pytest.FixtureRequest, fake_apiserver: FakeApiServer, kube_api: KubeApi
 ) -> AsyncIterator[ClusterState]:
-    fake_apiserver.create(manifests.node("n1"))
-    fake_apiserver.create(manifests.node("n2"))
+    fake_apiserver.create(kubeobjects.node("n1", ready=True))
+    fake_apiserver.create(kubeobjects.node("n2", ready=True))
     fake_apiserver.create(owned_pod("a", "n1", "web"))
     fake_apiserver.create(owned_pod("b", "n2", "web"))
-    fake_apiserver.create(manifests.pdb("web", match_labels={"app": "web"}, min_available=1))
+    fake_apiserver.create(kubeobjects.pdb("web", match_labels={"app": "web"}, min_available=1))
     decoding: Decoding = request.param
     state = ClusterState(kube_api, PROJECTIONS, decoding=decoding, read_timeout=5)
     tasks = [asyncio.create_task(reflector.run()) for reflector in state.reflectors]
@@ -175,7 +176,7 @@ async def test_a_pod_that_cannot_be_projected_is_skipped_and_counted(
 ) -> None:
     """One pod the list's projection rejects (an owner reference's ``controller`` that is
     not a boolean) is left out and counted; the other pods are cached."""
-    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.create(kubeobjects.node("n1", ready=True))
     fake_apiserver.create(owned_pod("good", "n1", "web"))
     odd = owned_pod("odd", "n1", "web")
     odd["metadata"]["ownerReferences"][0]["controller"] = "yes"

@@ -1,7 +1,6 @@
 """The descheduler's own address: /healthz, /readyz and upstream-named metrics."""
 
 import asyncio
-import socket
 import urllib.request
 from pathlib import Path
 
@@ -10,14 +9,9 @@ from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
 from agent.kube.api import KubeApi
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.ports import free_port
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.conftest import duplicates_cluster
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -36,7 +30,7 @@ async def test_probes_and_metrics_of_a_looping_descheduler(
     """Once its caches synced and a cycle ran, /readyz and /healthz answer 200 and /metrics
     carries descheduler_build_info, the loop and strategy durations and the evictions."""
     duplicates_cluster(fake_apiserver, protected=False)
-    base = f"http://127.0.0.1:{_free_port()}"
+    base = f"http://127.0.0.1:{free_port()}"
     stop = asyncio.Event()
     task = asyncio.create_task(
         run_descheduler(
@@ -79,7 +73,7 @@ async def test_readyz_fails_until_the_caches_synced(
 ) -> None:
     """While the pod list fails, /readyz answers 503 naming the pod cache."""
     fake_apiserver.faults.add("GET", r"/api/v1/pods$", status=503, times=None, watch=False)
-    base = f"http://127.0.0.1:{_free_port()}"
+    base = f"http://127.0.0.1:{free_port()}"
     stop = asyncio.Event()
     task = asyncio.create_task(
         run_descheduler(

@@ -4,7 +4,6 @@ leaving only a stream of refused writes to explain it."""
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,14 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness import kubeobjects
+from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.ports import free_port
 from tests.harness.tokens import service_account_token
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.mark.parametrize(
@@ -34,11 +29,11 @@ def test_the_agent_logs_its_credentials_and_warns_about_a_token_without_its_node
 ) -> None:
     """Connected as node n1, the agent logs its token's binding; with a token that names no
     node it adds one warning that its writes will be denied and how to get a Node-bound token."""
-    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.create(kubeobjects.node("n1"))
     kubeconfig = fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig", token=token)
     config = tmp_path / "agent.yaml"
     config.write_text(
-        f"nodeName: n1\nkubeconfig: {kubeconfig}\nmetricsBindAddress: 127.0.0.1:{_free_port()}\n"
+        f"nodeName: n1\nkubeconfig: {kubeconfig}\nmetricsBindAddress: 127.0.0.1:{free_port()}\n"
         f"stateDir: {tmp_path}\nshutdownGracePeriod: 0s\nlogFormat: json\n"
     )
     log = tmp_path / "agent.log"

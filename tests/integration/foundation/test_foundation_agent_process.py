@@ -2,7 +2,6 @@
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,11 +11,7 @@ from pathlib import Path
 
 import pytest
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.harness.ports import free_port
 
 
 def _catches(status: Path, signum: int) -> bool:
@@ -40,7 +35,7 @@ def _scrape(url: str, deadline: float) -> str:
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_node_only_agent_serves_facts_and_exits_0(tmp_path: Path, signum: signal.Signals) -> None:
     """Without a cluster the agent serves build info and node facts, then exits 0 on a signal."""
-    port = _free_port()
+    port = free_port()
     config = tmp_path / "agent.yaml"
     # Shutdown off: this test is about node facts, and /readyz waits for a logind lock else.
     config.write_text(
@@ -81,7 +76,7 @@ def test_node_only_agent_serves_facts_and_exits_0(tmp_path: Path, signum: signal
 def test_sigterm_during_start_up_exits_0(tmp_path: Path) -> None:
     """A stop request while the agent is still starting is a clean exit, not a kill."""
     config = tmp_path / "agent.yaml"
-    config.write_text(f"metricsBindAddress: 127.0.0.1:{_free_port()}\nstateDir: {tmp_path}\n")
+    config.write_text(f"metricsBindAddress: 127.0.0.1:{free_port()}\nstateDir: {tmp_path}\n")
     process = subprocess.Popen(
         [sys.executable, "-m", "agent.cli", "agent", "--config", str(config)],
         env={**os.environ, "KUBECONFIG": "", "HOME": str(tmp_path), "KUBERNETES_SERVICE_HOST": ""},
@@ -103,7 +98,7 @@ def test_sigterm_during_start_up_exits_0(tmp_path: Path) -> None:
 def test_an_unreadable_kubeconfig_is_a_config_error(tmp_path: Path) -> None:
     """An explicit kubeconfig that cannot be loaded exits 2 with a message, no traceback."""
     config = tmp_path / "agent.yaml"
-    config.write_text(f"metricsBindAddress: 127.0.0.1:{_free_port()}\nstateDir: {tmp_path}\n")
+    config.write_text(f"metricsBindAddress: 127.0.0.1:{free_port()}\nstateDir: {tmp_path}\n")
     result = subprocess.run(
         [sys.executable, "-m", "agent.cli", "agent", "--config", str(config)],
         env={**os.environ, "KUBECONFIG": str(tmp_path / "missing"), "HOME": str(tmp_path)},
@@ -119,7 +114,7 @@ def test_an_unreadable_kubeconfig_is_a_config_error(tmp_path: Path) -> None:
 
 def test_with_the_default_shutdown_and_no_logind_the_agent_stays_up(tmp_path: Path) -> None:
     """Shutdown is on by default; without a system bus the agent says so and stays healthy."""
-    port = _free_port()
+    port = free_port()
     config = tmp_path / "agent.yaml"
     config.write_text(f"metricsBindAddress: 127.0.0.1:{port}\nstateDir: {tmp_path}\n")
     log = tmp_path / "agent.log"

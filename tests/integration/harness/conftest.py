@@ -1,3 +1,11 @@
-"""Fixtures for the fake API server's own tests."""
+"""Fixtures for the fake API server's own tests (``fake_apiserver`` and ``fake_api_client``
+come from its plugin, which ``tests/conftest.py`` registers)."""
 
-from tests.harness.fake_apiserver.fixtures import fake_api_client, fake_apiserver  # noqa: F401
+import pytest
+from kubernetes import client
+
+
+@pytest.fixture
+def core(fake_api_client: client.ApiClient) -> client.CoreV1Api:
+    """CoreV1Api on the fake server."""
+    return client.CoreV1Api(fake_api_client)

@@ -11,7 +11,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from tests.harness.fake_apiserver import FakeApiServer
-from tests.harness.fake_apiserver.manifests import crd
+from tests.harness.kubeobjects import crd
 
 JSON = dict[str, Any]
 GROUP = "example.com"

@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 
 from tests.harness.fake_apiserver import FakeApiServer
-from tests.harness.fake_apiserver.manifests import pod
+from tests.harness.kubeobjects import pod
 
 JSON = dict[str, Any]
 
@@ -20,12 +20,6 @@ NOT_READY = {
     "tolerationSeconds": 300,
 }
 UNREACHABLE = {**NOT_READY, "key": "node.kubernetes.io/unreachable"}
-
-
-@pytest.fixture
-def core(fake_api_client: client.ApiClient) -> client.CoreV1Api:
-    """CoreV1Api on the fake server."""
-    return client.CoreV1Api(fake_api_client)
 
 
 def _raw(response: Any) -> JSON:

@@ -11,16 +11,10 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.harness.fake_apiserver import FakeApiServer, FakeKubelet
-from tests.harness.fake_apiserver.manifests import pdb, pod
+from tests.harness.kubeobjects import pdb, pod
 
 JSON = dict[str, Any]
 NODE = "node-a"
-
-
-@pytest.fixture
-def core(fake_api_client: client.ApiClient) -> client.CoreV1Api:
-    """CoreV1Api on the fake server."""
-    return client.CoreV1Api(fake_api_client)
 
 
 @pytest.fixture

@@ -17,12 +17,6 @@ PODS = r"/api/v1/namespaces/default/pods$"
 CONFIGMAPS = r"/api/v1/namespaces/default/configmaps$"
 
 
-@pytest.fixture
-def core(fake_api_client: client.ApiClient) -> client.CoreV1Api:
-    """CoreV1Api on the fake server."""
-    return client.CoreV1Api(fake_api_client)
-
-
 def test_injected_503_then_success(fake_apiserver: FakeApiServer, core: client.CoreV1Api) -> None:
     """faults.add(status=503, times=1) fails exactly the next matching request with a Status."""
     rule = fake_apiserver.faults.add("GET", PODS, status=503, times=1)

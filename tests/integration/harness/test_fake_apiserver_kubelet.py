@@ -11,17 +11,11 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from tests.harness.fake_apiserver import FakeApiServer
-from tests.harness.fake_apiserver.manifests import pod
 from tests.harness.fake_apiserver.objects import epoch_of
+from tests.harness.kubeobjects import pod
 
 JSON = dict[str, Any]
 NODE = "node-a"
-
-
-@pytest.fixture
-def core(fake_api_client: client.ApiClient) -> client.CoreV1Api:
-    """CoreV1Api on the fake server."""
-    return client.CoreV1Api(fake_api_client)
 
 
 def delete_raw(core: client.CoreV1Api, name: str, grace: int | None = None) -> JSON:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kubernetes import client
 
 from tests.harness.fake_apiserver import FakeApiServer
-from tests.harness.fake_apiserver.manifests import crd, pdb, pod
+from tests.harness.kubeobjects import crd, pdb, pod
 
 
 def test_generated_objects_deserialize_into_typed_models(

@@ -11,15 +11,9 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from tests.harness.fake_apiserver import FakeApiServer
-from tests.harness.fake_apiserver.manifests import pod
+from tests.harness.kubeobjects import pod
 
 JSON = dict[str, Any]
-
-
-@pytest.fixture
-def core(fake_api_client: client.ApiClient) -> client.CoreV1Api:
-    """CoreV1Api on the fake server."""
-    return client.CoreV1Api(fake_api_client)
 
 
 def status_of(exc: pytest.ExceptionInfo[ApiException]) -> JSON:
@@ -464,7 +458,7 @@ def test_dry_run_create_persists_nothing(core: client.CoreV1Api) -> None:
 def test_priority_class_name_resolves_to_priority(core: client.CoreV1Api) -> None:
     """priorityClassName is resolved to spec.priority; without one, priority is 0."""
     critical = core.create_namespaced_pod(
-        "kube-system", pod("crit", "kube-system", priority_class="system-node-critical")
+        "kube-system", pod("crit", namespace="kube-system", priority_class="system-node-critical")
     )
     plain = core.create_namespaced_pod("default", pod("plain"))
     assert critical.spec.priority == 2000001000

@@ -8,27 +8,24 @@ from typing import Any
 import pytest
 
 from tests.harness.fake_apiserver import FakeApiServer
-from tests.harness.fake_apiserver.manifests import pdb, pod
 from tests.harness.fake_apiserver.status import ApiError
+from tests.harness.kubeobjects import pdb, pod
 
 JSON = dict[str, Any]
 VOLATILE = ("uid", "creationTimestamp", "resourceVersion")
 
 
 def _running(name: str, namespace: str, *, ready: bool = True) -> JSON:
-    manifest = pod(name, namespace, node="node-a", labels={"app": "web"})
-    manifest["status"] = {
-        "phase": "Running",
-        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-    }
-    return manifest
+    return pod(
+        name, "node-a", namespace=namespace, labels={"app": "web"}, phase="Running", ready=ready
+    )
 
 
 def _objects() -> list[JSON]:
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}
     return [
         namespace,
-        pdb("before-pods", "team", match_labels={"app": "web"}, min_available=2),
+        pdb("before-pods", namespace="team", match_labels={"app": "web"}, min_available=2),
         *(_running(f"web-{i}", "team", ready=i != 3) for i in range(4)),
         *(_running(f"web-{i}", "default") for i in range(3)),
         pdb("after-pods", match_labels={"app": "web"}, max_unavailable=1),

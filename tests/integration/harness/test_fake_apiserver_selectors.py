@@ -9,7 +9,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from tests.harness.fake_apiserver import FakeApiServer
-from tests.harness.fake_apiserver.manifests import pod
+from tests.harness.kubeobjects import pod
 
 
 @pytest.fixture

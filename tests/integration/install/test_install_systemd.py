@@ -16,7 +16,6 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -32,8 +31,10 @@ import yaml
 
 from agent.kube.connection import connect
 from agent.kube.tokenclaims import bearer_token, decode_token
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness import kubeobjects
+from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.nodereport import register_crd
+from tests.harness.ports import free_port
 from tests.harness.tls import self_signed_certificate
 from tests.harness.tokens import service_account_token
 from tests.harness.wheel import build_wheel
@@ -289,12 +290,6 @@ def _unit_environment(root: Path, entries: list[tuple[str, str]]) -> dict[str, s
     return env
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _get(url: str) -> int:
     try:
         with urllib.request.urlopen(url, timeout=1) as response:  # noqa: S310 - loopback
@@ -316,7 +311,7 @@ def _as_the_unit_runs_it(root: Path, tmp_path: Path) -> Iterator[tuple[subproces
     assert argv[0] == "/opt/kubelet-companion/bin/kubelet-companion"
     config_at = argv.index("--config") + 1
     config = yaml.safe_load((root / argv[config_at].lstrip("/")).read_text())
-    port = _free_port()
+    port = free_port()
     config["metricsBindAddress"] = f"127.0.0.1:{port}"
     config["stateDir"] = str(tmp_path / "state")
     config.setdefault("shutdown", {})["logindDropInPath"] = str(tmp_path / "logind/99.conf")
@@ -599,7 +594,7 @@ def test_the_unit_joins_the_cluster_with_the_node_bound_kubeconfig(
     runs it connects, says its token is bound to node n1 (no admission warning) and
     publishes n1's NodeReport, owned by Node n1."""
     register_crd(fake_apiserver)
-    node = fake_apiserver.create(manifests.node("n1"))
+    node = fake_apiserver.create(kubeobjects.node("n1"))
     token = _token_file(tmp_path, service_account_token(node="n1"))
     joined = _join(copy_of_staged, "--server", fake_apiserver.url, "--token-file", str(token))
     assert joined.returncode == 0, joined.stdout + joined.stderr

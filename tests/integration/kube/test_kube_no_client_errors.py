@@ -13,7 +13,8 @@ from agent.kube.api import KubeApi
 from agent.kube.connection import connect
 from agent.kube.errors import KubeError
 from agent.kube.resources import NODES, PODS
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness import kubeobjects
+from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.tls import TlsEndpoint
 
 Verb = Callable[[KubeApi], Any]
@@ -22,7 +23,7 @@ VERBS = [
     pytest.param(lambda api: api.get(NODES, "n1"), id="get"),
     pytest.param(lambda api: api.list(PODS, namespace="default"), id="list"),
     pytest.param(
-        lambda api: api.create(NODES, manifests.node("n2")),
+        lambda api: api.create(NODES, kubeobjects.node("n2")),
         id="create",
     ),
     pytest.param(
@@ -82,8 +83,8 @@ class _Failing:
             endpoint = self.stack.enter_context(TlsEndpoint(self.directory))
             return endpoint.write_kubeconfig(path, trusted=False)
         server = self.stack.enter_context(FakeApiServer())
-        server.create(manifests.node("n1"))
-        server.create(manifests.pod("p", node="n1"))
+        server.create(kubeobjects.node("n1"))
+        server.create(kubeobjects.pod("p", node="n1"))
         if self.kind == "dropped-connections":
             server.faults.drop_connections(times=None)
         else:

@@ -17,20 +17,22 @@ from agent.kube.patches import (
     metadata_map_ops,
     taint_ops,
 )
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from agent.runtime.ownership import owned_keys
+from tests.harness import kubeobjects
+from tests.harness.fake_apiserver import FakeApiServer
 
 OURS = "kubelet-companion.io/test"
 
 
-def owns(key: str) -> bool:
-    return key.startswith("kubelet-companion.io/")
+owns = owned_keys()
+"""The agent's own predicate: keys under ``kubelet-companion.io/``."""
 
 
 async def test_a_concurrent_taint_survives_our_guarded_write(
     async_kube: AsyncKube, fake_apiserver: FakeApiServer
 ) -> None:
     """Someone adds a taint after we read: the test op fails, we re-read, and both stay."""
-    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.create(kubeobjects.node("n1"))
     cached = fake_apiserver.get("nodes", "n1")
     foreign = fake_apiserver.patch(
         "nodes", "n1", {"spec": {"taints": [{"key": "dedicated", "effect": "NoSchedule"}]}}
@@ -52,7 +54,7 @@ async def test_conflicts_and_server_errors_are_retried(
     async_kube: AsyncKube, fake_apiserver: FakeApiServer
 ) -> None:
     """A 409 and a 503 in a row only delay the write."""
-    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.create(kubeobjects.node("n1"))
     fake_apiserver.faults.add("PATCH", r"/nodes/n1$", status=409, times=1)
     fake_apiserver.faults.add("PATCH", r"/nodes/n1$", status=503, times=1)
     patcher = NodePatcher(async_kube, "n1", owns)
@@ -64,7 +66,7 @@ async def test_an_invalid_patch_fails_at_once(
     async_kube: AsyncKube, fake_apiserver: FakeApiServer
 ) -> None:
     """A 422 that is not the resourceVersion test (an op that does not apply) is not retried."""
-    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.create(kubeobjects.node("n1"))
     missing = [{"op": "remove", "path": "/metadata/labels/kubelet-companion.io~1absent"}]
     patcher = NodePatcher(async_kube, "n1", owns)
     with capture_logs() as logs, pytest.raises(Invalid) as caught:
@@ -80,7 +82,7 @@ async def test_only_the_guard_failure_is_retried(
     async_kube: AsyncKube, fake_apiserver: FakeApiServer
 ) -> None:
     """A failed test op is retried from a fresh read until the write lands."""
-    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.create(kubeobjects.node("n1"))
     stale = fake_apiserver.get("nodes", "n1")
     for value in ("a", "b"):  # two writes by others after our cached read
         fake_apiserver.patch("nodes", "n1", {"metadata": {"labels": {"other": value}}})
@@ -99,7 +101,7 @@ async def test_a_long_retry_after_is_honoured_up_to_the_cap(
     async_kube: AsyncKube, fake_apiserver: FakeApiServer
 ) -> None:
     """A 429 asking for an hour waits the policy's cap instead, then the write lands."""
-    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.create(kubeobjects.node("n1"))
     fake_apiserver.faults.add("PATCH", r"/nodes/n1$", status=429, times=1, retry_after=3600)
     patcher = NodePatcher(async_kube, "n1", owns, backoff=Backoff(initial=0.01, cap=0.2))
     async with asyncio.timeout(10):
@@ -113,7 +115,7 @@ async def test_the_attempt_cap_ends_a_persistent_failure(
     async_kube: AsyncKube, fake_apiserver: FakeApiServer
 ) -> None:
     """With the server down for good, exactly `attempts` PATCHes go out, then the error."""
-    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.create(kubeobjects.node("n1"))
     fake_apiserver.faults.add("PATCH", r"/nodes/n1$", status=503, times=None)
     fast = Backoff(initial=0.001, factor=1.0, cap=0.001, jitter=0.0)
     patcher = NodePatcher(async_kube, "n1", owns, backoff=fast, attempts=3)
@@ -126,7 +128,7 @@ async def test_the_deadline_ends_retries_before_the_attempt_cap(
     async_kube: AsyncKube, fake_apiserver: FakeApiServer
 ) -> None:
     """A wait that would cross the deadline (on the patcher's clock) is not taken."""
-    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.create(kubeobjects.node("n1"))
     fake_apiserver.faults.add("PATCH", r"/nodes/n1$", status=503, times=None)
     now = 1e9  # the patcher's own clock, far from time.monotonic()
     patcher = NodePatcher(
@@ -143,7 +145,7 @@ async def test_no_change_sends_nothing(
     async_kube: AsyncKube, fake_apiserver: FakeApiServer
 ) -> None:
     """An idempotent builder that yields no ops makes no PATCH."""
-    fake_apiserver.create(manifests.node("n1", taints=[{"key": OURS, "effect": "NoSchedule"}]))
+    fake_apiserver.create(kubeobjects.node("n1", taints=[{"key": OURS, "effect": "NoSchedule"}]))
     await NodePatcher(async_kube, "n1", owns).update(
         lambda node: taint_ops(node, ensure=Taint(OURS)), what="t"
     )
@@ -155,7 +157,7 @@ async def test_foreign_keys_are_refused_before_sending(
 ) -> None:
     """A builder that would touch someone else's taint raises and sends nothing."""
     fake_apiserver.create(
-        manifests.node("n1", taints=[{"key": "dedicated", "effect": "NoSchedule"}])
+        kubeobjects.node("n1", taints=[{"key": "dedicated", "effect": "NoSchedule"}])
     )
     with pytest.raises(OwnershipError):
         await NodePatcher(async_kube, "n1", owns).update(

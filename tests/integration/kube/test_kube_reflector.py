@@ -11,7 +11,8 @@ from agent.kube.backoff import Backoff
 from agent.kube.nodestate import NodeState
 from agent.kube.reflector import Reflector
 from agent.kube.resources import NODE_REPORTS, PODS
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness import kubeobjects
+from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.waiting import wait_until
 
 
@@ -27,7 +28,7 @@ async def test_reflector_syncs_then_follows_events(
     kube_api: KubeApi, fake_apiserver: FakeApiServer
 ) -> None:
     """The first list fills the store; later adds, updates and deletes arrive by watch."""
-    fake_apiserver.create(manifests.pod("before", node="n1"))
+    fake_apiserver.create(kubeobjects.pod("before", node="n1"))
     reflector = _pods(kube_api)
     seen: list[str] = []
     reflector.subscribe(lambda kind, _obj: seen.append(kind))
@@ -36,7 +37,7 @@ async def test_reflector_syncs_then_follows_events(
         async with asyncio.timeout(10):
             await reflector.synced.wait()
         assert set(reflector.store) == {"default/before"}
-        fake_apiserver.create(manifests.pod("after", node="n1"))
+        fake_apiserver.create(kubeobjects.pod("after", node="n1"))
         fake_apiserver.patch("pods", "before", {"metadata": {"labels": {"x": "1"}}}, "default")
         fake_apiserver.delete("pods", "after", "default", grace_period_seconds=0)
         await _until(lambda: "DELETED" in seen)
@@ -65,7 +66,7 @@ async def test_reflector_relists_after_410(
         await asyncio.to_thread(
             fake_apiserver.wait_for_request, lambda r: r.is_watch and r.status == 503, 10
         )
-        fake_apiserver.create(manifests.pod("while-away", node="n1"))
+        fake_apiserver.create(kubeobjects.pod("while-away", node="n1"))
         fake_apiserver.compact()
         await _until(lambda: "default/while-away" in reflector.store)
         lists = [
@@ -91,7 +92,7 @@ async def test_reflector_recovers_from_an_outage(
             await reflector.synced.wait()
         with fake_apiserver.outage(mode="status", status=503):
             await asyncio.sleep(0.2)
-        fake_apiserver.create(manifests.pod("later", node="n1"))
+        fake_apiserver.create(kubeobjects.pod("later", node="n1"))
         await _until(lambda: "default/later" in reflector.store, timeout=20)
     finally:
         reflector.stop()
@@ -116,7 +117,7 @@ async def test_a_silent_watch_is_reopened_after_the_read_timeout(
         await asyncio.to_thread(
             fake_apiserver.wait_for_request, lambda r: r.is_watch and r.path.endswith("/pods"), 10
         )
-        fake_apiserver.create(manifests.pod("after-the-stall", node="n1"))
+        fake_apiserver.create(kubeobjects.pod("after-the-stall", node="n1"))
         await _until(lambda: "default/after-the-stall" in reflector.store)
         watches = [r for r in fake_apiserver.requests(path_contains="/pods") if r.is_watch]
         assert len(watches) >= 2  # the stalled one, then the one that delivered the pod
@@ -143,8 +144,8 @@ async def test_node_state_holds_this_nodes_pods_and_node(
 ) -> None:
     """NodeState sees only pods bound to its node, plus its Node, and reports changes."""
     fake_apiserver.kubelet("n1")
-    fake_apiserver.create(manifests.pod("mine", node="n1"))
-    fake_apiserver.create(manifests.pod("elsewhere", node="n2"))
+    fake_apiserver.create(kubeobjects.pod("mine", node="n1"))
+    fake_apiserver.create(kubeobjects.pod("elsewhere", node="n2"))
     state = NodeState(kube_api, "n1", read_timeout=5)
     tasks = [asyncio.create_task(r.run()) for r in state.reflectors]
     try:
@@ -155,7 +156,7 @@ async def test_node_state_holds_this_nodes_pods_and_node(
         assert node is not None
         assert node["metadata"]["name"] == "n1"
         version = state.version
-        fake_apiserver.create(manifests.pod("new", node="n1"))
+        fake_apiserver.create(kubeobjects.pod("new", node="n1"))
         assert await state.wait_changed(version, timeout=10) != version
     finally:
         for reflector in state.reflectors:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import yaml
 
+from tests.harness import kubeobjects
 from tests.harness.cli import run_cli
-from tests.harness.fake_apiserver import FakeApiServer, manifests
+from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kustomize import DESCHEDULER_ACCOUNT, MANIFESTS, NAMESPACE, one, render
 from tests.harness.rbac.authorizer import grants_for, not_allowed
 from tests.harness.rbac.recorder import component_of
@@ -83,7 +84,7 @@ def test_an_agent_command_sends_the_agents_user_agent(
 ) -> None:
     """`kubelet-companion shutdown plan` (any agent-side command, as the daemon) talks to the
     API server as kubelet-companion-agent/<version>."""
-    fake_apiserver.create(manifests.node("n1"))
+    fake_apiserver.create(kubeobjects.node("n1"))
     kubeconfig = fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig")
     config = tmp_path / "agent.yaml"
     config.write_text(yaml.safe_dump({"nodeName": "n1", "kubeconfig": str(kubeconfig)}))

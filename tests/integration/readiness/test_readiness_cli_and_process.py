@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,8 @@ import pytest
 from agent.cli import main
 from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.kubeobjects import controller_ref
+from tests.harness.ports import free_port
 from tests.harness.readiness_objects import GATE, KEYS, daemon_set, node, pod, taint
 
 
@@ -32,7 +33,7 @@ def _seed_waiting_node(server: FakeApiServer) -> None:
     cni = server.create(daemon_set("cni"))
     server.create(daemon_set("gpu", node_selector={"pool": "gpu"}))
     server.create(daemon_set("proxy"))
-    server.create(pod("cni-abcde", owner=cni, ready=False))
+    server.create(pod("cni-abcde", owner=controller_ref(cni), ready=False))
     server.create(pod("csi", annotations={f"{KEYS.csi_annotation_prefix}x": "ebs.csi.aws.com"}))
 
 
@@ -84,12 +85,6 @@ def test_a_bad_config_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "readiness.mode" in capsys.readouterr().err
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _get(url: str, deadline: float) -> str:
     while True:
         try:
@@ -104,7 +99,7 @@ def _get(url: str, deadline: float) -> str:
 def test_the_agent_process_lifts_the_gate(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
     """`kubelet-companion agent` against the API server removes the taint and reports it."""
     fake_apiserver.create(node(taints=[taint("keep/me"), taint()]))
-    port = _free_port()
+    port = free_port()
     # Shutdown off: without a system bus its logind lock would keep /readyz at 503.
     config = _config(
         tmp_path, fake_apiserver, f"metricsBindAddress: 127.0.0.1:{port}\nshutdownGracePeriod: 0s\n"

@@ -11,6 +11,7 @@ from structlog.testing import capture_logs
 
 from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION, PRESETS
 from tests.harness.fake_apiserver import FakeApiServer, RecordedRequest
+from tests.harness.kubeobjects import controller_ref
 from tests.harness.readiness_objects import GATE, KEYS, csinode, daemon_set, node, pod, taint
 from tests.integration.readiness.conftest import GateAgent, StartGate
 
@@ -141,7 +142,7 @@ async def test_an_unready_critical_pod_holds_until_ready_then_lifts_exactly_once
     """Must show 3: the taint stays while a critical pod is unready and goes once, when Ready."""
     fake_apiserver.create(node(taints=[taint("other/keep"), taint()]))
     ds = fake_apiserver.create(daemon_set("cni"))
-    fake_apiserver.create(pod("cni-abcde", owner=ds, ready=False))
+    fake_apiserver.create(pod("cni-abcde", owner=controller_ref(ds), ready=False))
     kubelet = fake_apiserver.kubelet("node-1", register_node=False)
     agent = await start_gate()
     await agent.until(lambda: _events(fake_apiserver, "UnreadyNodeCriticalPods"), "Warning event")
@@ -211,7 +212,7 @@ async def test_a_taint_added_concurrently_survives_the_removal(
     """Must show 5: a taint added while our PATCH is in flight survives; the conflict retries."""
     fake_apiserver.create(node(taints=[taint()]))
     ds = fake_apiserver.create(daemon_set("cni"))
-    fake_apiserver.create(pod("cni-abcde", owner=ds, ready=False))
+    fake_apiserver.create(pod("cni-abcde", owner=controller_ref(ds), ready=False))
     kubelet = fake_apiserver.kubelet("node-1", register_node=False)
     agent = await start_gate()
     await agent.until(lambda: _events(fake_apiserver, "UnreadyNodeCriticalPods"), "Warning event")
@@ -261,7 +262,7 @@ async def _lift_then_break(
 ) -> tuple[GateAgent, Any, float]:
     fake_apiserver.create(node(taints=[taint()]))
     ds = fake_apiserver.create(daemon_set("cni"))
-    fake_apiserver.create(pod("cni-abcde", owner=ds, ready=True))
+    fake_apiserver.create(pod("cni-abcde", owner=controller_ref(ds), ready=True))
     kubelet = fake_apiserver.kubelet("node-1", register_node=False)
     agent = await start_gate(readiness)
     await agent.until(lambda: _lifted(agent, fake_apiserver), "the first lift")

@@ -115,7 +115,7 @@ def test_report_with_a_cluster_names_pods_and_leaves_strays_out(
     """With a cluster: allocatable from the Node, pods named, unclaimed cgroups left out, and no
     request other than reads."""
     fake_apiserver.kubelet(NODE)
-    created = fake_apiserver.create(pod_object("web-0", WEB, node_name=NODE))
+    created = fake_apiserver.create(pod_object("web-0", WEB, node=NODE))
     uid = created["metadata"]["uid"]  # the server assigns it
     kubeconfig = str(fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig"))
     config = _node(tmp_path, kubeconfig, pod_uids=(uid, STRAY))

@@ -10,6 +10,7 @@ from agent.readiness.controller import root_tasks as readiness_tasks
 from agent.report.controller import root_tasks as report_tasks
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree
+from tests.harness.kubeobjects import controller_ref
 from tests.harness.readiness_objects import GATE, daemon_set, pod, taint
 from tests.harness.waiting import wait_until
 from tests.integration.report.conftest import NODE, NodeProc, StartAgent
@@ -34,7 +35,7 @@ async def test_a_gate_lift_reaches_the_report_within_a_second(
     server = report_server
     server.patch("nodes", NODE, {"spec": {"taints": [taint()]}})
     ds = server.create(daemon_set("cni"))
-    server.create(pod("cni-abcde", owner=ds, ready=False))
+    server.create(pod("cni-abcde", owner=controller_ref(ds), ready=False))
     host = HostTree(tmp_path / "host")
     host.kernel()
     NodeProc(host).set(cpu_fraction=0.1, memory_fraction=0.3)

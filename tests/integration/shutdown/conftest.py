@@ -29,6 +29,7 @@ from agent.shutdown.controller import ShutdownController
 from agent.shutdown.inhibitor import WHO
 from agent.shutdown.metrics import ShutdownMetrics
 from agent.telemetry.health import Health
+from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer, FakeKubelet
 from tests.harness.logind import LogindHarness
 from tests.harness.waiting import wait_until
@@ -60,61 +61,31 @@ def priority_class_name(priority: int) -> str:
 
 
 def ensure_priority_classes(server: FakeApiServer, pods: list[dict[str, Any]]) -> None:
-    for pod in pods:
-        name = pod["spec"].get("priorityClassName")
+    for each in pods:
+        name = each["spec"].get("priorityClassName")
         if not name or server.exists("priorityclasses", name):
             continue
         digits = name.removeprefix("prio-")
         value = -int(digits.removeprefix("minus-")) if digits.startswith("minus-") else int(digits)
-        server.create(
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": name},
-                "value": value,
-            }
-        )
+        server.create(kubeobjects.priority_class(name, value))
 
 
-def make_pod(
-    name: str,
-    *,
-    priority: int | None = None,
-    grace: int = 30,
-    namespace: str = "default",
-    owner_kind: str | None = None,
-    annotations: dict[str, str] | None = None,
-    labels: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "nodeName": NODE,
-        "terminationGracePeriodSeconds": grace,
-        "containers": [{"name": "app", "image": "registry.example/app:1"}],
-    }
-    if priority is not None:  # the Priority admission plugin fills in spec.priority
-        spec["priorityClassName"] = priority_class_name(priority)
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
-    if owner_kind:
-        metadata["ownerReferences"] = [
-            {
-                "apiVersion": "apps/v1",
-                "kind": owner_kind,
-                "name": f"{name}-owner",
-                "uid": f"{name}-owner-uid",
-                "controller": True,
-            }
-        ]
-    if annotations:
-        metadata["annotations"] = annotations
-    if labels:
-        metadata["labels"] = labels
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": metadata,
-        "spec": spec,
-        "status": {"phase": "Running"},
-    }
+POD_DEFAULTS: dict[str, Any] = {
+    "node": NODE,
+    "grace_seconds": 30,
+    "image": "registry.example/app:1",
+    "phase": "Running",
+}
+"""This suite's pods: Running on ``NODE``, 30 s of grace, of no PriorityClass."""
+
+
+def pod(name: str, *, priority: int | None = None, **fields: Any) -> dict[str, Any]:
+    """``kubeobjects.pod`` with ``POD_DEFAULTS``; ``priority`` names the
+    PriorityClass ``priority_class_name(priority)`` (the Priority admission plugin, which the
+    rig's ``ensure_priority_classes`` feeds, fills in spec.priority from it)."""
+    if priority is not None:
+        fields["priority_class"] = priority_class_name(priority)
+    return kubeobjects.pod(name, **{**POD_DEFAULTS, **fields})
 
 
 def config_text(
@@ -245,8 +216,8 @@ async def rig_factory(
             kubelet = server.kubelet(NODE, time_scale=time_scale)
             pods = pods or []
             ensure_priority_classes(server, pods)
-            for pod in pods:
-                server.create(pod)
+            for each in pods:
+                server.create(each)
         text = config_text(
             state_dir=tmp_path / "state",
             proc=fake_proc(tmp_path / boot_id, boot_id),

@@ -21,7 +21,7 @@ from dbus_fast import BusType, Message, MessageType
 from dbus_fast.aio import MessageBus
 
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import ShutdownRig, make_pod, until
+from tests.integration.shutdown.conftest import ShutdownRig, pod, until
 
 pytestmark = pytest.mark.root
 
@@ -66,7 +66,7 @@ async def test_forged_prepare_for_shutdown_from_another_peer_is_ignored(
 ) -> None:
     """PrepareForShutdown(true) broadcast or unicast by a non-logind peer starts nothing."""
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
-    rig: ShutdownRig = await rig_factory(buckets=[(0, 2)], pods=[make_pod("web", grace=1)])
+    rig: ShutdownRig = await rig_factory(buckets=[(0, 2)], pods=[pod("web", grace_seconds=1)])
     await rig.wait_for_lock()
     agent = agent_bus_name(rig)
     async with peer(logind_harness) as bus:
@@ -139,7 +139,7 @@ async def test_bus_finalized_with_an_unexpected_error_is_reconnected(
 ) -> None:
     """A bus that dbus-fast ends with a non-OSError still reconnects; PowerOff is heard."""
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
-    rig: ShutdownRig = await rig_factory(buckets=[(0, 2)], pods=[make_pod("web", grace=1)])
+    rig: ShutdownRig = await rig_factory(buckets=[(0, 2)], pods=[pod("web", grace_seconds=1)])
     await rig.wait_for_lock()
     session = rig.controller.logind.session
     old = session.bus
@@ -158,7 +158,7 @@ async def test_prepare_for_shutdown_sent_while_reconnecting_still_starts_the_shu
 ) -> None:
     """A PrepareForShutdown(true) missed during a reconnect is read back and acted on."""
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
-    rig: ShutdownRig = await rig_factory(buckets=[(0, 2)], pods=[make_pod("web", grace=1)])
+    rig: ShutdownRig = await rig_factory(buckets=[(0, 2)], pods=[pod("web", grace_seconds=1)])
     await rig.wait_for_lock()
     session = rig.controller.logind.session
     session.reconnect_initial = 1.0  # a wide window: the signal surely goes out meanwhile

@@ -9,7 +9,8 @@ import pytest
 
 from agent.cli import main
 from tests.harness.fake_apiserver import FakeApiServer
-from tests.integration.shutdown.conftest import NODE, ensure_priority_classes, make_pod
+from tests.harness.kubeobjects import owner_ref
+from tests.integration.shutdown.conftest import NODE, ensure_priority_classes, pod
 
 
 def write_config(tmp_path: Path, body: str) -> Path:
@@ -26,16 +27,14 @@ def test_plan_prints_phases_and_pods_and_changes_nothing(
 ) -> None:
     """The plan groups this node's pods like a shutdown would, and sends no write."""
     pods = [
-        make_pod("web", grace=5),
-        make_pod("api", priority=1000, grace=60),
-        make_pod("proxy", owner_kind="DaemonSet"),
+        pod("web", grace_seconds=5),
+        pod("api", priority=1000, grace_seconds=60),
+        pod("proxy", owner=owner_ref("DaemonSet", "proxy")),
     ]
     ensure_priority_classes(fake_apiserver, pods)
     for each in pods:
         fake_apiserver.create(each)
-    other = make_pod("elsewhere")
-    other["spec"]["nodeName"] = "node-2"
-    fake_apiserver.create(other)
+    fake_apiserver.create(pod("elsewhere", node="node-2"))
     monkeypatch.setenv("KUBECONFIG", str(fake_apiserver.write_kubeconfig(tmp_path / "kc")))
     config = write_config(
         tmp_path,

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from tests.harness.kubeobjects import owner_ref
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import ShutdownRig, make_pod, until
+from tests.integration.shutdown.conftest import ShutdownRig, pod, until
 
 pytestmark = pytest.mark.root
 
@@ -36,7 +37,7 @@ async def test_stuck_pod_delays_neither_the_next_phase_nor_the_release(
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
     rig: ShutdownRig = await rig_factory(
         buckets=[(0, 2), (1000, 2)],
-        pods=[make_pod("stuck", grace=30), make_pod("next", priority=1000, grace=30)],
+        pods=[pod("stuck", grace_seconds=30), pod("next", priority=1000, grace_seconds=30)],
         time_scale=0.05,
     )
     assert rig.kubelet is not None
@@ -67,7 +68,7 @@ async def test_api_outage_keeps_phase_timing_and_releases_on_time(
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
     rig: ShutdownRig = await rig_factory(
         buckets=[(0, 1), (1000, 2)],
-        pods=[make_pod("a", grace=1), make_pod("b", priority=1000, grace=1)],
+        pods=[pod("a", grace_seconds=1), pod("b", priority=1000, grace_seconds=1)],
     )
     await rig.wait_for_lock()
     assert rig.server is not None
@@ -94,7 +95,7 @@ async def test_hanging_api_server_cannot_hold_the_lock_past_the_budget(
 ) -> None:
     """Deletes that hang far past the budget do not keep the lock: it goes at the budget's end."""
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
-    rig: ShutdownRig = await rig_factory(buckets=[(0, 2)], pods=[make_pod("slow", grace=1)])
+    rig: ShutdownRig = await rig_factory(buckets=[(0, 2)], pods=[pod("slow", grace_seconds=1)])
     await rig.wait_for_lock()
     assert rig.server is not None
     rig.server.faults.hang("DELETE", r"/pods/", seconds=30, times=None)
@@ -130,8 +131,8 @@ async def test_evict_mode_honours_a_pdb_until_the_deadline_then_deletes(
         buckets=[(0, 2), (1000, 2)],
         mode="evict",
         pods=[
-            make_pod("guarded", grace=1, labels={"app": "guarded"}),
-            make_pod("free", grace=1),
+            pod("guarded", grace_seconds=1, labels={"app": "guarded"}),
+            pod("free", grace_seconds=1),
         ],
         time_scale=0.2,
         prepare=pdb,
@@ -170,10 +171,10 @@ async def test_daemonset_mirror_and_static_pods_are_left_alone(
     rig: ShutdownRig = await rig_factory(
         buckets=[(0, 1)],
         pods=[
-            make_pod("app", grace=1),
-            make_pod("agent-ds", grace=1, owner_kind="DaemonSet"),
-            make_pod("etcd-node-1", grace=1, annotations={"kubernetes.io/config.mirror": "x"}),
-            make_pod("static", grace=1, annotations={"kubernetes.io/config.source": "file"}),
+            pod("app", grace_seconds=1),
+            pod("agent-ds", grace_seconds=1, owner=owner_ref("DaemonSet", "agent")),
+            pod("etcd-node-1", grace_seconds=1, annotations={"kubernetes.io/config.mirror": "x"}),
+            pod("static", grace_seconds=1, annotations={"kubernetes.io/config.source": "file"}),
         ],
         time_scale=0.1,
     )
@@ -211,7 +212,7 @@ async def test_lock_goes_at_the_budget_even_with_the_event_loop_blocked(
 ) -> None:
     """With the event loop frozen, the watchdog still releases the lock at the budget."""
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
-    rig: ShutdownRig = await rig_factory(buckets=[(0, 1)], pods=[make_pod("stuck", grace=30)])
+    rig: ShutdownRig = await rig_factory(buckets=[(0, 1)], pods=[pod("stuck", grace_seconds=30)])
     assert rig.kubelet is not None
     rig.kubelet.stick("default", "stuck")
     await rig.wait_for_lock()
@@ -234,7 +235,10 @@ async def test_pods_in_a_zero_second_bucket_are_still_terminated(
     # Legacy shutdownGracePeriod: 2s with no critical period: priority 2000000000 gets 0 s.
     rig: ShutdownRig = await rig_factory(
         buckets=[(0, 2), (2_000_000_000, 0)],
-        pods=[make_pod("stuck", grace=30), make_pod("crit", priority=2_000_000_000, grace=30)],
+        pods=[
+            pod("stuck", grace_seconds=30),
+            pod("crit", priority=2_000_000_000, grace_seconds=30),
+        ],
         time_scale=0.05,
     )
     assert rig.kubelet is not None
@@ -279,7 +283,7 @@ async def test_pdb_blocked_pod_of_the_last_phase_is_deleted_at_the_budgets_end(
     rig: ShutdownRig = await rig_factory(
         buckets=[(0, 2)],
         mode="evict",
-        pods=[make_pod("guarded", grace=1, labels={"app": "guarded"})],
+        pods=[pod("guarded", grace_seconds=1, labels={"app": "guarded"})],
         time_scale=0.2,
         prepare=pdb,
     )

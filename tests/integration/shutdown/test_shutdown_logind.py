@@ -16,7 +16,7 @@ from dbus_fast import BusType, Message
 from dbus_fast.aio import MessageBus
 
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import DEFAULT_DROPIN_NAME, ShutdownRig, make_pod, until
+from tests.integration.shutdown.conftest import DEFAULT_DROPIN_NAME, ShutdownRig, pod, until
 
 pytestmark = pytest.mark.root
 
@@ -28,7 +28,7 @@ async def test_cancelled_poweroff_removes_the_taint_and_leaves_a_new_lock(
     """A cancelled PowerOff removes the taint and leaves exactly one new lock held."""
     logind_harness.systemd1.configure_jobs(result="canceled", delay=0.3)
     rig: ShutdownRig = await rig_factory(
-        buckets=[(0, 2), (1000, 2)], pods=[make_pod("web", grace=1)], time_scale=0.2
+        buckets=[(0, 2), (1000, 2)], pods=[pod("web", grace_seconds=1)], time_scale=0.2
     )
     await rig.wait_for_lock()
     signalled = await rig.power_off()
@@ -73,7 +73,7 @@ async def test_logind_restart_keeps_exactly_one_lock_and_poweroff_is_not_delayed
 ) -> None:
     """After a logind restart one lock of ours is listed and PowerOff is not delayed."""
     rig: ShutdownRig = await rig_factory(
-        buckets=[(0, 3), (1000, 3)], pods=[make_pod("web", grace=1)], time_scale=0.2
+        buckets=[(0, 3), (1000, 3)], pods=[pod("web", grace_seconds=1)], time_scale=0.2
     )
     await rig.wait_for_lock()
     (before,) = await rig.our_locks()
@@ -260,7 +260,7 @@ async def test_agent_started_after_the_signal_still_runs_the_shutdown(
     other_lock = await take_kubelet_lock(logind_harness)
     try:
         rig: ShutdownRig = await rig_factory(
-            buckets=[(0, 3)], pods=[make_pod("web", grace=1)], time_scale=0.2, start=False
+            buckets=[(0, 3)], pods=[pod("web", grace_seconds=1)], time_scale=0.2, start=False
         )
         await asyncio.to_thread(logind_harness.power_off)
         await logind_harness.wait_for_prepare_for_shutdown_async(True, timeout=5)
@@ -279,7 +279,7 @@ async def test_dropped_bus_connection_is_restored_and_the_lock_kept(
     """A dropped bus connection is restored, the listed lock kept, signals heard again."""
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
     rig: ShutdownRig = await rig_factory(
-        buckets=[(0, 2)], pods=[make_pod("web", grace=1)], time_scale=0.2
+        buckets=[(0, 2)], pods=[pod("web", grace_seconds=1)], time_scale=0.2
     )
     await rig.wait_for_lock()
     (before,) = await rig.our_locks()

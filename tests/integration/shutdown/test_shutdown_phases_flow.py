@@ -9,7 +9,7 @@ import pytest
 
 from agent.kube.timestamps import parse_rfc3339
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import NODE, TAINT_KEY, ShutdownRig, make_pod, until
+from tests.integration.shutdown.conftest import NODE, TAINT_KEY, ShutdownRig, pod, until
 
 pytestmark = pytest.mark.root
 
@@ -26,12 +26,12 @@ PHASES = {
 
 def six_pods() -> list[dict[str, Any]]:
     return [
-        make_pod("high-b", priority=2_000_000_000, grace=1),
-        make_pod("low-a", grace=1),  # no priority: counts as 0
-        make_pod("mid-a", priority=1000, grace=30),  # the bucket's 2 s wins
-        make_pod("high-a", priority=100000, grace=5),
-        make_pod("low-b", priority=-10, grace=3),  # below the lowest bucket: the lowest
-        make_pod("mid-b", priority=99999, grace=1),
+        pod("high-b", priority=2_000_000_000, grace_seconds=1),
+        pod("low-a", grace_seconds=1),  # no priority: counts as 0
+        pod("mid-a", priority=1000, grace_seconds=30),  # the bucket's 2 s wins
+        pod("high-a", priority=100000, grace_seconds=5),
+        pod("low-b", priority=-10, grace_seconds=3),  # below the lowest bucket: the lowest
+        pod("mid-b", priority=99999, grace_seconds=1),
     ]
 
 

@@ -7,7 +7,6 @@ import dataclasses
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,13 +22,14 @@ from agent.node.statefile import write_json_atomic
 from agent.shutdown.record import ShutdownStatus, begin_record
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.logind import LogindHarness
+from tests.harness.ports import free_port
 from tests.integration.shutdown.conftest import (
     NODE,
     TAINT_KEY,
     ShutdownRig,
     config_text,
     ensure_priority_classes,
-    make_pod,
+    pod,
     until,
 )
 
@@ -127,12 +127,6 @@ async def test_unreadable_boot_id_still_clears_our_taint(
 # -- the real agent process, killed mid-shutdown ------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class AgentProcess:
     """``kubelet-companion agent`` as a subprocess, its output kept for failure reports."""
 
@@ -205,10 +199,10 @@ async def test_agent_killed_mid_shutdown_resumes_inside_the_original_deadlines(
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
     server = fake_apiserver
     kubelet = server.kubelet(NODE, time_scale=0.2)
-    pods = [make_pod("stuck", grace=30), make_pod("later", priority=1000, grace=1)]
+    pods = [pod("stuck", grace_seconds=30), pod("later", priority=1000, grace_seconds=1)]
     ensure_priority_classes(server, pods)
-    for pod in pods:
-        server.create(pod)
+    for each in pods:
+        server.create(each)
     kubelet.stick("default", "stuck")
     kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
     config = tmp_path / "agent.yaml"
@@ -221,7 +215,7 @@ async def test_agent_killed_mid_shutdown_resumes_inside_the_original_deadlines(
             # budget (the point of the test); the stuck pod holds phase 1 to its 5 s deadline.
             buckets=[(0, 5), (1000, 30)],
             kubeconfig=kubeconfig,
-            extra=f"metricsBindAddress: 127.0.0.1:{_free_port()}\nlogFormat: json\n",
+            extra=f"metricsBindAddress: 127.0.0.1:{free_port()}\nlogFormat: json\n",
         )
     )
     state_file = tmp_path / "state" / "shutdown-state.json"

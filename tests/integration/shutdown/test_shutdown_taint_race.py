@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import NODE, TAINT_KEY, ShutdownRig, make_pod, until
+from tests.integration.shutdown.conftest import NODE, TAINT_KEY, ShutdownRig, pod, until
 
 pytestmark = pytest.mark.root
 
@@ -36,7 +36,7 @@ async def test_cancel_during_a_slow_taint_patch_still_leaves_the_node_untainted(
 ) -> None:
     """A cancellation while the add-taint PATCH hangs still ends with the taint removed."""
     logind_harness.systemd1.configure_jobs(result="canceled", delay=0.3)
-    rig: ShutdownRig = await rig_factory(buckets=[(0, 2)], pods=[make_pod("web", grace=30)])
+    rig: ShutdownRig = await rig_factory(buckets=[(0, 2)], pods=[pod("web", grace_seconds=30)])
     assert rig.kubelet is not None
     assert rig.server is not None
     rig.kubelet.stick("default", "web")

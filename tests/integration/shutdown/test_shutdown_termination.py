@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import ShutdownRig, make_pod, until
+from tests.integration.shutdown.conftest import ShutdownRig, pod, until
 
 pytestmark = pytest.mark.root
 
@@ -61,9 +61,9 @@ async def test_evictions_refused_for_good_still_end_with_the_pods_gone(
         buckets=[(0, 1), (1000, 5)],
         mode="evict",
         pods=[
-            make_pod("stubborn", grace=1),
-            make_pod("forbidden", priority=1000, grace=1),
-            make_pod("no-subresource", priority=1000, grace=1),
+            pod("stubborn", grace_seconds=1),
+            pod("forbidden", priority=1000, grace_seconds=1),
+            pod("no-subresource", priority=1000, grace_seconds=1),
         ],
         time_scale=0.05,
         prepare=refuse,
@@ -88,7 +88,7 @@ async def test_deleted_pods_carry_kubelets_disruption_condition(
     """Delete mode marks each pod DisruptionTarget (TerminationByKubelet) with a status patch."""
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
     rig: ShutdownRig = await rig_factory(
-        buckets=[(0, 2)], pods=[make_pod("job-pod", grace=30)], time_scale=0.05
+        buckets=[(0, 2)], pods=[pod("job-pod", grace_seconds=30)], time_scale=0.05
     )
     assert rig.kubelet is not None
     assert rig.server is not None
@@ -126,7 +126,7 @@ async def test_a_failing_status_patch_never_holds_up_the_phase(
 
     rig: ShutdownRig = await rig_factory(
         buckets=[(0, 5)],
-        pods=[make_pod("web", grace=1)],
+        pods=[pod("web", grace_seconds=1)],
         time_scale=0.05,
         prepare=break_status_patches,
     )
@@ -152,9 +152,9 @@ async def test_unused_time_flows_to_the_next_phase(
     rig: ShutdownRig = await rig_factory(
         buckets=[(0, 2), (1000, 1), (2000, 2)],
         pods=[
-            make_pod("quick", grace=1),
-            make_pod("stuck", priority=1000, grace=30),
-            make_pod("last", priority=2000, grace=1),
+            pod("quick", grace_seconds=1),
+            pod("stuck", priority=1000, grace_seconds=30),
+            pod("last", priority=2000, grace_seconds=1),
         ],
         time_scale=0.05,
     )
@@ -187,7 +187,7 @@ async def test_deletes_hanging_in_one_phase_do_not_starve_the_next(
 
     rig: ShutdownRig = await rig_factory(
         buckets=[(0, 2), (1000, 4)],
-        pods=[*(make_pod(name, grace=1) for name in hung), make_pod("after", priority=1000)],
+        pods=[*(pod(name, grace_seconds=1) for name in hung), pod("after", priority=1000)],
         time_scale=0.05,
         extra="kube: {requestTimeout: 60s}\n",  # far past the budget: only our bound frees them
         prepare=hang_phase_one,

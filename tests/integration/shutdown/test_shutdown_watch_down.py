@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import ShutdownRig, make_pod, until
+from tests.integration.shutdown.conftest import ShutdownRig, pod, until
 
 pytestmark = pytest.mark.root
 
@@ -28,7 +28,7 @@ async def test_a_pod_created_while_the_pod_watch_is_down_is_stopped_in_its_own_p
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)  # a real poweroff never returns
     rig: ShutdownRig = await rig_factory(
         buckets=[(0, 5), (1000, 5)],
-        pods=[make_pod("later", priority=1000, grace=1)],
+        pods=[pod("later", priority=1000, grace_seconds=1)],
         time_scale=0.25,
     )
     await rig.wait_for_lock()
@@ -42,7 +42,7 @@ async def test_a_pod_created_while_the_pod_watch_is_down_is_stopped_in_its_own_p
     refused = server.faults.add("GET", r"/pods$", status=503, times=None, watch=True)
     server.cut_watches()
     await until(lambda: not state.pods_live, 5, "the pod watch down")
-    server.create(make_pod("early", grace=1))  # phase 0; the agent's cache cannot have it
+    server.create(pod("early", grace_seconds=1))  # phase 0; the agent's cache cannot have it
     assert "default/early" not in state.pods.store
 
     signalled = await rig.power_off()

@@ -13,6 +13,7 @@ from agent.descheduler.plan.render import render_table
 from agent.descheduler.plan.shape import Plan
 from agent.kube.taintownership import RESCUE_ANNOTATION, rescue_value
 from tests.harness.deschedulerstate import NOW, node, pdb, pod, policy, snapshot
+from tests.harness.kubeobjects import owner_ref
 
 RESCUE = "CriticalAddonRescue"
 TOLERATE = [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
@@ -38,7 +39,7 @@ def addon(
         namespace=namespace,
         cpu=cpu,
         memory="128Mi",
-        owner=("ReplicaSet", name),
+        owner=owner_ref("ReplicaSet", name),
         annotations=CRITICAL if annotations is None else annotations,
         priority=priority,
         tolerations=TOLERATE if tolerations is None else tolerations,
@@ -137,7 +138,7 @@ TAINT = "CriticalAddonsOnly=kube-system_dns:NoSchedule"
             [
                 node("a"),
                 node("b"),
-                filler("a1", "a", "3", owner=("DaemonSet", "ds")),
+                filler("a1", "a", "3", owner=owner_ref("DaemonSet", "ds")),
                 filler("b1", "b", "3", annotations={"kubernetes.io/config.mirror": "x"}),
                 addon(),
             ],

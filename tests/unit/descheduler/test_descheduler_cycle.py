@@ -12,13 +12,14 @@ from agent.descheduler.core.cycle import TOO_FEW_NODES, CycleOptions, run_cycle
 from agent.descheduler.core.plugins.removeduplicates import RemoveDuplicates
 from agent.descheduler.core.policy import parse_policy
 from tests.harness.deschedulerstate import node, pod, policy, snapshot
+from tests.harness.kubeobjects import owner_ref
 
 DUP = "RemoveDuplicates"
 
 
 def _replicas(node_name: str, count: int, owner: str = "rs") -> list[dict[str, Any]]:
     return [
-        pod(f"{owner}-{node_name}-{i}", node_name, owner=("ReplicaSet", owner))
+        pod(f"{owner}-{node_name}-{i}", node_name, owner=owner_ref("ReplicaSet", owner))
         for i in range(count)
     ]
 

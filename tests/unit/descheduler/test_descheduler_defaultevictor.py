@@ -13,6 +13,7 @@ from agent.descheduler.core.plugins.defaultevictor import DefaultEvictor, Defaul
 from agent.descheduler.model.cluster import NodeUsage
 from agent.descheduler.plan.shape import Plan
 from tests.harness.deschedulerstate import node, pdb, pod, snapshot
+from tests.harness.kubeobjects import owner_ref
 
 N1 = node("n1")
 N2 = node("n2")
@@ -154,9 +155,15 @@ PVC_PROTECTION = {"podProtections": {"extraEnabled": ["PodsWithPVC"]}}
         pytest.param(
             {"evictFailedBarePods": True}, _target(owner=None), (), False, id="running-bare-never"
         ),
-        pytest.param({}, _target(owner=("DaemonSet", "ds")), (), False, id="daemonset-protected"),
         pytest.param(
-            {"evictDaemonSetPods": True}, _target(owner=("DaemonSet", "ds")), (), True, id="ds-off"
+            {}, _target(owner=owner_ref("DaemonSet", "ds")), (), False, id="daemonset-protected"
+        ),
+        pytest.param(
+            {"evictDaemonSetPods": True},
+            _target(owner=owner_ref("DaemonSet", "ds")),
+            (),
+            True,
+            id="ds-off",
         ),
         pytest.param({}, _target(volumes=[CLAIM]), (), True, id="pvc-evictable-by-default"),
         pytest.param({"ignorePvcPods": True}, _target(volumes=[CLAIM]), (), False, id="pvc-legacy"),
@@ -195,7 +202,7 @@ PVC_PROTECTION = {"podProtections": {"extraEnabled": ["PodsWithPVC"]}}
         ),
         pytest.param(
             {"podProtections": {"extraEnabled": ["PodsWithResourceClaims"]}},
-            _target(extra_spec={"resourceClaims": [{"name": "gpu"}]}),
+            _target(spec={"resourceClaims": [{"name": "gpu"}]}),
             (),
             False,
             id="resource-claims",

@@ -106,7 +106,7 @@ class TestBudgets:
             ),
             pytest.param(
                 {"ready": False},
-                {"disruptions_allowed": 0, "unhealthy_policy": "AlwaysAllow"},
+                {"disruptions_allowed": 0, "unhealthy_pod_eviction_policy": "AlwaysAllow"},
                 True,
                 id="unready-always-allow",
             ),

@@ -11,6 +11,7 @@ from agent.descheduler.core.cycle import run_cycle
 from agent.descheduler.core.plugins.removefailedpods import RemoveFailedPodsArgs
 from agent.descheduler.core.policy import parse_policy
 from tests.harness.deschedulerstate import node, pod, policy, snapshot
+from tests.harness.kubeobjects import owner_ref
 from tests.harness.podstatus import container, with_status
 
 FAILED = "RemoveFailedPods"
@@ -72,7 +73,7 @@ ERROR = container(terminated="Error", exit_code=1)
         ),
         pytest.param(
             {"excludeOwnerKinds": ["Job"]},
-            [node("n1"), _failed("job", owner=("Job", "j")), _failed("rs")],
+            [node("n1"), _failed("job", owner=owner_ref("Job", "j")), _failed("rs")],
             ["rs"],
             id="exclude-owner-kinds",
         ),

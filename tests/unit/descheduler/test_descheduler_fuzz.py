@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from agent.cli import main
 from tests.harness.deschedulerstate import node, pdb, pod
+from tests.harness.kubeobjects import owner_ref
 
 _DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
 FUZZ = settings(
@@ -141,7 +142,7 @@ def _templates() -> list[dict[str, Any]]:
         node("n1", labels={"zone": "z1"}),
         node("n2", labels={"zone": "z2"}, taints=[{"key": "k", "effect": "NoSchedule"}]),
         node("n3", cpu="2", memory="4Gi"),
-        pod("p0", "n1", labels={"app": "a"}, affinity=affinity, extra_spec={
+        pod("p0", "n1", labels={"app": "a"}, affinity=affinity, spec={
             "topologySpreadConstraints": [spread],
             "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "2"}}}],
             "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
@@ -149,7 +150,7 @@ def _templates() -> list[dict[str, Any]]:
         }),
         pod("p1", "n1", labels={"app": "a"}, tolerations=[{"operator": "Exists"}]),
         pod("p2", "n2", phase="Failed", owner=None),
-        _with_status(pod("p4", "n3", owner=("StatefulSet", "db"), volumes=[
+        _with_status(pod("p4", "n3", owner=owner_ref("StatefulSet", "db"), volumes=[
             {"name": "d", "persistentVolumeClaim": {"claimName": "data"}},
             {"name": "e", "emptyDir": {}},
         ])),

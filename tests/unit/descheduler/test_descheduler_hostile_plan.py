@@ -14,6 +14,7 @@ import pytest
 from agent.cli import main
 from agent.descheduler.core.plugins.removeduplicates import RemoveDuplicates
 from tests.harness.deschedulerstate import node, pod
+from tests.harness.kubeobjects import owner_ref
 
 CREATED = "2026-11-01T10:00:30Z"
 LNU_ON_REPORTS = """\
@@ -66,7 +67,10 @@ def _cluster() -> list[dict[str, Any]]:
     hot = node("hot")
     hot["metadata"]["creationTimestamp"] = CREATED
     items: list[dict[str, Any]] = [hot, node("idle-1"), node("idle-2"), node("idle-3")]
-    items += [pod(f"web-{i}", "hot", cpu="120m", owner=("ReplicaSet", f"rs-{i}")) for i in range(4)]
+    items += [
+        pod(f"web-{i}", "hot", cpu="120m", owner=owner_ref("ReplicaSet", f"rs-{i}"))
+        for i in range(4)
+    ]
     return items
 
 
@@ -186,7 +190,7 @@ class TestRefusedWithExit2:
         """A quantity beyond an int64, a negative one, or an unparsable timestamp: exit 2,
         the field's path in the message."""
         items = _cluster()
-        items[4] = pod("web-0", "hot", owner=("ReplicaSet", "rs-0"), **change)
+        items[4] = pod("web-0", "hot", owner=owner_ref("ReplicaSet", "rs-0"), **change)
         code, plan, err = _plan(tmp_path, capsys, items)
         assert (code, plan) == (2, None)
         assert expected in err
@@ -195,7 +199,7 @@ class TestRefusedWithExit2:
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         """A pod twice would silently replace its first copy; both paths are named."""
-        items = [*_cluster(), pod("web-0", "idle-1", owner=("ReplicaSet", "rs-0"))]
+        items = [*_cluster(), pod("web-0", "idle-1", owner=owner_ref("ReplicaSet", "rs-0"))]
         code, _, err = _plan(tmp_path, capsys, items)
         assert code == 2
         assert "items[8].metadata.name: Pod default/web-0 again (first at" in err

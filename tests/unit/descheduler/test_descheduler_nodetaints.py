@@ -8,6 +8,7 @@ import pytest
 
 from agent.descheduler.core.cycle import run_cycle
 from tests.harness.deschedulerstate import node, pod, policy, snapshot
+from tests.harness.kubeobjects import owner_ref
 
 TAINTS = "RemovePodsViolatingNodeTaints"
 
@@ -120,7 +121,7 @@ def _on_tainted(*taints: dict[str, Any], **pod_kwargs: Any) -> list[dict[str, An
         pytest.param(None, _on_tainted(_taint(), phase="Succeeded"), [], id="finished-pod"),
         pytest.param(
             None,
-            _on_tainted(_taint(), owner=("DaemonSet", "ds")),
+            _on_tainted(_taint(), owner=owner_ref("DaemonSet", "ds")),
             [],
             id="evictor-filter-protects-daemonset-pods",
         ),

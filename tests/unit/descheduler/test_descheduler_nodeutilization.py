@@ -321,7 +321,7 @@ class TestChurnGuard:
         """With ``cooldownSeconds``, no pod goes whose owner lost one within the cooldown."""
         args = {**CPU_ONLY, "cooldownSeconds": 120}
         options = CycleOptions(owner_evictions={"uid-ReplicaSet-rs": last})
-        plan = run_cycle(policy((LNU, args)), snapshot(*_skewed(owner_uid=None)), options)
+        plan = run_cycle(policy((LNU, args)), snapshot(*_skewed()), options)
         assert _evicted(plan) == evicted
 
     def test_cooldown_counts_this_cycles_evictions(self) -> None:

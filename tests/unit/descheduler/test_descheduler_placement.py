@@ -31,6 +31,7 @@ from agent.descheduler.core.placement.profile import (
 from agent.descheduler.model.cluster import ClusterSnapshot, NodeUsage
 from agent.descheduler.plan.shape import Plan, PlannedEviction
 from tests.harness.deschedulerstate import node, pod, snapshot
+from tests.harness.kubeobjects import owner_ref
 
 GPU_TAINT = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
 EDGE_TAINT = {"key": "dedicated", "value": "edge", "effect": "NoExecute"}
@@ -267,8 +268,8 @@ def test_a_replacement_may_come_before_the_rest_of_its_window() -> None:
         node("big", cpu="2"),
         node("small", cpu="1500m"),
         node("src"),
-        pod("first", "src", cpu="500m", owner=("ReplicaSet", "one")),
-        pod("second", "src", cpu="500m", owner=("ReplicaSet", "two")),
+        pod("first", "src", cpu="500m", owner=owner_ref("ReplicaSet", "one")),
+        pod("second", "src", cpu="500m", owner=owner_ref("ReplicaSet", "two")),
     )
     evictions = [_eviction(state, "first"), _eviction(state, "second")]
     together = place(state, evictions, window=2).placements
@@ -318,7 +319,7 @@ def test_a_job_pod_is_placed_beside_nodes_without_a_hostname_label() -> None:
         node("a"),
         node("b", labels={"kubernetes.io/hostname": "b"}),
         node("src"),
-        pod("job", "src", owner=("Job", "batch")),
+        pod("job", "src", owner=owner_ref("Job", "batch")),
     )
     assert place(state, [_eviction(state, "job")]).placements[0].candidates == ("a", "b")
 
@@ -330,7 +331,7 @@ def test_a_node_holding_the_pods_image_wins_a_tie() -> None:
         node("a-plain"),
         node("b-image", images={"app:1": 900 * 2**20}),
         node("src"),
-        pod("mover", "src", images=["app:1"]),
+        pod("mover", "src", image="app:1"),
     )
     assert _destinations(state, "mover") == ["b-image"]
 
@@ -372,7 +373,7 @@ def _cluster(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[str]]:
             pod(
                 name,
                 f"n{draw(st.integers(0, nodes - 1))}",
-                owner=(kind, owner),
+                owner=owner_ref(kind, owner),
                 labels={"app": owner},
                 cpu=cpu,
                 memory=memory,
@@ -417,7 +418,12 @@ def test_the_rankings_answer_exactly_what_scoring_every_node_answers(
         pytest.param({"owner": None}, "", False, None, NOT_RECREATED, id="bare-pod"),
         pytest.param({"phase": "Failed"}, "", False, None, FINISHED_NOTE, id="finished-pod"),
         pytest.param(
-            {"owner": ("DaemonSet", "ds")}, "", False, "src", DAEMON_POD, id="daemonset-pod"
+            {"owner": owner_ref("DaemonSet", "ds")},
+            "",
+            False,
+            "src",
+            DAEMON_POD,
+            id="daemonset-pod",
         ),
     ],
 )
@@ -545,13 +551,13 @@ def _hosts(*names: str, zone: str = "a", **kwargs: Any) -> list[dict[str, Any]]:
                 *_hosts("a", cpu="16", memory="64Gi"),
                 *_hosts("b", "src"),
                 pod("mover", "src", labels={"app": "web"}, affinity=_anti("web")),
-                pod("other-on-a", "a", labels={"app": "db"}, owner=("ReplicaSet", "db")),
+                pod("other-on-a", "a", labels={"app": "db"}, owner=owner_ref("ReplicaSet", "db")),
                 pod(
                     "web-elsewhere",
                     "a",
                     labels={"app": "web"},
                     namespace="other",
-                    owner=("ReplicaSet", "other"),
+                    owner=owner_ref("ReplicaSet", "other"),
                 ),
             ],
             "a",
@@ -562,7 +568,7 @@ def _hosts(*names: str, zone: str = "a", **kwargs: Any) -> list[dict[str, Any]]:
                 *_hosts("a", cpu="16", memory="64Gi", zone="a"),
                 *_hosts("b", zone="b"),
                 *_hosts("src", zone="c"),
-                pod("mover", "src", labels={"app": "web"}, extra_spec=_spread("web")),
+                pod("mover", "src", labels={"app": "web"}, spec=_spread("web")),
                 pod("web-a", "a", labels={"app": "web"}),
             ],
             "b",
@@ -577,7 +583,7 @@ def _hosts(*names: str, zone: str = "a", **kwargs: Any) -> list[dict[str, Any]]:
                     "mover",
                     "src",
                     labels={"app": "web"},
-                    extra_spec=_spread("web", when="ScheduleAnyway"),
+                    spec=_spread("web", when="ScheduleAnyway"),
                 ),
                 pod("web-a", "a", labels={"app": "web"}),
             ],
@@ -593,10 +599,10 @@ def _hosts(*names: str, zone: str = "a", **kwargs: Any) -> list[dict[str, Any]]:
                     "mover",
                     "src",
                     labels={"app": "web"},
-                    extra_spec=_spread("web", when="ScheduleAnyway"),
+                    spec=_spread("web", when="ScheduleAnyway"),
                 ),
                 pod("web-a", "a", labels={"app": "web"}),
-                pod("full-b", "b", owner=("ReplicaSet", "other")),
+                pod("full-b", "b", owner=owner_ref("ReplicaSet", "other")),
             ],
             "a",
             id="spread-schedule-anyway-never-filters",
@@ -606,7 +612,7 @@ def _hosts(*names: str, zone: str = "a", **kwargs: Any) -> list[dict[str, Any]]:
                 node("a", cpu="8"),
                 *_hosts("b", zone="b"),
                 *_hosts("src", zone="c"),
-                pod("mover", "src", labels={"app": "web"}, extra_spec=_spread("web")),
+                pod("mover", "src", labels={"app": "web"}, spec=_spread("web")),
             ],
             "b",
             id="spread-node-without-the-key",
@@ -635,10 +641,7 @@ def test_pods_placed_earlier_count_for_spread() -> None:
         *_hosts("a1", "a2", zone="a", cpu="16"),
         *_hosts("b1", zone="b"),
         node("src", cpu="16"),  # no zone: it takes no part in the spread
-        *[
-            pod(f"web-{i}", "src", labels={"app": "web"}, extra_spec=_spread("web"))
-            for i in range(3)
-        ],
+        *[pod(f"web-{i}", "src", labels={"app": "web"}, spec=_spread("web")) for i in range(3)],
     )
     # zone counts (a, b) before each: (0, 0) -> a1 scores best; (1, 0) -> zone a would make
     # skew 2, so b1; (1, 1) -> zone a again, where a2 is the emptier node.

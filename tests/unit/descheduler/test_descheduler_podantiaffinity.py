@@ -8,6 +8,7 @@ import pytest
 
 from agent.descheduler.core.cycle import run_cycle
 from tests.harness.deschedulerstate import node, pdb, pod, policy, snapshot
+from tests.harness.kubeobjects import owner_ref
 
 ANTI = "RemovePodsViolatingInterPodAntiAffinity"
 HOST = "kubernetes.io/hostname"
@@ -98,7 +99,7 @@ NODES = [_node("n1"), _node("n2"), _node("n3", zone="b")]
         pytest.param(
             None,
             [
-                _app("a", "n1", "a", affinity=anti("b"), owner=("DaemonSet", "ds")),
+                _app("a", "n1", "a", affinity=anti("b"), owner=owner_ref("DaemonSet", "ds")),
                 _app("b", "n1", "b"),
             ],
             [],

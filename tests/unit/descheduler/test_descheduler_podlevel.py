@@ -13,13 +13,14 @@ from agent.descheduler.core.placement import place
 from agent.descheduler.core.rules.nodefit import NodeFit
 from agent.descheduler.plan.shape import PlannedEviction
 from tests.harness.deschedulerstate import node, pod, policy, snapshot
+from tests.harness.kubeobjects import owner_ref
 
 POD_LEVEL = {"requests": {"cpu": "1", "memory": "4Gi"}}
 
 
 def _pod_level(name: str, node_name: str, **kwargs: Any) -> dict[str, Any]:
     """A pod whose container asks 100m, and which asks 1 CPU and 4Gi at pod level."""
-    return pod(name, node_name, extra_spec={"resources": POD_LEVEL}, **kwargs)
+    return pod(name, node_name, resources=POD_LEVEL, **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -74,7 +75,9 @@ def test_four_pod_level_pods_fill_a_four_cpu_node_for_low_node_utilization() -> 
     """Four pods of 1 CPU each (at pod level, 100m per container) make a 4-CPU node 100 %
     used: LowNodeUtilization classifies it over-utilized and moves pods to the empty node."""
     items = [node("full"), node("empty")]
-    items += [_pod_level(f"p{i}", "full", owner=("ReplicaSet", f"rs{i}")) for i in range(4)]
+    items += [
+        _pod_level(f"p{i}", "full", owner=owner_ref("ReplicaSet", f"rs{i}")) for i in range(4)
+    ]
     plan = run_cycle(
         policy(
             (

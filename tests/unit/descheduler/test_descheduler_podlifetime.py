@@ -10,6 +10,7 @@ from agent.config.errors import ConfigError
 from agent.descheduler.core.cycle import run_cycle
 from agent.descheduler.core.policy import parse_policy
 from tests.harness.deschedulerstate import node, pod, policy, snapshot
+from tests.harness.kubeobjects import owner_ref
 from tests.harness.podstatus import condition, container, with_status
 
 LIFETIME = "PodLifeTime"
@@ -218,13 +219,13 @@ def _with(name: str, **status: Any) -> dict[str, Any]:
         ),
         pytest.param(
             {"maxPodLifeTimeSeconds": 60, "ownerKinds": {"include": ["Job"]}},
-            [node("n1"), _aged("job", 90, owner=("Job", "j")), _aged("rs", 90)],
+            [node("n1"), _aged("job", 90, owner=owner_ref("Job", "j")), _aged("rs", 90)],
             ["job"],
             id="owner-kinds-include",
         ),
         pytest.param(
             {"maxPodLifeTimeSeconds": 60, "ownerKinds": {"exclude": ["Job"]}},
-            [node("n1"), _aged("job", 90, owner=("Job", "j")), _aged("rs", 90)],
+            [node("n1"), _aged("job", 90, owner=owner_ref("Job", "j")), _aged("rs", 90)],
             ["rs"],
             id="owner-kinds-exclude",
         ),

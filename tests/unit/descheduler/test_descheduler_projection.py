@@ -17,6 +17,7 @@ from agent.descheduler.cache.projection import (
 from agent.descheduler.model.cluster import EMPTY_MAP
 from agent.descheduler.model.keys import SPREAD_CONSTRAINTS
 from tests.harness.deschedulerstate import node, pod
+from tests.harness.kubeobjects import container
 from tests.unit.descheduler.test_descheduler_wire import DOWN_NODE, PENDING_ADDON
 
 
@@ -76,7 +77,10 @@ def test_pod_fields() -> None:
         "n1",
         priority=None,
         annotations={"descheduler.alpha.kubernetes.io/evict": "", "noise": "x"},
-        images=("b:1", "a:1"),
+        containers=[
+            container("c0", "b:1", cpu="100m", memory="256Mi"),
+            container("c1", "a:1", cpu="100m", memory="256Mi"),
+        ],
         volumes=[
             {"name": "d", "emptyDir": {}},
             {"name": "c", "persistentVolumeClaim": {"claimName": "data"}},

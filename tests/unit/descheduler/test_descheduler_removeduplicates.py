@@ -8,6 +8,7 @@ import pytest
 
 from agent.descheduler.core.cycle import run_cycle
 from tests.harness.deschedulerstate import node, pod, policy, snapshot
+from tests.harness.kubeobjects import container, owner_ref
 
 DUP = "RemoveDuplicates"
 
@@ -46,8 +47,8 @@ TAINT = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
             [
                 node("n1"),
                 node("n2"),
-                pod("a", "n1", images=("x:1",)),
-                pod("b", "n1", images=("y:1",)),
+                pod("a", "n1", image="x:1"),
+                pod("b", "n1", image="y:1"),
             ],
             [],
             id="different-images-are-not-duplicates",
@@ -57,8 +58,22 @@ TAINT = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
             [
                 node("n1"),
                 node("n2"),
-                pod("a", "n1", images=("y:1", "x:1")),
-                pod("b", "n1", images=("x:1", "y:1")),
+                pod(
+                    "a",
+                    "n1",
+                    containers=[
+                        container("c0", "y:1", cpu="100m", memory="256Mi"),
+                        container("c1", "x:1", cpu="100m", memory="256Mi"),
+                    ],
+                ),
+                pod(
+                    "b",
+                    "n1",
+                    containers=[
+                        container("c0", "x:1", cpu="100m", memory="256Mi"),
+                        container("c1", "y:1", cpu="100m", memory="256Mi"),
+                    ],
+                ),
             ],
             ["b"],
             id="images-compared-sorted",
@@ -68,8 +83,8 @@ TAINT = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
             [
                 node("n1"),
                 node("n2"),
-                *_replicas("n1", 2, owner=("ReplicaSet", "a")),
-                pod("x", "n1", owner=("ReplicaSet", "b")),
+                *_replicas("n1", 2, owner=owner_ref("ReplicaSet", "a")),
+                pod("x", "n1", owner=owner_ref("ReplicaSet", "b")),
             ],
             ["n1-1"],
             id="per-owner",

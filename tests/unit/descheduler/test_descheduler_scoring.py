@@ -39,6 +39,7 @@ from agent.descheduler.core.placement.scoring import (
 from agent.descheduler.core.placement.simulation import Simulation
 from agent.descheduler.model.cluster import PodInfo
 from tests.harness.deschedulerstate import pod
+from tests.harness.kubeobjects import owner_ref
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "descheduler"
 GI = 1024**3
@@ -143,14 +144,14 @@ def test_spread_scoring_uses_the_system_defaults_only_without_own_constraints() 
     """A ReplicaSet pod without constraints is scored by the system defaults (hostname skew
     3, zone skew 5, its controller's pods); one with constraints of its own by its
     ScheduleAnyway ones only; a pod of a Job by none."""
-    defaults = spread_scoring(_pod(owner=("ReplicaSet", "web")))
+    defaults = spread_scoring(_pod(owner=owner_ref("ReplicaSet", "web")))
     assert [(c.topology_key, c.max_skew) for c in defaults.constraints] == [
         (HOSTNAME, 3),
         (ZONE, 5),
     ]
     assert not defaults.require_all_topologies
     hard_only = _pod(
-        extra_spec={
+        spec={
             "topologySpreadConstraints": [
                 {
                     "maxSkew": 1,
@@ -162,7 +163,7 @@ def test_spread_scoring_uses_the_system_defaults_only_without_own_constraints() 
         }
     )
     assert spread_scoring(hard_only).constraints == ()
-    assert spread_scoring(_pod(owner=("Job", "batch"))).constraints == ()
+    assert spread_scoring(_pod(owner=owner_ref("Job", "batch"))).constraints == ()
 
 
 def test_an_affinity_term_without_namespaces_means_the_pods_own() -> None:

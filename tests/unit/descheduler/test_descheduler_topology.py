@@ -42,7 +42,7 @@ def _nodes(*raw: dict[str, Any]) -> dict[str, NodeInfo]:
 
 def test_raw_constraints_come_from_extra() -> None:
     """The projected pod hands back its constraints as sent; a plain pod has none."""
-    spread = _pod("a", "n1", extra_spec={"topologySpreadConstraints": [_constraint()]})
+    spread = _pod("a", "n1", spec={"topologySpreadConstraints": [_constraint()]})
     assert raw_spread_constraints(spread) == (_constraint(),)
     assert raw_spread_constraints(_pod("b", "n1")) == ()
 
@@ -230,8 +230,8 @@ def test_scheduler_spread_filter(
 ) -> None:
     """kube-scheduler's PodTopologySpread filter: count + self - least must stay <= maxSkew."""
     spec = {"topologySpreadConstraints": [_constraint(**fields)]}
-    pods = [_pod(f"p{i}", where, extra_spec=spec) for i, where in enumerate(placed)]
-    moving = _pod("moving", "n9", extra_spec=spec)
+    pods = [_pod(f"p{i}", where, spec=spec) for i, where in enumerate(placed)]
+    moving = _pod("moving", "n9", spec=spec)
     counted = scheduler_spread_counts(moving, ZONE_NODES.values(), _pods_on(*pods))
     assert (spread_rejection(counted, ZONE_NODES[target]) is not None) is rejected
 
@@ -240,10 +240,10 @@ def test_scheduler_spread_counts_skip_terminating_and_finished_pods() -> None:
     """Terminating and finished pods do not count toward a domain."""
     spec = {"topologySpreadConstraints": [_constraint()]}
     pods = [
-        _pod("gone", "n1", extra_spec=spec, deleting=True),
-        _pod("done", "n1", extra_spec=spec, phase="Succeeded"),
+        _pod("gone", "n1", spec=spec, deleting=True),
+        _pod("done", "n1", spec=spec, phase="Succeeded"),
     ]
     counted = scheduler_spread_counts(
-        _pod("moving", "n9", extra_spec=spec), ZONE_NODES.values(), _pods_on(*pods)
+        _pod("moving", "n9", spec=spec), ZONE_NODES.values(), _pods_on(*pods)
     )
     assert [dict(c.counts) for c in counted] == [{"a": 0, "b": 0}]

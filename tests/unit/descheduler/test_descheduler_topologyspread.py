@@ -8,6 +8,7 @@ import pytest
 
 from agent.descheduler.core.cycle import run_cycle
 from tests.harness.deschedulerstate import node, pod, policy, snapshot
+from tests.harness.kubeobjects import owner_ref
 
 SPREAD = "RemovePodsViolatingTopologySpreadConstraint"
 TAINT = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
@@ -27,7 +28,7 @@ def web(name: str, node_name: str, *constraints: dict[str, Any], **kwargs: Any) 
     """A pod labelled app=web carrying ``constraints`` (one default constraint if none)."""
     kwargs.setdefault("labels", {"app": "web"})
     spread = list(constraints) or [constraint()]
-    return pod(name, node_name, extra_spec={"topologySpreadConstraints": spread}, **kwargs)
+    return pod(name, node_name, spec={"topologySpreadConstraints": spread}, **kwargs)
 
 
 def zones(*names: str, **kwargs: Any) -> list[dict[str, Any]]:
@@ -143,7 +144,7 @@ def _evicted(args: dict[str, Any] | None, *items: dict[str, Any], **top: Any) ->
             None,
             [
                 *zones("a", "b"),
-                *(web(f"w{i}", "n-a", owner=("DaemonSet", "ds")) for i in range(2)),
+                *(web(f"w{i}", "n-a", owner=owner_ref("DaemonSet", "ds")) for i in range(2)),
                 web("w2", "n-a"),
             ],
             [],

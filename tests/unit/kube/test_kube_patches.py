@@ -11,12 +11,13 @@ from agent.kube.patches import (
     metadata_map_ops,
     taint_ops,
 )
+from agent.runtime.ownership import owned_keys
 
 OURS = "kubelet-companion.io/shutting-down"
 
 
-def owns(key: str) -> bool:
-    return key.startswith("kubelet-companion.io/")
+owns = owned_keys()
+"""The agent's own predicate: keys under ``kubelet-companion.io/``."""
 
 
 def node(taints: list[dict[str, str]] | None = None, **metadata: object) -> dict[str, object]:

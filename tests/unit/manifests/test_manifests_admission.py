@@ -27,6 +27,7 @@ from agent.daemon import COMPONENT
 from agent.kube.events import EventRecorder, ObjectRef
 from agent.kube.reportwriter import report_object
 from agent.kube.resources import NODE_REPORTS
+from tests.harness import kubeobjects
 from tests.harness.admission import (
     NODE_NAME_KEY,
     Admission,
@@ -82,22 +83,12 @@ RESERVED = "node-restriction.kubernetes.io/trusted"
 
 
 def node(name: str, uid: str, labels: dict[str, str] | None = None) -> JSON:
-    metadata: JSON = {"name": name, "uid": uid}
-    if labels is not None:
-        metadata["labels"] = labels
-    return {"apiVersion": "v1", "kind": "Node", "metadata": metadata}
+    return kubeobjects.node(name, uid=uid, labels=labels)
 
 
-def pod(name: str, node_name: str | None, namespace: str = "shop") -> JSON:
-    spec: JSON = {"containers": [{"name": "app", "image": "registry.example/app:1"}]}
-    if node_name is not None:
-        spec["nodeName"] = node_name
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"},
-        "spec": spec,
-    }
+def pod(name: str, node_name: str | None) -> JSON:
+    """A pod in ``shop``, bound to ``node_name`` (or to no node yet)."""
+    return kubeobjects.pod(name, node_name, namespace="shop", uid=f"uid-{name}")
 
 
 class _CapturingApi:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent.readiness.checks import assess, pod_readiness
+from tests.harness.kubeobjects import controller_ref
 from tests.harness.readiness_objects import KEYS, csinode, daemon_set, node, pod
 
 CSI = f"{KEYS.csi_annotation_prefix}ebs"
@@ -46,9 +47,9 @@ def test_a_required_daemonset_without_pod_fails_check_one() -> None:
 def test_the_pod_is_matched_by_controller_uid_not_name() -> None:
     """Only a pod whose controller ownerReference carries the DaemonSet's UID counts."""
     ds = daemon_set("cni", uid="right")
-    impostor = pod("cni-abcde", owner=daemon_set("cni", uid="wrong"))
+    impostor = pod("cni-abcde", owner=controller_ref(daemon_set("cni", uid="wrong")))
     assert not _assess(daemon_sets=[ds], pods=[impostor]).daemon_sets[0].scheduled
-    real = pod("cni-fghij", owner=ds)
+    real = pod("cni-fghij", owner=controller_ref(ds))
     check = _assess(daemon_sets=[ds], pods=[real]).daemon_sets[0]
     assert check.scheduled
     assert check.pod == "kube-system/cni-fghij"
@@ -57,7 +58,9 @@ def test_the_pod_is_matched_by_controller_uid_not_name() -> None:
 def test_a_terminating_daemon_pod_does_not_count_as_scheduled() -> None:
     """A daemon pod being deleted is on its way out: the replacement is what we wait for."""
     ds = daemon_set("cni")
-    assessment = _assess(daemon_sets=[ds], pods=[pod("cni-old", owner=ds, deleting=True)])
+    assessment = _assess(
+        daemon_sets=[ds], pods=[pod("cni-old", owner=controller_ref(ds), deleting=True)]
+    )
     assert assessment.unscheduled
     assert assessment.pods == ()
 
@@ -73,7 +76,9 @@ def test_an_unready_critical_pod_fails_check_two_and_says_why() -> None:
 def test_a_daemon_pod_is_critical_even_without_the_label() -> None:
     """Pods of a critical DaemonSet are checked for readiness whatever their own labels."""
     ds = daemon_set("cni")
-    assessment = _assess(daemon_sets=[ds], pods=[pod("cni-x", owner=ds, labels={}, ready=False)])
+    assessment = _assess(
+        daemon_sets=[ds], pods=[pod("cni-x", owner=controller_ref(ds), labels={}, ready=False)]
+    )
     assert [c.name for c in assessment.unready] == ["kube-system/cni-x"]
 
 
@@ -108,14 +113,16 @@ def test_succeeded_pods_are_done_and_failed_bare_pods_hold() -> None:
 def test_a_failed_daemon_pod_waits_for_its_replacement() -> None:
     """A Failed daemon pod is replaced by its controller, so check one waits, not check two."""
     ds = daemon_set("cni")
-    assessment = _assess(daemon_sets=[ds], pods=[pod("cni-x", owner=ds, phase="Failed")])
+    assessment = _assess(
+        daemon_sets=[ds], pods=[pod("cni-x", owner=controller_ref(ds), phase="Failed")]
+    )
     assert assessment.unscheduled
     assert assessment.unready == ()
 
 
 def test_a_pod_without_conditions_is_reported_pending() -> None:
     """A pod the kubelet has not reported on yet is unready, 'no Ready condition yet'."""
-    check = pod_readiness(pod("fresh", ready=None, phase="Pending"))
+    check = pod_readiness(pod("fresh", ready=None, scheduled=None, phase="Pending"))
     assert not check.ready
     assert check.detail == "Pending: no Ready condition yet"
 
@@ -168,7 +175,7 @@ def test_everything_ready_passes() -> None:
     ds = daemon_set("cni")
     assessment = _assess(
         daemon_sets=[ds, daemon_set("gpu", node_selector={"pool": "gpu"})],
-        pods=[pod("cni-x", owner=ds), pod("csi", annotations={CSI: "d"})],
+        pods=[pod("cni-x", owner=controller_ref(ds)), pod("csi", annotations={CSI: "d"})],
         csi=csinode(drivers=["d"]),
     )
     assert assessment.ready

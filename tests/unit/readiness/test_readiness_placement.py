@@ -29,7 +29,7 @@ def test_a_matching_nodeselector_is_required() -> None:
 
 def test_template_node_name_for_another_node_is_not_required() -> None:
     """A template pinned to another node by nodeName does not run here."""
-    assert not place(daemon_set("pinned", node_name="node-2"), node(), gate_key=GATE).required
+    assert not place(daemon_set("pinned", node="node-2"), node(), gate_key=GATE).required
 
 
 def test_matchfields_on_metadata_name_selects_this_node() -> None:

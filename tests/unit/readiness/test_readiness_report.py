@@ -9,6 +9,7 @@ from agent.readiness.gate import GateView
 from agent.readiness.presets import PRESETS
 from agent.readiness.report import build_report, render_json, render_text
 from agent.readiness.settings import GateSettings
+from tests.harness.kubeobjects import controller_ref
 from tests.harness.readiness_objects import KEYS, csinode, daemon_set, node, pod
 
 SETTINGS = GateSettings(keys=PRESETS["default"])
@@ -50,7 +51,9 @@ def test_text_lists_each_check_with_what_it_waits_for() -> None:
 def test_ready_verdict_says_the_taint_will_go() -> None:
     """All checks passing on a tainted node reads as READY with the taint being removed."""
     ds = daemon_set("cni")
-    report = _report(daemon_sets=[ds], pods=[pod("cni-x", owner=ds)], csinode=csinode())
+    report = _report(
+        daemon_sets=[ds], pods=[pod("cni-x", owner=controller_ref(ds))], csinode=csinode()
+    )
     text = render_text(report)
     assert "ok    kube-system/cni: pod kube-system/cni-x" in text
     assert report["verdict"] == f"READY: the agent removes {KEYS.taint}"

@@ -23,14 +23,14 @@ from agent.shutdown.metrics import ShutdownMetrics
 from agent.shutdown.record import ShutdownRecord, begin_record
 from agent.shutdown.run import ClusterAccess, ShutdownRun
 from agent.shutdown.store import RecordStore
+from tests.harness import kubeobjects
 
 
 def pod(name: str, priority: int) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "namespace": "default", "uid": f"{name}-uid"},
-        "spec": {"priority": priority, "terminationGracePeriodSeconds": 30},
-        "status": {"phase": "Running"},
-    }
+    """A Running pod of ``priority`` with 30 s of grace, uid ``<name>-uid``."""
+    return kubeobjects.pod(
+        name, uid=f"{name}-uid", priority=priority, grace_seconds=30, phase="Running"
+    )
 
 
 class LiveNodeState:

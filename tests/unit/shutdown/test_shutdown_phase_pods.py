@@ -11,6 +11,7 @@ import pytest
 from agent.shutdown.phase_pods import PhasePods
 from agent.shutdown.phases import PodTarget
 from agent.shutdown.terminate import Outcome
+from tests.harness import kubeobjects
 
 TARGET = PodTarget(namespace="ns", name="web-0", uid="uid-old", priority=0, grace_seconds=5)
 
@@ -38,7 +39,8 @@ def phase(state: NodeStateDouble, *, evict: bool) -> PhasePods:
 
 
 def pod(uid: str) -> dict[str, Any]:
-    return {"metadata": {"name": "web-0", "namespace": "ns", "uid": uid}}
+    """``ns/web-0`` as it is now: ``uid`` tells it from an earlier pod of that name."""
+    return kubeobjects.pod("web-0", namespace="ns", uid=uid)
 
 
 async def test_a_pod_recreated_under_the_same_name_counts_as_gone() -> None:

@@ -15,6 +15,8 @@ from agent.shutdown.phases import (
     plan_phases,
     skip_reason,
 )
+from tests.harness import kubeobjects
+from tests.harness.kubeobjects import owner_ref
 
 BUCKETS = (
     PriorityBucket(priority=0, shutdown_grace_period_seconds=10),
@@ -23,35 +25,9 @@ BUCKETS = (
 )
 
 
-def pod(
-    name: str,
-    *,
-    priority: int | None = None,
-    grace: int | None = None,
-    annotations: dict[str, str] | None = None,
-    owner_kind: str | None = None,
-    phase: str = "Running",
-    namespace: str = "default",
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]}
-    if priority is not None:
-        spec["priority"] = priority
-    if grace is not None:
-        spec["terminationGracePeriodSeconds"] = grace
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{name}"}
-    if annotations:
-        metadata["annotations"] = annotations
-    if owner_kind:
-        metadata["ownerReferences"] = [
-            {
-                "apiVersion": "apps/v1",
-                "kind": owner_kind,
-                "name": "o",
-                "uid": "x",
-                "controller": True,
-            }
-        ]
-    return {"metadata": metadata, "spec": spec, "status": {"phase": phase}}
+def pod(name: str, **fields: Any) -> dict[str, Any]:
+    """A Running pod on ``n1``, uid ``uid-<name>``; ``fields`` as ``kubeobjects.pod``'s."""
+    return kubeobjects.pod(name, "n1", **{"uid": f"uid-{name}", "phase": "Running", **fields})
 
 
 @pytest.mark.parametrize(
@@ -135,12 +111,12 @@ def test_grace_is_min_of_bucket_and_pod_never_zero(
     bucket_seconds: int, own: int | None, expected: int
 ) -> None:
     """Grace is min(bucket seconds, terminationGracePeriodSeconds), at least 1 s."""
-    assert grace_seconds(pod("p", grace=own), bucket_seconds) == expected
+    assert grace_seconds(pod("p", grace_seconds=own), bucket_seconds) == expected
 
 
 def test_targets_carry_grace_uid_and_priority() -> None:
     """Each target names the pod by namespace/name/uid and carries its grace period."""
-    plan = plan_phases(BUCKETS, [pod("web", priority=1500, grace=8, namespace="shop")])
+    plan = plan_phases(BUCKETS, [pod("web", priority=1500, grace_seconds=8, namespace="shop")])
     (target,) = plan.phases[1].pods
     assert (target.key, target.uid, target.priority, target.grace_seconds) == (
         "shop/web",
@@ -155,11 +131,11 @@ def test_targets_carry_grace_uid_and_priority() -> None:
     [
         (pod("m", annotations={"kubernetes.io/config.mirror": "abc"}), "mirror"),
         (pod("s", annotations={"kubernetes.io/config.source": "file"}), "static"),
-        (pod("d", owner_kind="DaemonSet"), "daemonset"),
+        (pod("d", owner=owner_ref("DaemonSet", "o")), "daemonset"),
         (pod("done", phase="Succeeded"), "finished"),
         (pod("failed", phase="Failed"), "finished"),
         (pod("api", annotations={"kubernetes.io/config.source": "api"}), None),
-        (pod("rs", owner_kind="ReplicaSet"), None),
+        (pod("rs", owner=owner_ref("ReplicaSet", "o")), None),
     ],
 )
 def test_skip_rules(the_pod: dict[str, Any], reason: str | None) -> None:
@@ -170,8 +146,12 @@ def test_skip_rules(the_pod: dict[str, Any], reason: str | None) -> None:
 def test_daemon_set_pods_are_included_when_configured() -> None:
     """includeDaemonSetPods: true makes DaemonSet pods ordinary targets (mirror pods still skip)."""
     pods = [
-        pod("ds", owner_kind="DaemonSet"),
-        pod("mirror", owner_kind="DaemonSet", annotations={"kubernetes.io/config.mirror": "x"}),
+        pod("ds", owner=owner_ref("DaemonSet", "o")),
+        pod(
+            "mirror",
+            owner=owner_ref("DaemonSet", "o"),
+            annotations={"kubernetes.io/config.mirror": "x"},
+        ),
     ]
     plan = plan_phases(BUCKETS, pods, include_daemon_set_pods=True)
     assert [t.name for t in plan.phases[0].pods] == ["ds"]
@@ -180,7 +160,7 @@ def test_daemon_set_pods_are_included_when_configured() -> None:
 
 def test_skipped_pods_are_reported_not_planned() -> None:
     """Skipped pods appear in ``skipped`` with their reason and in no phase."""
-    plan = plan_phases(BUCKETS, [pod("ds", owner_kind="DaemonSet"), pod("keep")])
+    plan = plan_phases(BUCKETS, [pod("ds", owner=owner_ref("DaemonSet", "o")), pod("keep")])
     assert [(s.key, s.reason) for s in plan.skipped] == [("default/ds", "daemonset")]
     assert [t.name for p in plan.phases for t in p.pods] == ["keep"]
 

@@ -8,19 +8,23 @@ from typing import Any
 from agent.config.shutdown import PriorityBucket
 from agent.shutdown.phases import plan_phases
 from agent.shutdown.render import render_json, render_table
+from tests.harness import kubeobjects
+from tests.harness.kubeobjects import owner_ref
 
 BUCKETS = (PriorityBucket(0, 10), PriorityBucket(1000, 20), PriorityBucket(100000, 30))
 
 
 def pod(name: str, priority: int, owner: str | None = None) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "namespace": "shop", "uid": name}
-    if owner:
-        metadata["ownerReferences"] = [{"kind": owner, "controller": True, "name": "x"}]
-    return {
-        "metadata": metadata,
-        "spec": {"priority": priority, "terminationGracePeriodSeconds": 15},
-        "status": {"phase": "Running"},
-    }
+    """A Running pod in ``shop`` of ``priority`` with 15 s of grace, owned by an ``owner``."""
+    return kubeobjects.pod(
+        name,
+        namespace="shop",
+        uid=name,
+        owner=None if owner is None else owner_ref(owner, "x"),
+        priority=priority,
+        grace_seconds=15,
+        phase="Running",
+    )
 
 
 def test_table_shows_every_phase_its_pods_and_the_skipped() -> None:

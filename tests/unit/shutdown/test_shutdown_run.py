@@ -19,6 +19,7 @@ from agent.shutdown.metrics import ShutdownMetrics
 from agent.shutdown.record import ShutdownRecord, begin_record
 from agent.shutdown.run import ClusterAccess, ShutdownRun
 from agent.shutdown.store import RecordStore
+from tests.harness import kubeobjects
 
 CRITICAL = 2_000_000_000
 
@@ -83,11 +84,10 @@ class Releases:
 
 
 def pod(name: str, priority: int) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "namespace": "default", "uid": f"{name}-uid"},
-        "spec": {"priority": priority, "terminationGracePeriodSeconds": 30},
-        "status": {"phase": "Running"},
-    }
+    """A Running pod of ``priority`` with 30 s of grace, uid ``<name>-uid``."""
+    return kubeobjects.pod(
+        name, uid=f"{name}-uid", priority=priority, grace_seconds=30, phase="Running"
+    )
 
 
 def build_run(

@@ -3,11 +3,11 @@
 from typing import Any
 
 from agent.kube.patches import check_ownership
+from agent.runtime.ownership import owned_keys
 from agent.swap.labels import SWAP_CAPACITY_ANNOTATION, SWAP_LABEL, swap_node_ops
 
-
-def owns(key: str) -> bool:
-    return key.startswith("kubelet-companion.io/")
+owns = owned_keys()
+"""The agent's own predicate: keys under ``kubelet-companion.io/``."""
 
 
 def node(**metadata: Any) -> dict[str, Any]:

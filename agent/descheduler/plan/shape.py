@@ -35,9 +35,9 @@ class PlannedEviction:
     held: bool = False
     """Blocked, and the live loop sends it once the budget allows (within the cycle): its
     plugin's reason belongs to the pod, so it still holds after the cycle's other evictions.
-    A blocked eviction that is not held (LowNodeUtilization, HighNodeUtilization: their
-    reason is the node's load, which the other evictions change) is left to the next cycle,
-    and its plugin went on to another pod, as upstream does on a refusal."""
+    A blocked eviction that is not held (LowNodeUtilization's: its reason, a node over its
+    target, goes as the other evictions drain it) is left to the next cycle, and its plugin
+    went on to another pod, as upstream does on a refusal."""
     destination: str | None = None
     """Where the pod would land, when the planner simulated placement; else ``None``."""
     candidates: tuple[str, ...] = ()

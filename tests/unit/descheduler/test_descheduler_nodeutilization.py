@@ -367,6 +367,22 @@ class TestHighNodeUtilization:
         assert _evicted(plan) == ["sparse-0", "sparse-1"]
         assert _categories(plan, HNU) == {"sparse": "underutilized", "dense": "overutilized"}
 
+    def test_a_pod_its_pdb_refuses_is_held(self) -> None:
+        """Emptying a node only makes it emptier, so a pod its PDB refuses now is held (sent
+        once the budget allows, in the same cycle), unlike LowNodeUtilization's."""
+        state = snapshot(
+            node("sparse"),
+            *_pods("sparse", 2, "200m", labels={"app": "x"}),
+            node("dense"),
+            *_pods("dense", 4, "500m"),
+            pdb("x", match_labels={"app": "x"}, disruptions_allowed=1),
+        )
+        plan = run_cycle(policy((HNU, {"thresholds": {"cpu": 20}})), state)
+        assert [(e.name, bool(e.blocked_by_pdb), e.held) for e in plan.evictions] == [
+            ("sparse-0", False, False),
+            ("sparse-1", True, True),
+        ]
+
     def test_sources_in_ascending_usage(self) -> None:
         """The emptiest node is emptied first."""
         state = snapshot(

@@ -26,11 +26,11 @@ the offline plan say of it), and then one of two things:
   429s, and without a substitute evicted in its place as well. It suits a plugin whose reason
   belongs to the pod (a duplicate, a taint, an affinity), which still holds after the cycle's
   other evictions.
-- **refused** (``hold=False``, the utilization plugins): reported to the plugin as not made,
+- **refused** (``hold=False``, LowNodeUtilization's): reported to the plugin as not made,
   so it goes on to the next pod, exactly as upstream's does on the API server's 429, and left
-  to the next cycle. Their reason is the node's load, and by the time the budget allows, the
-  cycle's other evictions have changed it: a node drained to its target meanwhile would get
-  the replacement straight back.
+  to the next cycle. Its reason is a node over its target, and by the time the budget
+  allows, the cycle's other evictions have drained it: a node drained to its target
+  meanwhile would get the replacement straight back.
 
 Pods evicted earlier in the cycle look terminating to later filters: against a real API
 server the eviction sets ``deletionTimestamp`` at once and the informer catches up long before

@@ -276,6 +276,13 @@ class EvictionRun:
     excluded_namespaces: frozenset[str] = frozenset()
     per_node_limit: int | None = None
     cooldown_seconds: float = 0.0
+    hold: bool = True
+    """Whether an eviction a budget refuses now is held (sent once it allows, within the
+    cycle; ``evictions.planner``). LowNodeUtilization's are not: its reason, a node over its
+    target, stops holding once the cycle's other evictions drain that node, and the
+    replacement would come straight back. HighNodeUtilization's are: its node only empties
+    further as the cycle goes, so the reason holds, and a node is emptied in one cycle
+    instead of one pod per budget per cycle."""
 
     def run(self, sources: Sequence[NodeState]) -> None:
         taints = [state.node.taints for state in self.destinations]
@@ -323,9 +330,7 @@ class EvictionRun:
                 continue
             pod_usage = self.usage_source.pod_usage(pod, state)
             try:
-                # Not held: this pod is chosen for its node's load, which the cycle's other
-                # evictions change before the budget would let it go (evictions.planner).
-                if not evictor.evict(pod, self.plugin, hold=False):
+                if not evictor.evict(pod, self.plugin, hold=self.hold):
                     continue  # a PDB refused it: not evicted, as upstream on a 429
             except NodeLimitReached:
                 return

@@ -160,6 +160,7 @@ class LowNodeUtilization:
             excluded_namespaces=frozenset(excluded),
             per_node_limit=limits.node if limits else None,
             cooldown_seconds=self.args.cooldown_seconds,
+            hold=False,  # see EvictionRun.hold
         ).run(
             order_sources(
                 over,

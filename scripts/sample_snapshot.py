@@ -1,6 +1,6 @@
 """Write the sample cluster snapshot that ``descheduler plan`` is shown on (docs/plan.md).
 
-    .venv/bin/python scripts/sample_snapshot.py [--out examples/snapshot.json.gz]
+    .venv/bin/python -m scripts.sample_snapshot [--out examples/snapshot.json.gz]
 
 Deterministic: the same bytes every run (fixed names, UIDs derived from names, fixed times,
 gzip without a timestamp), so the committed file only changes when this script does. The
@@ -24,12 +24,9 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for tests.harness
 
 from tests.harness import kubeobjects
 from tests.harness.kubeobjects import (

@@ -16,7 +16,7 @@ bodies from files, through the caches' own decode -> project -> share -> index s
 Same-run baselines: the child's RSS before the first byte is read; ``json.loads`` decoding
 against msgspec decoding of the same bytes.
 
-Run: .venv/bin/python scripts/benchmarks/descheduler.py [--sizes 1000,2000,5000] [--runs 3]
+Run: .venv/bin/python -m scripts.benchmarks.descheduler [--sizes 1000,2000,5000] [--runs 3]
      [--json FILE]
 """
 
@@ -36,11 +36,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from scripts.benchmarks import descheduler_cluster
+from scripts.benchmarks.results import Results, add_output_argument
 
-import descheduler_cluster
-from results import Results, add_output_argument
+SELF = (sys.executable, "-m", "scripts.benchmarks.descheduler")
+"""This benchmark as a child process (run from the repository, as ``scripts/bench`` does)."""
 
 RESULTS = Results("descheduler", "Central descheduler")
 """The figures for scripts/bench (``--json``); the printed lines stay as they were."""
@@ -177,7 +177,7 @@ class SizeChild:
 
     def __init__(self, directory: Path) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, __file__, "--child", "size", str(directory), "msgspec"],
+            [*SELF, "--child", "size", str(directory), "msgspec"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -314,7 +314,7 @@ def write_cluster(nodes: int, directory: Path) -> int:
 
 def run_child(*args: str) -> dict[str, Any]:
     output = subprocess.run(
-        [sys.executable, __file__, "--child", *args],
+        [*SELF, "--child", *args],
         check=True,
         capture_output=True,
         text=True,
@@ -435,7 +435,7 @@ def eviction_throughput_separate(
         kubeconfig = Path(workdir) / "kubeconfig"
         args = ["--child", "apiserver", str(2 * pods + 2), str(latency), str(kubeconfig)]
         with subprocess.Popen(
-            [sys.executable, __file__, *args],
+            [*SELF, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

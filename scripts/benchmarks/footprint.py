@@ -31,7 +31,7 @@ How it measures (the agent's process, from outside):
   response body bytes the agent received, every list and watch with its selectors).
 Baseline for RSS: a fresh interpreter that imports what the agent imports, same run.
 
-Run: .venv/bin/python scripts/benchmarks/footprint.py [--duration 120] [--nodes 1000]
+Run: .venv/bin/python -m scripts.benchmarks.footprint [--duration 120] [--nodes 1000]
      [--leak-minutes 30] [--json bench-results/footprint.json]
 """
 
@@ -55,12 +55,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from footprint_apiload import CLUSTER_WIDE_REASONS, ApiLoad, api_load
-from results import Results, add_output_argument
-
+from scripts.benchmarks.footprint_apiload import CLUSTER_WIDE_REASONS, ApiLoad, api_load
+from scripts.benchmarks.results import Results, add_output_argument
 from tests.harness.cgroups import CgroupTreeBuilder
 from tests.harness.hosttree import HostTree
 from tests.harness.ports import free_port
@@ -149,7 +145,8 @@ class FakeCluster:
         self.process = subprocess.Popen(
             [
                 sys.executable,
-                str(HERE / "footprint_cluster.py"),
+                "-m",
+                "scripts.benchmarks.footprint_cluster",
                 str(self.kubeconfig),
                 str(nodes),
                 str(node_pods),

@@ -24,11 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-import descheduler_cluster
-
+from scripts.benchmarks import descheduler_cluster
 from tests.harness import kubeobjects
 from tests.harness.cgroups import ContainerFixture, container_id, pod_object
 from tests.harness.fake_apiserver import FakeApiServer

@@ -4,7 +4,7 @@ Why the adapter reads lists and watches with ``_preload_content=False`` and ``js
 the client's models (``V1PodList`` and friends) are much slower to build. Baseline, measured
 in the same run: ``json.loads`` of the same bytes, which is what ``agent/kube`` does.
 
-Run: .venv/bin/python scripts/benchmarks/kube_json.py [--pods N] [--runs N] [--json FILE]
+Run: .venv/bin/python -m scripts.benchmarks.kube_json [--pods N] [--runs N] [--json FILE]
 """
 
 from __future__ import annotations
@@ -13,16 +13,12 @@ import argparse
 import json
 import platform
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for tests.harness
-
 from kubernetes import client
-from results import Results, add_output_argument  # beside this script
 
+from scripts.benchmarks.results import Results, add_output_argument
 from tests.harness import kubeobjects
 from tests.harness.kubeobjects import condition, container, container_status, owner_ref
 

@@ -33,7 +33,7 @@ Skips (exit 0, no results file, as a root-only benchmark without root) when the 
 plane's binaries are missing (``livecluster/binaries.py``); without upstream's descheduler
 ours runs alone and the relative targets have no baseline.
 
-Run: .venv/bin/python scripts/benchmarks/live.py [--scenarios reference,wide,compact]
+Run: .venv/bin/python -m scripts.benchmarks.live [--scenarios reference,wide,compact]
      [--runs 1] [--duration 150] [--keep-logs DIR] [--json FILE]
 """
 
@@ -50,12 +50,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from livecluster import binaries
-from livecluster.controlplane import ControlPlane
-from livecluster.scenario import LAST_WINDOW, SCENARIOS, Run, Scenario
-from results import Results, add_output_argument
+from scripts.benchmarks.livecluster import binaries
+from scripts.benchmarks.livecluster.controlplane import ControlPlane
+from scripts.benchmarks.livecluster.scenario import LAST_WINDOW, SCENARIOS, Run, Scenario
+from scripts.benchmarks.results import Results, add_output_argument
 
 ROOT = Path(__file__).resolve().parents[2]
 OURS = ROOT / ".venv" / "bin" / "kubelet-companion"

@@ -19,7 +19,7 @@ Baselines, measured in the same run:
 Also reported: the pure core's evaluation time (checks + decision) for a full node
 (110 pods, 20 critical DaemonSets), which every watch event pays.
 
-Run: .venv/bin/python scripts/benchmarks/readiness.py [--runs N] [--requeue-runs N] [--json FILE]
+Run: .venv/bin/python -m scripts.benchmarks.readiness [--runs N] [--requeue-runs N] [--json FILE]
 """
 
 from __future__ import annotations
@@ -37,10 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for tests.harness
-
 from prometheus_client import CollectorRegistry
-from results import Results, add_output_argument  # beside this script
 
 from agent.clock import SystemClock
 from agent.config import AgentConfig, parse_document
@@ -58,6 +55,7 @@ from agent.readiness.gate import GateState, GateView, decide
 from agent.runtime.context import AgentContext
 from agent.telemetry.health import Health
 from agent.telemetry.logs import configure_logging
+from scripts.benchmarks.results import Results, add_output_argument
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kubeobjects import controller_ref
 from tests.harness.readiness_objects import CRITICAL, GATE, KEYS, daemon_set, node, pod, taint

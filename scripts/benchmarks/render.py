@@ -7,7 +7,7 @@ falls back to its ``--quick`` result (``bench-results/quick/``), labelled as suc
 without any result says how to produce it. So rerunning one benchmark
 (``scripts/bench --only NAME``) leaves every other figure, with its own date, in place.
 
-Run: .venv/bin/python scripts/benchmarks/render.py [--results bench-results] [--out BENCHMARKS.md]
+Run: .venv/bin/python -m scripts.benchmarks.render [--results bench-results] [--out BENCHMARKS.md]
 """
 
 from __future__ import annotations

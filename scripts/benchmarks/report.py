@@ -11,7 +11,7 @@
    and the pod cgroups: four files per pod) on a fixture tree of 110 pods, in process CPU
    time. Baseline in the same run: one bare read of ``/proc/stat``.
 
-Run: .venv/bin/python scripts/benchmarks/report.py [--runs N] [--pods N] [--json FILE]
+Run: .venv/bin/python -m scripts.benchmarks.report [--runs N] [--pods N] [--json FILE]
 """
 
 from __future__ import annotations
@@ -21,16 +21,10 @@ import json
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for tests.harness
-
-from results import Results, add_output_argument  # beside this script
-from timing import cpu_times, wall_times
 
 from agent.config.swap import MemorySwapConfig  # after the path set-up above
 from agent.kube.api import KubeApi
@@ -44,6 +38,8 @@ from agent.report.document import Capacity, Identity, build_status
 from agent.report.sampling import NodeSampler
 from agent.report.usage import Sample, UsageTracker
 from agent.runtime.status import BoardSnapshot, ReadinessStatus, ShutdownStatus, SwapStatus
+from scripts.benchmarks.results import Results, add_output_argument
+from scripts.benchmarks.timing import cpu_times, wall_times
 from tests.harness.cgroups import MIB, QOS, CgroupTreeBuilder, pod_object
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree

@@ -7,7 +7,7 @@ target and its same-run baseline; whether it met its target is computed here fro
 numbers, and a miss carries the one-line reason the benchmark emitted from its own data.
 Nothing in BENCHMARKS.md is typed by hand.
 
-The benchmarks run as scripts, so this module is found beside them on ``sys.path``.
+The benchmarks import it as ``scripts.benchmarks.results``.
 """
 
 from __future__ import annotations

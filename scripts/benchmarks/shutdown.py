@@ -35,7 +35,7 @@ And a node-only controller (no cluster): PrepareForShutdown(true) -> StartUnit, 
 logind's own floor.
 
 Needs root (the logind harness).
-Run: .venv/bin/python scripts/benchmarks/shutdown.py [--rounds N] [--json FILE]
+Run: .venv/bin/python -m scripts.benchmarks.shutdown [--rounds N] [--json FILE]
 """
 
 from __future__ import annotations
@@ -52,12 +52,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for tests.harness
-
 from dbus_fast import BusType, Message, MessageType
 from dbus_fast.aio import MessageBus
 from prometheus_client import CollectorRegistry
-from results import Results, add_output_argument  # beside this script
 
 from agent.clock import SystemClock
 from agent.config import AgentConfig, parse_document
@@ -71,6 +68,7 @@ from agent.shutdown.controller import ShutdownController
 from agent.shutdown.metrics import ShutdownMetrics
 from agent.telemetry.health import Health
 from agent.telemetry.logs import configure_logging
+from scripts.benchmarks.results import Results, add_output_argument
 from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer, FakeKubelet
 from tests.harness.logind import LogindHarness

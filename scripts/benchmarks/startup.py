@@ -4,7 +4,7 @@ Target (foundation issue): build info plus the swap and cgroup facts within 5 s 
 Baseline, measured in the same run: a bare interpreter start (``python -c pass``), so the
 ratio shows what the agent adds on this machine.
 
-Run: .venv/bin/python scripts/benchmarks/startup.py [--runs N] [--json FILE]
+Run: .venv/bin/python -m scripts.benchmarks.startup [--runs N] [--json FILE]
 """
 
 from __future__ import annotations
@@ -19,11 +19,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for tests.harness
-
-from results import Results, add_output_argument  # beside this script
-from timing import machine
-
+from scripts.benchmarks.results import Results, add_output_argument
+from scripts.benchmarks.timing import machine
 from tests.harness.ports import free_port
 
 REQUIRED = ("kubelet_companion_build_info", "machine_swap_bytes", "kubelet_companion_cgroup_mode")

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from livecluster import binaries
+from scripts.benchmarks.livecluster import binaries
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -83,7 +83,7 @@ BENCHMARKS = (
     ),
     Benchmark(
         "live",
-        ("--scenarios", "reference,wide,compact", "--runs", "1", "--duration", "150"),
+        ("--scenarios", "reference,medium,wide,compact", "--runs", "1", "--duration", "150"),
         None,
         minutes=25,
         needs_control_plane=True,
@@ -94,7 +94,8 @@ BENCHMARKS = (
 def run(benchmark: Benchmark, args: tuple[str, ...], results: Path) -> bool:
     command = [
         sys.executable,
-        str(HERE / f"{benchmark.name}.py"),
+        "-m",
+        f"scripts.benchmarks.{benchmark.name}",
         *args,
         "--json",
         str(results / f"{benchmark.name}.json"),
@@ -150,7 +151,7 @@ def main() -> int:
             continue
         if not run(benchmark, (*settings, *options.extra), results):
             failed.append(benchmark.name)
-    subprocess.run([sys.executable, str(HERE / "render.py")], cwd=ROOT, check=True)
+    subprocess.run([sys.executable, "-m", "scripts.benchmarks.render"], cwd=ROOT, check=True)
     print(
         f"all done in {time.monotonic() - started:.0f} s"
         + (f"; failed: {failed}" if failed else "")

@@ -9,22 +9,16 @@ like the systemd driver's, with 100 pods (Guaranteed, Burstable, BestEffort).
 Baseline, measured in the same run: plainly reading the same 500 cgroup files with
 ``Path.read_text`` (the unavoidable I/O), so the ratio shows what the audit adds.
 
-Run: .venv/bin/python scripts/benchmarks/swap.py [--runs N] [--containers N] [--json FILE]
+Run: .venv/bin/python -m scripts.benchmarks.swap [--runs N] [--containers N] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for tests.harness
-
-from results import Results, add_output_argument  # beside this script
-from timing import machine, wall_times
 
 from agent.config.swap import MemorySwapConfig  # after the path set-up above
 from agent.node.cgroups import CgroupFacts, CgroupMode
@@ -35,6 +29,8 @@ from agent.node.paths import HostPaths
 from agent.node.tmpfs import NoswapSupport
 from agent.swap.audit import AuditReport, build_report
 from agent.swap.summary import node_summary
+from scripts.benchmarks.results import Results, add_output_argument
+from scripts.benchmarks.timing import machine, wall_times
 from tests.harness.cgroups import (
     QOS,
     CgroupTreeBuilder,

@@ -1,7 +1,7 @@
 """What the benchmarks share: run an action N times and keep each run's time, and the machine line.
 
-The benchmarks run as scripts (``python scripts/benchmarks/<name>.py``), so this module is found
-beside them on ``sys.path``; they are not a package, and nothing in ``agent`` imports this.
+The benchmarks run as modules of the ``scripts.benchmarks`` package (``python -m
+scripts.benchmarks.<name>``); nothing in ``agent`` imports this.
 """
 
 from __future__ import annotations

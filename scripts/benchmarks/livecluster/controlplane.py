@@ -32,8 +32,8 @@ from typing import IO, Any
 
 import urllib3
 
-from livecluster.api import Api
-from livecluster.binaries import Binaries
+from scripts.benchmarks.livecluster.api import Api
+from scripts.benchmarks.livecluster.binaries import Binaries
 
 LOOPBACK = "127.0.0.1"
 CONTROLLERS = "deployment,replicaset,disruption,serviceaccount,garbagecollector"

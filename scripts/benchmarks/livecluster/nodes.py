@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from livecluster.api import MERGE_PATCH, STRATEGIC_PATCH, Api, ApiError
+from scripts.benchmarks.livecluster.api import MERGE_PATCH, STRATEGIC_PATCH, Api, ApiError
 
 NOT_READY_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
 CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}

@@ -35,11 +35,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from livecluster import measures, workload
-from livecluster.api import MERGE_PATCH, Api
-from livecluster.controlplane import ControlPlane, scheduler_config
-from livecluster.nodes import node_name
-from livecluster.tracker import PodTracker
+from scripts.benchmarks.livecluster import measures, workload
+from scripts.benchmarks.livecluster.api import MERGE_PATCH, Api
+from scripts.benchmarks.livecluster.controlplane import ControlPlane, scheduler_config
+from scripts.benchmarks.livecluster.nodes import node_name
+from scripts.benchmarks.livecluster.tracker import PodTracker
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = HERE.parent
@@ -191,14 +191,14 @@ class Run:
             [
                 sys.executable,
                 "-m",
-                "livecluster.nodes",
+                "scripts.benchmarks.livecluster.nodes",
                 f"--server={self.plane.server}",
                 f"--token-file={self.plane.token_file}",
                 f"--ca-file={self.plane.ca_file}",
                 f"--nodes={s.nodes}",
                 f"--cordoned-from={s.open_nodes}",
             ],
-            cwd=BENCHMARKS,
+            cwd=BENCHMARKS.parents[1],  # the repository: ``-m scripts.benchmarks...``
             stdout=subprocess.PIPE,
             stderr=log_file,
             stdin=subprocess.DEVNULL,

@@ -14,8 +14,8 @@ import threading
 import time
 from typing import Any
 
-from livecluster.api import Api, ApiError
-from livecluster.measures import (
+from scripts.benchmarks.livecluster.api import Api, ApiError
+from scripts.benchmarks.livecluster.measures import (
     Creation,
     Deletion,
     PodState,

@@ -211,6 +211,6 @@ def test_the_shipped_sample_is_what_its_script_writes(tmp_path: Path) -> None:
     """``scripts/sample_snapshot.py`` writes the committed sample byte for byte (the script
     is deterministic, and the file was not edited by hand)."""
     out = tmp_path / "snapshot.json.gz"
-    script = ROOT / "scripts" / "sample_snapshot.py"
-    subprocess.run([sys.executable, str(script), "--out", str(out)], check=True)
+    command = [sys.executable, "-m", "scripts.sample_snapshot", "--out", str(out)]
+    subprocess.run(command, cwd=ROOT, check=True)
     assert out.read_bytes() == SAMPLE.read_bytes()

@@ -3,37 +3,13 @@ its figures rendered from sample runs (the benchmark itself never runs in CI).""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[3] / "scripts" / "benchmarks"
-if str(BENCHMARKS) not in sys.path:
-    sys.path.insert(0, str(BENCHMARKS))
-
-measures = importlib.import_module("livecluster.measures")
-workload = importlib.import_module("livecluster.workload")
-controlplane = importlib.import_module("livecluster.controlplane")
-binaries = importlib.import_module("livecluster.binaries")
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-live = _load("live")
-render = _load("render")
+from scripts.benchmarks import live, render
+from scripts.benchmarks.livecluster import binaries, controlplane, measures, workload
 
 D, C = measures.Deletion, measures.Creation
 

@@ -3,30 +3,13 @@ runs here: benchmarks never run in CI; this pins how their figures are judged an
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[3] / "scripts" / "benchmarks"
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-results = _load("results")
-render = _load("render")
+from scripts.benchmarks import render, results
 
 
 def _sample(benchmark: str = "footprint", **add: Any) -> dict[str, Any]:

@@ -3,20 +3,11 @@ scopes and bytes (pinned here so the API-load figures mean what BENCHMARKS.md sa
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[3] / "scripts" / "benchmarks" / "footprint_apiload.py"
-_SPEC = importlib.util.spec_from_file_location("bench_footprint_apiload", _PATH)
-assert _SPEC is not None
-assert _SPEC.loader is not None
-apiload = importlib.util.module_from_spec(_SPEC)
-sys.modules[_SPEC.name] = apiload
-_SPEC.loader.exec_module(apiload)
+from scripts.benchmarks import footprint_apiload as apiload
 
 
 def _entry(

@@ -279,6 +279,24 @@ def test_a_replacement_may_come_before_the_rest_of_its_window() -> None:
     assert alone[1].candidates == ("small",)
 
 
+def test_a_replacement_may_come_after_the_rest_of_its_window() -> None:
+    """The first pod of a window may be scheduled last: its candidates hold the node it
+    gets once the others' replacements took the best one, and the simulation goes on from
+    the plan's order (the loads are those of the forward placements)."""
+    state = snapshot(
+        node("big", cpu="2"),
+        node("small", cpu="1500m"),
+        node("src"),
+        pod("first", "src", cpu="500m", owner=owner_ref("ReplicaSet", "one")),
+        pod("second", "src", cpu="500m", owner=owner_ref("ReplicaSet", "two")),
+    )
+    evictions = [_eviction(state, "first"), _eviction(state, "second")]
+    result = place(state, evictions, window=2)
+    assert result.placements[0].candidates == ("big", "small")
+    loads = {load.node: load.after["cpu"] for load in result.loads}
+    assert loads == {"big": 500, "small": 500, "src": 0}
+
+
 def test_ties_go_to_the_first_node_by_name() -> None:
     """Equal scores pick the node whose name sorts first (the scheduler picks at random)."""
     state = snapshot(node("n-b"), node("n-a"), node("n-c"), node("src"), pod("mover", "src"))

@@ -37,9 +37,10 @@ in flight (``evictionConcurrency``); they complete, and the ReplicaSets create a
 scheduler places their replacements, in no fixed order. So the plan takes evictions in
 windows of eight: all of a window's pods leave their nodes, then each replacement is placed
 in the plan's order, and its candidates also include the nodes tied for it had it been
-scheduled before the rest of its window. A replay of a real scheduler in its own order
-matches 98 % of the placements; in the plan's order, the windows are what keeps the
-candidates right while the real order shuffles within them.
+scheduled before the rest of its window, and after all of it (the window in reverse). A
+replay of a real scheduler in its own order matches 98 % of the placements; in the plan's
+order, the windows are what keeps the candidates right while the real order shuffles
+within them.
 
 **Two ways to the same answer.** Scoring every feasible node for every pod is the reference
 (``fullscore``). Most pods, in most clusters, need much less: no preferred affinity, no
@@ -137,14 +138,18 @@ def place(
         for pod in pods:
             if pod is not None:
                 simulation.evict(pod)
-        first = [_first_pick(simulation, pod) for pod in pods]
-        for position, pod, early in zip(positions, pods, first, strict=True):
-            if pod is None:  # pragma: no cover - the cycle plans only pods of the snapshot
+        first = [_other_order(simulation, pod) for pod in pods]
+        forward = [_destination(simulation, pod) if pod is not None else None for pod in pods]
+        last = _in_reverse(simulation, pods, forward)
+        for position, pod, found, early, late in zip(
+            positions, pods, forward, first, last, strict=True
+        ):
+            if pod is None or found is None:  # pragma: no cover - pods of the snapshot
                 placements[position] = Placement(None, "not in the snapshot")
                 continue
-            placement = _destination(simulation, pod)
-            if placement.node is not None and early:
-                together = tuple(sorted(set(placement.candidates) | set(early)))
+            placement = found
+            if placement.node is not None and placement.note != DAEMON_POD:
+                together = tuple(sorted({*placement.candidates, *early, *late}))
                 placement = replace(placement, candidates=together)
             if evictions[position].blocked_by_pdb and placement.node is not None:
                 placement = replace(placement, note=BLOCKED)
@@ -152,11 +157,43 @@ def place(
     return PlacementResult(tuple(placements[i] for i in range(len(evictions))), simulation.loads())
 
 
-def _first_pick(simulation: Simulation, pod: PodInfo | None) -> tuple[str, ...]:
-    """The nodes tied for ``pod`` were it scheduled before the rest of its window."""
+def _other_order(simulation: Simulation, pod: PodInfo | None) -> tuple[str, ...]:
+    """The nodes tied for ``pod`` were it scheduled now, before the pods of its window that
+    precede it in the plan; nothing for a pod that is not scheduled."""
     if pod is None or pod.phase in FINISHED or pod.controller is None or _is_daemon_pod(pod):
         return ()
     return simulation.pick(pod).candidates
+
+
+def _in_reverse(
+    simulation: Simulation,
+    pods: Sequence[PodInfo | None],
+    forward: Sequence[Placement | None],
+) -> list[tuple[str, ...]]:
+    """Each pod's tied nodes were the window scheduled in reverse (each pod after all the
+    others of its window); the simulation is left as the forward placements made it."""
+    placed = [
+        (index, pod, placement.node, placement.note == DAEMON_POD)
+        for index, (pod, placement) in enumerate(zip(pods, forward, strict=True))
+        if pod is not None and placement is not None and placement.node is not None
+    ]
+    for _, pod, _, _ in placed:
+        simulation.unland(pod)
+    late: dict[int, tuple[str, ...]] = {}
+    landed: list[PodInfo] = []
+    for index, pod, node, daemon in reversed(placed):
+        target: str | None = node
+        if not daemon:  # a DaemonSet pod comes back to its node whatever the order
+            picked = simulation.pick(pod)
+            late[index], target = picked.candidates, picked.node
+        if target is not None:
+            simulation.land(pod, target)
+            landed.append(pod)
+    for pod in landed:
+        simulation.unland(pod)
+    for _, pod, node, _ in placed:
+        simulation.land(pod, node)
+    return [late.get(index, ()) for index in range(len(pods))]
 
 
 def _destination(simulation: Simulation, pod: PodInfo) -> Placement:

@@ -151,6 +151,16 @@ class Simulation:
         if affinity_terms(ghost).scores:
             self.affinity_scorers = [*self.affinity_scorers, ghost]
 
+    def unland(self, pod: PodInfo) -> None:
+        """Take the replacement of ``pod`` off its node again (the last one ``land`` put)."""
+        uid = f"{pod.uid}/replacement"
+        ghost = next(g for g in reversed(self.placed) if g.uid == uid)
+        self._move(self.index[ghost.node_name], ghost, -1)
+        self.placed.remove(ghost)
+        self._placed_on[ghost.node_name].remove(ghost)
+        self._anti_affinity = [p for p in self._anti_affinity if p is not ghost]
+        self.affinity_scorers = [p for p in self.affinity_scorers if p is not ghost]
+
     # -- the scheduler's pick ----------------------------------------------------------------
 
     def _statically_feasible(self, pod: PodInfo) -> tuple[frozenset[int], Counter[str]]:

@@ -20,7 +20,7 @@ from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree
 from tests.harness.nodereport import NodeProc, register_crd
 from tests.harness.waiting import wait_until
-from tests.integration.shutdown.conftest import NODE, ShutdownRig
+from tests.integration.shutdown.conftest import NODE, ShutdownRig, pod
 
 
 def _shutdown(server: FakeApiServer) -> dict[str, Any]:
@@ -32,7 +32,9 @@ async def test_a_shutdown_start_reaches_the_report_within_a_second(
     rig_factory: Callable[..., Any], tmp_path: Path
 ) -> None:
     """PrepareForShutdown(true) turns the report's shutdown to inProgress (start, current
-    phase, budget end) within 1 s, with samples only every 30 s."""
+    phase, budget end) within 1 s, with samples only every 30 s. A pod with 30 s of grace keeps
+    the shutdown in progress: without one the run ends (and logind's harness cancels it) within
+    milliseconds, and the report would rightly skip straight past inProgress."""
     server = FakeApiServer().start()
     try:
         register_crd(server)
@@ -42,7 +44,10 @@ async def test_a_shutdown_start_reaches_the_report_within_a_second(
             rig.controller.status = board  # what root_tasks passes: the agent's one board
 
         rig: ShutdownRig = await rig_factory(
-            buckets=[(0, 20), (1000, 10)], server=server, prepare=attach
+            buckets=[(0, 20), (1000, 10)],
+            server=server,
+            pods=[pod("slow-to-stop")],
+            prepare=attach,
         )
         await rig.wait_for_lock()
         host = HostTree(tmp_path / "report-host")

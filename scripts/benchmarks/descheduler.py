@@ -9,7 +9,8 @@ RemoveDuplicates):
 - one cycle's planning with warm caches: <= 1 s at 1k, <= 5 s at 5k, growth exponent <= 1.1;
 - eviction throughput, a pool of 8 against one at a time, same fake API server: >= 4x;
 - cold start: decoding and indexing a 150,000-pod list from bytes: <= 3 s;
-- cold start to the first cycle done at 1k nodes, against the fake API server.
+- cold start to the first cycle done at 1k nodes, against the fake API server;
+- `descheduler plan` on the 1k parity state: peak RSS <= 260 MiB (``descheduler_plan.py``).
 
 Each size runs in a fresh child process (so peak RSS is that size's alone), fed the list
 bodies from files, through the caches' own decode -> project -> share -> index steps.
@@ -36,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scripts.benchmarks import descheduler_cluster
+from scripts.benchmarks import descheduler_cluster, descheduler_plan
 from scripts.benchmarks.results import Results, add_output_argument
 
 SELF = (sys.executable, "-m", "scripts.benchmarks.descheduler")
@@ -699,6 +700,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--evictions", type=int, default=400)
     parser.add_argument("--cold-start-nodes", type=int, default=1000)
+    parser.add_argument(
+        "--plan-runs", type=int, default=3, help="`plan` on the parity state (0: skip)"
+    )
     parser.add_argument("--eviction-latency-ms", type=float, default=5.0)
     parser.add_argument(
         "--cycle-max-nodes", type=int, default=5000, help="plan cycles only up to this size"
@@ -783,6 +787,7 @@ def run_parent(args: argparse.Namespace) -> int:
         "eviction latency (ms)": args.eviction_latency_ms,
         "cold start list (nodes)": args.cold_start_list_nodes,
         "cold start runs": args.cold_start_runs,
+        "plan runs (parity state)": args.plan_runs,
     }
     print(f"descheduler benchmark ({platform.python_implementation()} {platform.python_version()})")
     pod_list_cold_start(args)
@@ -806,6 +811,7 @@ def run_parent(args: argparse.Namespace) -> int:
             )
     if args.evictions:
         print_eviction_throughput(args.evictions, args.eviction_latency_ms, args.runs)
+    descheduler_plan.measure(RESULTS, args.plan_runs)
     if args.cold_start_nodes:
         elapsed, pods, seeded = asyncio.run(cold_start_first_cycle(args.cold_start_nodes))
         print(

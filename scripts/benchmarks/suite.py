@@ -68,6 +68,8 @@ BENCHMARKS = (
             "100",
             "--cold-start-runs",
             "1",
+            "--plan-runs",
+            "1",
         ),
         minutes=15,
     ),

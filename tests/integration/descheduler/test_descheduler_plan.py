@@ -1,6 +1,6 @@
 """``descheduler plan`` against the live loop: the shipped sample snapshot, loaded into the fake
 API server, gives the same evictions offline as a ``--dry-run`` of the live loop online; and
-the 1,000-node parity state plans within the descheduler's memory target."""
+the 1,000-node parity state plans a destination for every eviction."""
 
 from __future__ import annotations
 
@@ -20,8 +20,6 @@ ROOT = Path(__file__).parents[3]
 SAMPLE = ROOT / "examples" / "snapshot.json.gz"
 SAMPLE_POLICY = ROOT / "examples" / "policy.yaml"
 PARITY = ROOT / "tests" / "fixtures" / "descheduler"
-PEAK_RSS_TARGET_MIB = 260
-"""The descheduler's 1k-node peak RSS target (BENCHMARKS.md)."""
 KINDS_IN_ORDER = ("Namespace", "PriorityClass", "Node", "Pod", "PodDisruptionBudget")
 RESOURCES = {
     "Namespace": "namespaces",
@@ -149,49 +147,30 @@ def test_plan_table_on_the_sample(capsys: pytest.CaptureFixture[str]) -> None:
     assert "destinations: " in out
 
 
-PEAK_CHILD = """
-import sys
-from agent.cli import main
-code = main(sys.argv[1:])
-with open("/proc/self/status") as status:
-    peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
-sys.stderr.write(f"VmHWM_KIB={peak}\\n")
-sys.exit(code)
-"""
-
-
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc/self/status")
-def test_plan_on_the_1k_node_parity_state_stays_within_the_memory_target(
-    tmp_path: Path,
+def test_plan_on_the_1k_node_parity_state_places_every_eviction(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``plan`` on the 1,000-node, 30,024-pod parity state (converted to the kubectl List a
-    user would dump) plans every eviction with a destination, and the process's peak RSS
-    (VmHWM, printed by the child) stays within the 1k-node target of 260 MiB."""
+    """``plan`` on the 1,000-node, 30,024-pod parity state (converted to the gzipped kubectl
+    List a user would dump) plans every eviction with a destination. What it costs (peak
+    RSS, time) is a benchmark figure: scripts/benchmarks/descheduler_plan.py."""
     with gzip.open(PARITY / "cluster-1k.json.gz") as stream:
         state = json.load(stream)
     state["metadata"] = {"resourceVersion": ""}  # as kubectl prints it; gzipped as users send
     snapshot = tmp_path / "cluster-1k.json.gz"
     snapshot.write_bytes(gzip.compress(json.dumps(state).encode(), compresslevel=1))
     del state
-    child = subprocess.run(
+    code = main(
         [
-            sys.executable, "-c", PEAK_CHILD,
             "descheduler", "plan",
             "--snapshot", str(snapshot),
             "--policy-config-file", str(PARITY / "policy-lnu-dup.yaml"),
             "--output", "json",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
+        ]
     )  # fmt: skip
-    assert child.returncode == 0, child.stderr
-    plan = json.loads(child.stdout)
+    assert code == 0
+    plan = json.loads(capsys.readouterr().out)
     assert plan["summary"]["allowed"] > 9000
     assert all(e["destination"] is not None for e in plan["evictions"])
-    peak_kib = int(child.stderr.rsplit("VmHWM_KIB=", 1)[1].split()[0])
-    assert peak_kib / 1024 <= PEAK_RSS_TARGET_MIB, f"peak RSS {peak_kib / 1024:.0f} MiB"
 
 
 def test_the_documented_excerpt_is_real_output(capsys: pytest.CaptureFixture[str]) -> None:

@@ -81,10 +81,8 @@ def scored_fast(sim: Simulation, pod: PodInfo, static: frozenset[int]) -> Scored
         counts = sim.owners.get(scoring.selector_owner, Counter())
         # Nodes whose score is not their zone's: those holding pods of the controller, and
         # those missing the hostname label (they skip that constraint).
-        special = {i for i in counts if i in feasible} | {
-            i for i in feasible if HOSTNAME not in sim.nodes[i].info.labels
-        }
-    zones = {sim.nodes[i].zone for i in feasible}
+        special = {i for i in counts if i in feasible} | (sim.unnamed_hosts & feasible)
+    zones = {zone for zone, members in sim.zone_members.items() if not members.isdisjoint(feasible)}
     extra = _zone_scores(
         sim, scoring, counts=counts, feasible=feasible, zones=zones, special=special
     )

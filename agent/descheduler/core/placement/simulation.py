@@ -26,7 +26,11 @@ from agent.descheduler.core.placement.nodes import (
     static_misfit,
 )
 from agent.descheduler.core.placement.profile import DEFAULT_PROFILE, SchedulerProfile
-from agent.descheduler.core.placement.scoring import PREFER_NO_SCHEDULE, affinity_terms
+from agent.descheduler.core.placement.scoring import (
+    HOSTNAME,
+    PREFER_NO_SCHEDULE,
+    affinity_terms,
+)
 from agent.descheduler.core.rules.antiaffinity import (
     has_required_anti_affinity,
     scheduler_anti_affinity_rejection,
@@ -85,6 +89,14 @@ class Simulation:
         self.affinity_scorers = [pod for pod in self.pods() if affinity_terms(pod).scores]
         """Pods whose affinity terms add to InterPodAffinity's scores of a newcomer."""
         self.soft_tainted = [n.index for n in self.nodes if has_soft_taint(n.info)]
+        self.unnamed_hosts = frozenset(n.index for n in self.nodes if HOSTNAME not in n.info.labels)
+        """Nodes without the hostname label: the system default spread skips its hostname
+        constraint there, so their score is not their zone's."""
+        self.zone_members: dict[str | None, frozenset[int]] = {}
+        for node in self.nodes:
+            self.zone_members[node.zone] = self.zone_members.get(node.zone, frozenset()) | {
+                node.index
+            }
         self.image_nodes: Counter[str] = Counter(
             name for node in self.nodes for name in node.info.images
         )
@@ -154,10 +166,13 @@ class Simulation:
     def unland(self, pod: PodInfo) -> None:
         """Take the replacement of ``pod`` off its node again (the last one ``land`` put)."""
         uid = f"{pod.uid}/replacement"
-        ghost = next(g for g in reversed(self.placed) if g.uid == uid)
+        # Searched from the end: the windows unland what they landed last, so this is O(1)
+        # where ``list.remove`` scanned every placement from the front.
+        at = next(i for i in range(len(self.placed) - 1, -1, -1) if self.placed[i].uid == uid)
+        ghost = self.placed.pop(at)
         self._move(self.index[ghost.node_name], ghost, -1)
-        self.placed.remove(ghost)
-        self._placed_on[ghost.node_name].remove(ghost)
+        on_node = self._placed_on[ghost.node_name]
+        del on_node[len(on_node) - 1 - on_node[::-1].index(ghost)]
         self._anti_affinity = [p for p in self._anti_affinity if p is not ghost]
         self.affinity_scorers = [p for p in self.affinity_scorers if p is not ghost]
 

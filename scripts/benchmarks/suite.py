@@ -83,6 +83,7 @@ BENCHMARKS = (
         ),
         minutes=33,
     ),
+    Benchmark("testsuite", ("--runs", "3"), None, needs_root=True, minutes=8),
     Benchmark(
         "live",
         ("--scenarios", "reference,medium,wide,compact", "--runs", "1", "--duration", "150"),

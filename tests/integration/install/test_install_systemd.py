@@ -71,7 +71,7 @@ def _install(root: Path, wheel: Path, *extra: str) -> subprocess.CompletedProces
     )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def staged(tmp_path_factory: pytest.TempPathFactory) -> Staged:
     """One staged install, shared: creating a venv is the slow part."""
     pytest.importorskip("setuptools", minversion="77", reason="the test extras build the wheel")

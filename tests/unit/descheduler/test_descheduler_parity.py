@@ -62,6 +62,9 @@ from agent.descheduler.core.policy import DeschedulerPolicy, load_policy
 from agent.descheduler.model.cluster import ClusterSnapshot, PodInfo
 from agent.descheduler.plan.shape import Plan
 
+pytestmark = pytest.mark.xdist_group("parity-1k")
+"""One worker builds the 1,000-node state and its plan once, for every test here."""
+
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "descheduler"
 LNU = "LowNodeUtilization"
 DUP = "RemoveDuplicates"
@@ -83,7 +86,7 @@ class Parity:
     pods: Mapping[str, PodInfo]
 
 
-@pytest.fixture(name="parity", scope="module")
+@pytest.fixture(name="parity", scope="session")
 def _parity() -> Parity:
     with gzip.open(FIXTURES / "cluster-1k.json.gz", "rb") as stream:
         items = json.loads(stream.read())["items"]

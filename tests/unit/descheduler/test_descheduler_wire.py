@@ -172,7 +172,7 @@ def _page(items: list[dict[str, Any]]) -> bytes:
     return json.dumps({"metadata": {"resourceVersion": "9"}, "items": items}).encode()
 
 
-@pytest.fixture(scope="module", name="fixture_items")
+@pytest.fixture(scope="session", name="fixture_items")
 def _fixture_items_fixture() -> dict[str, list[dict[str, Any]]]:
     return _fixture_items()
 

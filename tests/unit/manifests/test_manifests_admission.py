@@ -69,7 +69,7 @@ NO_EXTRA = User(
 EMPTY_NODE_CLAIM = User(NO_EXTRA.username, NO_EXTRA.groups, {NODE_NAME_KEY: ()})
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def admission() -> Admission:
     """The policies of the rendered base, as the API server enforces them."""
     return Admission(render())

@@ -156,7 +156,7 @@ def test_the_descheduler_args_config_and_policy_are_what_the_code_accepts(
         assert resolved.descheduling_interval == 0, "a one-shot run, as a CronJob's"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def telemetry() -> Iterator[str]:
     """The real telemetry listener, with every health check passing."""
     server = TelemetryServer("127.0.0.1:0", new_registry("agent"), Health())

@@ -1,0 +1,112 @@
+"""Benchmark: the whole test suite on a fresh clone, as CI runs it (``scripts/test``).
+
+Target (issue 23): pytest's own time at most 2 minutes on a 2-CPU machine, with at least as
+many tests as before the restructuring. Baseline: that run before it, 5 min 14 s for 2,716
+tests, serial (the tests collected at the last commit before it; the time as measured on a
+fresh clone of a machine this size). A figure here, never a timed test: the suite's speed is
+the machine's as much as ours.
+
+Each run clones the repository's committed HEAD (what CI sees: no work tree edits, no
+``.venv``) into a temporary directory and runs ``scripts/test`` there, which installs its
+Debian packages (already present after the first run), builds a venv with the test extras,
+lints, type-checks and runs pytest in parallel. The venv's build is in the whole-command
+figure and not in pytest's.
+
+Run: .venv/bin/python -m scripts.benchmarks.testsuite [--runs 3] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from scripts.benchmarks.results import ROOT, Results, add_output_argument
+
+RESULTS = Results("testsuite", "Test suite on a fresh clone")
+BEFORE_SECONDS = 5 * 60 + 14
+BEFORE_TESTS = 2716
+TARGET_SECONDS = 120.0
+SUMMARY = re.compile(r"=+ (?P<counts>.*?) in (?P<seconds>[\d.]+)s")
+
+
+def _counts(text: str) -> dict[str, int]:
+    """pytest's closing line as numbers: ``{"passed": 2796, "skipped": 3}``."""
+    return {word: int(number) for number, word in re.findall(r"(\d+) (\w+)", text)}
+
+
+def one_run(workdir: Path) -> tuple[float, float, dict[str, int]]:
+    """(pytest seconds, whole scripts/test seconds, counts) of one fresh clone."""
+    clone = workdir / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    env = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
+    started = time.perf_counter()
+    child = subprocess.run(
+        [str(clone / "scripts" / "test")],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    whole = time.perf_counter() - started
+    found = SUMMARY.findall(child.stdout)
+    if child.returncode != 0 or not found:
+        sys.stderr.write(child.stdout[-4000:] + child.stderr[-4000:])
+        raise RuntimeError(f"scripts/test exited {child.returncode}")
+    counts, seconds = found[-1]
+    return float(seconds), whole, _counts(counts)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    add_output_argument(parser)
+    args = parser.parse_args()
+    RESULTS.settings = {"runs": args.runs, "CPUs": os.cpu_count()}
+    pytest_seconds: list[float] = []
+    whole_seconds: list[float] = []
+    tests: list[float] = []
+    for run in range(args.runs):
+        with tempfile.TemporaryDirectory() as workdir:
+            seconds, whole, counts = one_run(Path(workdir))
+        pytest_seconds.append(seconds)
+        whole_seconds.append(whole)
+        tests.append(sum(counts.values()))
+        print(f"  run {run + 1}: pytest {seconds:.1f} s, scripts/test {whole:.1f} s, {counts}")
+    RESULTS.add(
+        "pytest_seconds",
+        f"pytest's time in `scripts/test` on a fresh clone ({os.cpu_count()} CPUs, parallel)",
+        pytest_seconds,
+        "s",
+        target=("<=", TARGET_SECONDS),
+        baseline=f"before the restructuring: {BEFORE_SECONDS // 60} min {BEFORE_SECONDS % 60} s "
+        f"serial ({BEFORE_SECONDS / min(pytest_seconds):.1f}x this run's fastest)",
+        why_missed=f"load average {os.getloadavg()[0]:.1f}",
+    )
+    RESULTS.add(
+        "tests",
+        "tests run (passed + skipped) by `scripts/test`",
+        tests,
+        "",
+        target=(">=", BEFORE_TESTS),
+        baseline=f"before the restructuring: {BEFORE_TESTS:,} collected",
+    )
+    RESULTS.add(
+        "whole_seconds",
+        "the whole `scripts/test` on a fresh clone: packages present, venv built, lint, "
+        "mypy, import contracts, pytest",
+        whole_seconds,
+        "s",
+    )
+    RESULTS.write(args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

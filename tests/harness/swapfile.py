@@ -68,6 +68,22 @@ def swap_file() -> Iterator[SwapFile]:
             pytest.skip(f"swapon refused a swap file here: {result.stderr.strip()}")
         yield swap
     finally:
-        if swap.active():
-            subprocess.run(["swapoff", str(swap.path)], check=False, capture_output=True)
+        refusals = _switch_off(swap)
         shutil.rmtree(directory, ignore_errors=True)
+        if refusals:  # the test that left it on fails, not a later one that finds it
+            pytest.fail(f"swapoff {swap.path} kept refusing: {refusals}")
+
+
+def _switch_off(swap: SwapFile, attempts: int = 5) -> list[str]:
+    """Switch the file off, trying again while swapoff refuses (it can, briefly, when the
+    kernel is still paging the file's contents back in); the refusals if it stays on."""
+    refusals: list[str] = []
+    for _ in range(attempts):
+        if not swap.active():
+            return []
+        result = subprocess.run(
+            ["swapoff", str(swap.path)], check=False, capture_output=True, text=True
+        )
+        if result.returncode != 0:
+            refusals.append(result.stderr.strip() or f"exit {result.returncode}")
+    return refusals if swap.active() else []

@@ -85,9 +85,19 @@ def staged(tmp_path_factory: pytest.TempPathFactory) -> Staged:
 
 @pytest.fixture
 def copy_of_staged(staged: Staged, tmp_path: Path) -> Path:
-    """A private copy of the staged tree, for tests that change it."""
+    """A private copy of the staged tree, for tests that change it. The venv's files are
+    hard links (pip and the interpreter replace files, never write into them; copying
+    thousands of them was most of these tests' time); everything else is copied."""
     root = tmp_path / "stage"
-    shutil.copytree(staged.root, root, symlinks=True)
+    venv = str(staged.root / VENV)
+
+    def link_or_copy(source: str, target: str) -> object:
+        if source.startswith(venv + os.sep):
+            os.link(source, target)
+            return target
+        return shutil.copy2(source, target)
+
+    shutil.copytree(staged.root, root, symlinks=True, copy_function=link_or_copy)
     return root
 
 

@@ -86,9 +86,9 @@ BENCHMARKS = (
     Benchmark("testsuite", ("--runs", "3"), None, needs_root=True, minutes=8),
     Benchmark(
         "live",
-        ("--scenarios", "reference,medium,wide,compact", "--runs", "1", "--duration", "150"),
+        ("--scenarios", "reference,medium,wide,compact", "--runs", "2", "--duration", "150"),
         None,
-        minutes=25,
+        minutes=50,
         needs_control_plane=True,
     ),
 )

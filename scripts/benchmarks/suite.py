@@ -61,7 +61,7 @@ BENCHMARKS = (
             "--runs",
             "1",
             "--evictions",
-            "0",
+            "20",
             "--cold-start-nodes",
             "0",
             "--cold-start-list-nodes",

@@ -206,13 +206,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _stop_during_start_up)
-    # Names and messages can carry any character an input file held (lone surrogates too):
-    # the CLI escapes what the terminal's encoding cannot show instead of failing on it.
-    for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper):
-            stream.reconfigure(errors="backslashreplace")
     try:
+        # Inside the try: a SIGTERM from the first instruction on is a clean stop.
+        signal.signal(signal.SIGTERM, _stop_during_start_up)
+        # Names and messages can carry any character an input file held (lone surrogates
+        # too): the CLI escapes what the terminal's encoding cannot show instead of failing.
+        for stream in (sys.stdout, sys.stderr):
+            if isinstance(stream, io.TextIOWrapper):
+                stream.reconfigure(errors="backslashreplace")
         args = build_parser().parse_args(argv)
         handler: Handler = args.handler
         return handler(args)

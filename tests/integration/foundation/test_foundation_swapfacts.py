@@ -46,7 +46,8 @@ def test_doctor_json_reports_the_real_swap_file(swap_file: SwapFile) -> None:
 
 def test_swap_is_off_again_after_the_fixture(tmp_path: Path) -> None:
     """The fixture always switches its file off: no stray /var/tmp swap remains."""
-    assert not any("kc-swap-" in line for line in Path("/proc/swaps").read_text().splitlines())
+    ours = [line for line in Path("/proc/swaps").read_text().splitlines() if "kc-swap-" in line]
+    assert not ours, ours
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting tmpfs needs root")

@@ -260,10 +260,9 @@ def test_evicted_pods_free_their_room() -> None:
     assert _destinations(state, "x", "y", window=2) == ["b", "a"]
 
 
-def test_a_replacement_may_come_before_the_rest_of_its_window() -> None:
-    """Replacements of one window are scheduled in any order: the second pod's candidates
-    hold the node it gets after the first one's replacement (its destination) and the node
-    it would get before it."""
+def _two_replacements_in_one_window() -> tuple[ClusterSnapshot, list[PlannedEviction]]:
+    """Two 500m pods of different owners leaving ``src``, with room for one more on ``big``
+    (2 CPU) than on ``small`` (1.5 CPU): which gets ``big`` depends on their order."""
     state = snapshot(
         node("big", cpu="2"),
         node("small", cpu="1500m"),
@@ -271,7 +270,14 @@ def test_a_replacement_may_come_before_the_rest_of_its_window() -> None:
         pod("first", "src", cpu="500m", owner=owner_ref("ReplicaSet", "one")),
         pod("second", "src", cpu="500m", owner=owner_ref("ReplicaSet", "two")),
     )
-    evictions = [_eviction(state, "first"), _eviction(state, "second")]
+    return state, [_eviction(state, "first"), _eviction(state, "second")]
+
+
+def test_a_replacement_may_come_before_the_rest_of_its_window() -> None:
+    """Replacements of one window are scheduled in any order: the second pod's candidates
+    hold the node it gets after the first one's replacement (its destination) and the node
+    it would get before it."""
+    state, evictions = _two_replacements_in_one_window()
     together = place(state, evictions, window=2).placements
     assert [p.node for p in together] == ["big", "small"]
     assert together[1].candidates == ("big", "small")
@@ -283,14 +289,7 @@ def test_a_replacement_may_come_after_the_rest_of_its_window() -> None:
     """The first pod of a window may be scheduled last: its candidates hold the node it
     gets once the others' replacements took the best one, and the simulation goes on from
     the plan's order (the loads are those of the forward placements)."""
-    state = snapshot(
-        node("big", cpu="2"),
-        node("small", cpu="1500m"),
-        node("src"),
-        pod("first", "src", cpu="500m", owner=owner_ref("ReplicaSet", "one")),
-        pod("second", "src", cpu="500m", owner=owner_ref("ReplicaSet", "two")),
-    )
-    evictions = [_eviction(state, "first"), _eviction(state, "second")]
+    state, evictions = _two_replacements_in_one_window()
     result = place(state, evictions, window=2)
     assert result.placements[0].candidates == ("big", "small")
     loads = {load.node: load.after["cpu"] for load in result.loads}

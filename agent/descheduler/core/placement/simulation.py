@@ -92,11 +92,11 @@ class Simulation:
         self.unnamed_hosts = frozenset(n.index for n in self.nodes if HOSTNAME not in n.info.labels)
         """Nodes without the hostname label: the system default spread skips its hostname
         constraint there, so their score is not their zone's."""
-        self.zone_members: dict[str | None, frozenset[int]] = {}
+        members: dict[str | None, set[int]] = {}
         for node in self.nodes:
-            self.zone_members[node.zone] = self.zone_members.get(node.zone, frozenset()) | {
-                node.index
-            }
+            members.setdefault(node.zone, set()).add(node.index)
+        self.zone_members = {zone: frozenset(found) for zone, found in members.items()}
+        """Zone -> its nodes' indexes."""
         self.image_nodes: Counter[str] = Counter(
             name for node in self.nodes for name in node.info.images
         )
@@ -166,13 +166,9 @@ class Simulation:
     def unland(self, pod: PodInfo) -> None:
         """Take the replacement of ``pod`` off its node again (the last one ``land`` put)."""
         uid = f"{pod.uid}/replacement"
-        # Searched from the end: the windows unland what they landed last, so this is O(1)
-        # where ``list.remove`` scanned every placement from the front.
-        at = next(i for i in range(len(self.placed) - 1, -1, -1) if self.placed[i].uid == uid)
-        ghost = self.placed.pop(at)
+        ghost = _pop_last(self.placed, lambda placed: placed.uid == uid)
         self._move(self.index[ghost.node_name], ghost, -1)
-        on_node = self._placed_on[ghost.node_name]
-        del on_node[len(on_node) - 1 - on_node[::-1].index(ghost)]
+        _pop_last(self._placed_on[ghost.node_name], lambda placed: placed is ghost)
         self._anti_affinity = [p for p in self._anti_affinity if p is not ghost]
         self.affinity_scorers = [p for p in self.affinity_scorers if p is not ghost]
 
@@ -291,3 +287,13 @@ def _no_fit(total: int, reasons: Counter[str]) -> str:
     """The scheduler's "0/N nodes are available: ..." summary."""
     parts = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
     return f"0/{total} nodes are available: {parts}" if parts else f"0/{total} nodes"
+
+
+def _pop_last(items: list[PodInfo], wanted: Callable[[PodInfo], bool]) -> PodInfo:
+    """Remove and return the last item ``wanted`` accepts. Searched from the end: the
+    windows unland what they landed last, a step or two back, where ``list.remove`` would
+    scan every placement from the front."""
+    for at in range(len(items) - 1, -1, -1):
+        if wanted(items[at]):
+            return items.pop(at)
+    raise ValueError("no such placement")

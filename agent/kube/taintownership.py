@@ -21,7 +21,12 @@ OUT_OF_SERVICE_TAINT_KEY = "node.kubernetes.io/out-of-service"
 OUT_OF_SERVICE_VALUE = "nodeshutdown"
 OUT_OF_SERVICE_ANNOTATION = "kubelet-companion.io/out-of-service"
 """On a node we tainted ``node.kubernetes.io/out-of-service=nodeshutdown:NoExecute``."""
-OWNED_ANNOTATIONS = frozenset({RESCUE_ANNOTATION, OUT_OF_SERVICE_ANNOTATION})
+EMPTYING_TAINT_KEY = "kubelet-companion.io/emptying"
+EMPTYING_VALUE = "HighNodeUtilization"
+EMPTYING_ANNOTATION = "kubelet-companion.io/emptying"
+"""On a node we tainted ``kubelet-companion.io/emptying=HighNodeUtilization:PreferNoSchedule``
+while HighNodeUtilization empties it; value: the taint's value."""
+OWNED_ANNOTATIONS = frozenset({RESCUE_ANNOTATION, OUT_OF_SERVICE_ANNOTATION, EMPTYING_ANNOTATION})
 
 
 @dataclass(frozen=True)
@@ -62,3 +67,9 @@ def out_of_service_taint() -> OwnedTaint:
     return OwnedTaint(
         OUT_OF_SERVICE_TAINT_KEY, OUT_OF_SERVICE_VALUE, "NoExecute", OUT_OF_SERVICE_ANNOTATION
     )
+
+
+def emptying_taint() -> OwnedTaint:
+    """The soft taint on a node HighNodeUtilization is emptying: the scheduler's
+    TaintToleration score (weight 3) then steers the replacements of its pods elsewhere."""
+    return OwnedTaint(EMPTYING_TAINT_KEY, EMPTYING_VALUE, "PreferNoSchedule", EMPTYING_ANNOTATION)

@@ -5,10 +5,11 @@ Wiring only: this module builds the parts and hands them to the supervisor. A cy
 when cycles run is ``loop.CycleLoop``; which cache events start one early is
 ``triggerfeeds``; every decision is the pure cycle's (``core.cycle.run_cycle``).
 
-A plan's taints (CriticalAddonRescue, NodeShutdownRecovery) are applied before any of its
-evictions is sent (``taintactions``); rescue taints are removed when their add-on is bound or
-their time is up, checked between cycles, and those an earlier run left at the first cycle
-this process leads.
+A plan's taints (CriticalAddonRescue, NodeShutdownRecovery, HighNodeUtilization's emptying
+taints) are applied before any of its evictions is sent (``taintactions``); rescue taints are
+removed when their add-on is bound or their time is up, emptying taints when the replacements
+are bound (``emptying``), both checked between cycles, and those an earlier run left at the
+first cycle this process leads.
 
 Modes, as upstream's flags mean them:
 - ``--descheduling-interval 0`` (the default): one cycle, then exit (Job, CronJob);
@@ -22,7 +23,8 @@ Modes, as upstream's flags mean them:
   annotation with guarded writes, so a Job or CronJob remembers across runs.
 - ``--event-driven-cycles`` (ours): cache events may start a cycle before the interval
   (``triggers``), at most one per ``--min-cycle-spacing``; with interval 0 only they do. A
-  one-shot run that added a rescue taint waits for it to be removed before it exits.
+  one-shot run that added a rescue or emptying taint waits for it to be removed before it
+  exits.
 
 Exit codes: 0 done, 1 runtime failure (no cluster, caches never synced), 2 bad flags or
 policy (raised as ``ConfigError`` before anything connects).
@@ -262,7 +264,15 @@ async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires 
             running_elector.stop()
 
         supervisor.add(RootTask(name="leader-election", run=elector.run, stop=release))
-    supervisor.add(RootTask(name="cycles", run=loop.run, stage=STAGE_CONTROLLER))
+    # Its graceful stop takes the emptying taints off (a killed run's go at the next start).
+    supervisor.add(
+        RootTask(
+            name="cycles",
+            run=loop.run,
+            stage=STAGE_CONTROLLER,
+            stop=descheduler.release_emptying,
+        )
+    )
 
     async def flush_events() -> None:
         # The last cycle's Events go out before the process does (a bounded wait).

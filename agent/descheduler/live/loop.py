@@ -3,8 +3,8 @@ leader, until the one-shot cycle is done or the process stops.
 
 A follower plans nothing and waits to lead; becoming leader starts a cycle at once, whatever
 the interval's clock says (the work a dead leader left is not kept waiting). Between cycles
-rescue taints are settled (in memory; the API is called only to remove one). A failed cycle
-is logged: a loop tries again at its next start, a one-shot run ends with exit 1.
+rescue and emptying taints are settled (in memory; the API is called only to remove one). A
+failed cycle is logged: a loop tries again at its next start, a one-shot run ends with exit 1.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from agent.kube.errors import NotFound
 from agent.kube.leaderelection import LeaderElector
 from agent.kube.nodereports import NodeReportCache
 
-RESCUE_POLL_SECONDS = 1.0
-"""How often an in-place rescue taint is checked against its add-on (in memory, no calls)."""
+TAINT_POLL_SECONDS = 1.0
+"""How often an in-place rescue or emptying taint is checked against its add-on or its
+replacements (in memory, no calls)."""
 REPORTS_SYNC_SECONDS = 10.0
 """How long the first cycle waits for the agents' NodeReports; without them (no CRD, no
 agents) every node falls back to requests, which the plan records and a metric counts."""
@@ -94,11 +95,12 @@ class CycleLoop:
                     self.descheduler, clock.monotonic() - started, self.schedule, clock, one_shot
                 )
             if one_shot:
-                # A rescue taint is not left behind: wait for its add-on, or its timeout.
-                while await self.descheduler.settle_rescues():
-                    await clock.sleep(RESCUE_POLL_SECONDS)
+                # A rescue taint is not left behind: wait for its add-on, or its timeout;
+                # an emptying taint for the replacements, or its hold.
+                while await self.descheduler.settle_taints():
+                    await clock.sleep(TAINT_POLL_SECONDS)
                 await self._end(self.exit_code)
-            await until_next_cycle(self.schedule, self.descheduler.settle_rescues, clock, self.wake)
+            await until_next_cycle(self.schedule, self.descheduler.settle_taints, clock, self.wake)
 
     async def _end(self, code: int) -> None:
         """Ask the process to stop with ``code``, and wait to be cancelled by its supervisor."""
@@ -115,8 +117,8 @@ async def until_next_cycle(
 ) -> None:
     """Sleep until the schedule says a cycle is due (``wake`` is set by each trigger).
 
-    Meanwhile ``settle`` runs at least every ``RESCUE_POLL_SECONDS`` while it says rescue
-    taints are in place (in memory: it calls the API only to remove one).
+    Meanwhile ``settle`` runs at least every ``TAINT_POLL_SECONDS`` while it says rescue or
+    emptying taints are in place (in memory: it calls the API only to remove one).
     """
     while True:
         wake.clear()
@@ -125,7 +127,7 @@ async def until_next_cycle(
         due = schedule.next_start()
         if due is not None and now >= due:
             return
-        poll = now + RESCUE_POLL_SECONDS if rescuing else None
+        poll = now + TAINT_POLL_SECONDS if rescuing else None
         deadlines = [t for t in (due, poll) if t is not None]
         await sleep_or_set(clock, min(deadlines) - now if deadlines else None, wake)
 

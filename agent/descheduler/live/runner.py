@@ -2,7 +2,8 @@
 
 Planning is the pure cycle's (``core.cycle.run_cycle``), on a worker thread: the snapshot is
 immutable, so the caches keep following their watches meanwhile. Carrying it out is taints
-first (``taintactions``: a rescue's node is tainted before its pods go), then evictions
+first (``taintactions``: a rescue's node is tainted before its pods go, and a node being
+emptied before its pods go), then evictions
 (``evictor``), the ones a budget holds going as it allows; then the churn guard's memory, the
 metrics, a Warning Event for a plugin that failed, and one log line a person reads.
 """
@@ -23,7 +24,7 @@ from agent.descheduler.live.budgetwatch import BudgetWatch
 from agent.descheduler.live.evictor import EvictionResult, LiveEvictor
 from agent.descheduler.live.metrics import RESULT_BLOCKED_BY_PDB, DeschedulerMetrics
 from agent.descheduler.live.options import RunOptions
-from agent.descheduler.live.taintactions import TaintActions
+from agent.descheduler.live.taintactions import TaintActions, emptying_nodes
 from agent.descheduler.live.triggers import CycleSchedule
 from agent.descheduler.model.cluster import ClusterSnapshot
 from agent.descheduler.plan.render import render_json, render_table
@@ -32,12 +33,13 @@ from agent.kube.errors import KubeError, LeadershipLost
 from agent.kube.events import EventSink, ObjectRef
 from agent.kube.evictionmemory import EvictionsMemory
 from agent.kube.leaderelection import LeaderElector
-from agent.kube.taintownership import RESCUE_ANNOTATION
+from agent.kube.taintownership import EMPTYING_ANNOTATION, RESCUE_ANNOTATION
 
 CYCLE_FAILED = "DeschedulingFailed"
 """The reason of the Warning Event a cycle posts when a plugin or a profile failed."""
 LEFTOVER_SYNC_SECONDS = 5.0
-"""How long the first cycle waits for the node cache to show leftover rescue taints gone."""
+"""How long the first cycle waits for the node cache to show leftover taints gone."""
+LEFTOVER_ANNOTATIONS = frozenset({RESCUE_ANNOTATION, EMPTYING_ANNOTATION})
 
 _log = structlog.get_logger(subsystem="descheduler")
 
@@ -121,7 +123,7 @@ class Descheduler:
                     namespace=refused["namespace"],
                     node=refused["node"],
                 )
-            self.last_results = await self._execute(plan)
+            self.last_results = await self._execute(plan, snapshot)
             await self._remember(snapshot, owner_evictions, self.last_results)
             self.metrics.cycles.labels(_outcome(plan)).inc()
         if plan.errors:
@@ -137,9 +139,10 @@ class Descheduler:
             if self.events is not None and self.subject is not None:
                 await self.events.emit(self.subject, "Warning", CYCLE_FAILED, error)
 
-    async def _execute(self, plan: Plan) -> list[EvictionResult]:
+    async def _execute(self, plan: Plan, snapshot: ClusterSnapshot) -> list[EvictionResult]:
         """Taints first (a rescue's node is tainted before its pods go), then evictions; the
-        ones a budget holds go as it allows, until the hold ends."""
+        ones a budget holds go as it allows, until the hold ends. Emptying taints stay on
+        until the replacements of the pods that left are bound (``emptying``)."""
         actions = self.taint_actions if plan.taints else None
         failed = await actions.apply(plan.taints) if actions is not None else set()
         allowed = actions.sendable(plan.allowed, failed) if actions is not None else plan.allowed
@@ -152,31 +155,48 @@ class Descheduler:
         )
         if actions is not None:
             await actions.report(plan.taints, results, failed)
+            if emptied := emptying_nodes(plan.taints):
+                gone = {r.eviction.uid for r in results if r.evicted}
+                evicted = [p for n in emptied for p in snapshot.pods_on(n) if p.uid in gone]
+                actions.emptying.track(emptied, evicted, snapshot)
         return results
 
     async def _remove_leftover_rescues(self) -> None:
-        """Once, as leader: rescue taints an earlier run left; wait for the cache to agree."""
+        """Once, as leader: rescue and emptying taints an earlier run left; wait for the
+        cache to agree."""
         self._leftovers_checked = True
         actions = self.taint_actions
         if actions is None:
             return
-        removed = await actions.tracker.remove_leftovers(list(self.state.nodes.store.values()))
+        nodes = list(self.state.nodes.store.values())
+        removed = await actions.tracker.remove_leftovers(nodes)
+        removed += await actions.emptying.remove_leftovers(nodes)
         deadline = self.clock.monotonic() + LEFTOVER_SYNC_SECONDS
         while removed and self.clock.monotonic() < deadline:
-            if all(
-                RESCUE_ANNOTATION not in getattr(self.state.nodes.get(name), "annotations", {})
+            if not any(
+                LEFTOVER_ANNOTATIONS & set(getattr(self.state.nodes.get(name), "annotations", {}))
                 for name in removed
             ):
                 break
             await self.clock.sleep(0.05)
 
-    async def settle_rescues(self) -> bool:
-        """Remove rescue taints that are done; ``True`` while some are still in place."""
+    async def settle_taints(self) -> bool:
+        """Remove rescue and emptying taints that are done; ``True`` while some are still
+        in place."""
         actions = self.taint_actions
-        if actions is None or not actions.tracker.pending:
+        if actions is None:
             return False
-        await actions.tracker.settle(self.state.pods.get)
-        return actions.tracker.pending
+        if actions.tracker.pending:
+            await actions.tracker.settle(self.state.pods.get)
+        if actions.emptying.pending:
+            await actions.emptying.settle(self.state.pods.store.values)
+        return actions.tracker.pending or actions.emptying.pending
+
+    async def release_emptying(self) -> None:
+        """At a graceful stop: the emptying taints come off now, if this replica leads."""
+        actions = self.taint_actions
+        if actions is not None and actions.emptying.pending and self.leading:
+            await actions.emptying.release()
 
     def _count_fallbacks(self, plan: Plan) -> None:
         fallbacks = [facts for facts in plan.nodes if facts.get("fallback")]

@@ -9,6 +9,9 @@ through ``agent.kube.ownedtaints`` (guarded patches, ownership recorded on the n
 - ``RescueTracker`` remembers each rescue taint it added, and removes it once the add-on is
   bound to a node (or gone), or after the rescue's timeout; ``remove_leftovers`` removes the
   rescue taints an earlier run left (our annotation on the node says which), at start-up.
+- HighNodeUtilization's soft emptying taints go the same way, once the replacements of the
+  pods that left are bound (``emptying``). One that could not be added costs nothing but
+  the steering: its node's evictions still go.
 - Events ``CriticalAddonRescue`` on the add-on and on the node name the evicted pods;
   ``NodeShutdownRecovery`` posts one on the node when it adds or removes out-of-service.
 
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 import structlog
 
 from agent.descheduler.core.plugins.criticaladdonrescue import NAME as RESCUE
+from agent.descheduler.live.emptying import EmptyingTracker
 from agent.descheduler.live.evictor import EvictionResult
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
 from agent.descheduler.plan.shape import PlannedEviction, TaintChange
@@ -31,8 +35,10 @@ from agent.kube.errors import KubeError
 from agent.kube.events import EventSink, ObjectRef
 from agent.kube.ownedtaints import OwnedTaints
 from agent.kube.taintownership import (
+    EMPTYING_TAINT_KEY,
     RESCUE_ANNOTATION,
     OwnedTaint,
+    emptying_taint,
     out_of_service_taint,
     rescue_taint,
     rescue_taint_valued,
@@ -45,7 +51,16 @@ _log = structlog.get_logger(subsystem="descheduler.taints")
 
 
 def _owned(change: TaintChange) -> OwnedTaint:
-    return rescue_taint(change.for_pod) if change.for_pod else out_of_service_taint()
+    if change.for_pod:
+        return rescue_taint(change.for_pod)
+    if change.key == EMPTYING_TAINT_KEY:
+        return emptying_taint()
+    return out_of_service_taint()
+
+
+def emptying_nodes(changes: Sequence[TaintChange]) -> list[str]:
+    """The nodes a plan empties behind our soft taint (``live.emptying``)."""
+    return [c.node for c in changes if c.add and c.key == EMPTYING_TAINT_KEY]
 
 
 @dataclass
@@ -120,9 +135,11 @@ class TaintActions:
         *,
         rescue_timeout: float,
         lookup: PodLookup,
+        emptying: EmptyingTracker | None = None,
     ) -> None:
         self.taints = taints
         self.tracker = tracker
+        self.emptying = emptying or EmptyingTracker(taints, tracker.monotonic)
         self.events = events
         self.rescue_timeout = rescue_timeout
         self.lookup = lookup

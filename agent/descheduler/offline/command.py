@@ -59,7 +59,7 @@ def plan_snapshot(
     snapshot: ClusterSnapshot, plan: Plan, profile: SchedulerProfile = DEFAULT_PROFILE
 ) -> tuple[Plan, PlacementResult]:
     """The plan with destinations (as ``profile`` scores), and the placements behind them."""
-    placed = place(snapshot, plan.evictions, profile=profile)
+    placed = place(snapshot, plan.evictions, profile=profile, taints=plan.taints)
     return with_destinations(plan, placed), placed
 
 

@@ -426,6 +426,40 @@ class TestHighNodeUtilization:
         args = {"thresholds": {"cpu": 20}, "evictionModes": ["OnlyThresholdingResources"]}
         assert _evicted(run_cycle(policy((HNU, args)), state)) == ["cpu"]
 
+    def test_each_node_it_evicts_from_is_asked_for_the_emptying_taint(self) -> None:
+        """One soft taint per source node that loses a pod (a held one counts), in the order
+        the nodes were emptied; an under-utilized node with nothing to evict gets none."""
+        state = snapshot(
+            node("a"),
+            *_pods("a", 2, "300m"),
+            node("b"),
+            *_pods("b", 1, "100m", labels={"app": "x"}),
+            node("idle"),
+            node("dense"),
+            *_pods("dense", 4, "500m"),
+            pdb("x", match_labels={"app": "x"}, disruptions_allowed=0),
+        )
+        plan = run_cycle(policy((HNU, {"thresholds": {"cpu": 20}})), state)
+        assert [(e.node, e.held) for e in plan.evictions] == [
+            ("b", True),
+            ("a", False),
+            ("a", False),
+        ]
+        assert [(t.node, t.taint, t.add, t.plugin) for t in plan.taints] == [
+            ("b", "kubelet-companion.io/emptying=HighNodeUtilization:PreferNoSchedule", True, HNU),
+            ("a", "kubelet-companion.io/emptying=HighNodeUtilization:PreferNoSchedule", True, HNU),
+        ]
+
+    def test_taint_source_nodes_false_asks_for_no_taint(self) -> None:
+        """``taintSourceNodes: false`` leaves the nodes as upstream would: evictions only."""
+        state = snapshot(
+            node("sparse"), *_pods("sparse", 2, "200m"), node("dense"), *_pods("dense", 4, "500m")
+        )
+        args = {"thresholds": {"cpu": 20}, "taintSourceNodes": False}
+        plan = run_cycle(policy((HNU, args)), state)
+        assert _evicted(plan) == ["sparse-0", "sparse-1"]
+        assert plan.taints == []
+
 
 def test_prometheus_source_is_reported_not_ignored() -> None:
     """A source this version cannot read fails the profile's build instead of silently

@@ -4,6 +4,7 @@ name the destination), with the pods the plan placed earlier counted."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from agent.descheduler.core.placement import (
     REFUSED,
     place,
     with_destinations,
+    with_taint_changes,
 )
 from agent.descheduler.core.placement.profile import (
     BALANCED,
@@ -28,8 +30,9 @@ from agent.descheduler.core.placement.profile import (
     TAINTS,
     SchedulerProfile,
 )
+from agent.descheduler.core.plugins.nodeutilization.highnodeutilization import emptying_change
 from agent.descheduler.model.cluster import ClusterSnapshot, NodeUsage
-from agent.descheduler.plan.shape import Plan, PlannedEviction
+from agent.descheduler.plan.shape import Plan, PlannedEviction, TaintChange
 from tests.harness.deschedulerstate import node, pod, snapshot
 from tests.harness.kubeobjects import owner_ref
 
@@ -308,6 +311,34 @@ def test_a_node_with_only_a_prefernoschedule_taint_is_still_a_destination() -> N
         node("soft", taints=[SOFT_TAINT]), node("src"), pod("mover", "src"), node("full", pods="0")
     )
     assert _destinations(state, "mover") == ["soft"]
+
+
+def _emptying(node_name: str) -> TaintChange:
+    return emptying_change(node_name, "HighNodeUtilization", "p")
+
+
+def test_a_plans_emptying_taint_steers_the_replacement_to_another_node() -> None:
+    """The plan's taints are on the nodes before its evictions go: a node the plan empties
+    behind a PreferNoSchedule taint loses to an untainted one it would otherwise beat."""
+    state = snapshot(node("a"), node("b"), node("src"), pod("mover", "src"))
+    [eviction] = [_eviction(state, "mover")]
+    assert place(state, [eviction]).placements[0].node == "a"
+    steered = place(state, [eviction], taints=[_emptying("a")])
+    assert steered.placements[0].node == "b"
+    assert steered.placements[0].candidates == ("b",)
+
+
+def test_a_taint_change_never_replaces_a_taint_in_its_slot() -> None:
+    """An add where a taint of the same key and effect is already on the node leaves that
+    one as it is (the live loop never changes another's); a remove takes the slot off."""
+    owned = {"key": "kubelet-companion.io/emptying", "value": "x", "effect": "PreferNoSchedule"}
+    state = snapshot(node("a", taints=[owned]), node("b"))
+    added = with_taint_changes(state, [_emptying("a"), _emptying("b"), _emptying("gone")])
+    assert added.nodes["a"].taints == (owned,)
+    assert [t["value"] for t in added.nodes["b"].taints] == ["HighNodeUtilization"]
+    removal = replace(_emptying("a"), add=False)
+    assert with_taint_changes(state, [removal]).nodes["a"].taints == ()
+    assert with_taint_changes(state, []) is state
 
 
 def test_a_bin_packing_scheduler_picks_the_fullest_node_that_fits() -> None:

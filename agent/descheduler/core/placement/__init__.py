@@ -63,7 +63,8 @@ Pods that get no destination: pods without a controller (nothing recreates them)
 pods (their controller replaced them when they finished). A DaemonSet pod comes back on its
 own node, so that node is its destination.
 
-Pure: a snapshot and the planned evictions in, placements and per-node loads out.
+Pure: a snapshot, the planned evictions and the plan's taints in (a node the plan taints
+before its evictions is scored with that taint), placements and per-node loads out.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ from agent.descheduler.core.placement.profile import DEFAULT_PROFILE, SchedulerP
 from agent.descheduler.core.placement.simulation import FINISHED, OWN_NODE, Simulation
 from agent.descheduler.model.cluster import ClusterSnapshot, PodInfo
 from agent.descheduler.plan.destinations import Placement, PlacementResult
-from agent.descheduler.plan.shape import Plan, PlannedEviction
+from agent.descheduler.plan.shape import Plan, PlannedEviction, TaintChange
 
 __all__ = [
     "BLOCKED",
@@ -87,6 +88,7 @@ __all__ = [
     "Simulation",
     "place",
     "with_destinations",
+    "with_taint_changes",
 ]
 
 IN_FLIGHT = 8
@@ -111,10 +113,13 @@ def place(
     fast: bool = True,
     profile: SchedulerProfile = DEFAULT_PROFILE,
     window: int = IN_FLIGHT,
+    taints: Sequence[TaintChange] = (),
 ) -> PlacementResult:
     """Every planned eviction's destination and the nodes' loads: the allowed evictions in
     the plan's order, then the held ones in theirs (the order the live loop sends them), in
-    windows of ``window`` sent together (see the module docstring)."""
+    windows of ``window`` sent together (see the module docstring), on the nodes as the
+    plan's ``taints`` leave them (the live loop applies those before any eviction)."""
+    snapshot = with_taint_changes(snapshot, taints)
     wanted = {(e.node, e.uid) for e in evictions}
     by_uid = {
         pod.uid: pod
@@ -155,6 +160,33 @@ def place(
                 placement = replace(placement, note=BLOCKED)
             placements[position] = placement
     return PlacementResult(tuple(placements[i] for i in range(len(evictions))), simulation.loads())
+
+
+def with_taint_changes(
+    snapshot: ClusterSnapshot, changes: Sequence[TaintChange]
+) -> ClusterSnapshot:
+    """The snapshot with a plan's taint changes made. An add leaves a taint already in its
+    key and effect slot as it is, as the live loop does (it never changes another's)."""
+    if not changes:
+        return snapshot
+    nodes = dict(snapshot.nodes)
+    for change in changes:
+        node = nodes.get(change.node)
+        if node is None:
+            continue
+        others = tuple(
+            taint
+            for taint in node.taints
+            if (taint.get("key"), taint.get("effect")) != (change.key, change.effect)
+        )
+        if change.add:
+            if len(others) < len(node.taints):
+                continue
+            taint = {"key": change.key, "value": change.value, "effect": change.effect}
+            nodes[change.node] = replace(node, taints=(*node.taints, taint))
+        else:
+            nodes[change.node] = replace(node, taints=others)
+    return replace(snapshot, nodes=nodes)
 
 
 def _other_order(simulation: Simulation, pod: PodInfo | None) -> tuple[str, ...]:

@@ -283,6 +283,8 @@ class EvictionRun:
     replacement would come straight back. HighNodeUtilization's are: its node only empties
     further as the cycle goes, so the reason holds, and a node is emptied in one cycle
     instead of one pod per budget per cycle."""
+    emptied: list[str] = field(default_factory=list)
+    """The source nodes that got at least one eviction, in the order they got their first."""
 
     def run(self, sources: Sequence[NodeState]) -> None:
         taints = [state.node.taints for state in self.destinations]
@@ -337,6 +339,8 @@ class EvictionRun:
             except NamespaceLimitReached:
                 continue  # upstream logs "eviction failed" and tries the next pod
             evicted += 1
+            if evicted == 1:
+                self.emptied.append(state.node.name)
             for name in self.budget:
                 amount = pod_usage.get(name, 0)
                 state.usage[name] = state.usage.get(name, 0) - amount

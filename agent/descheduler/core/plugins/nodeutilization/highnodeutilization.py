@@ -6,6 +6,15 @@ or below its threshold) are the sources, in ascending raw usage; every other sch
 is a destination, with its whole free capacity as room. Pods go in eviction order while the
 destinations' free capacity stays positive for every resource. ``evictionModes:
 [OnlyThresholdingResources]`` limits the candidates to pods requesting a thresholds' resource.
+
+Ours, on by default (``taintSourceNodes: false`` turns it off): every node the plan evicts
+from is asked for the soft taint ``kubelet-companion.io/emptying:PreferNoSchedule`` before
+its pods go. The default scheduler weighs taint toleration (3) above topology spreading (2)
+and resource packing (1); without the taint, the spreading score sends a replacement to a
+half-emptied node that holds none of its Deployment yet, the very node it left among them,
+and the node stays. The live loop removes the taint once the replacements are bound
+(``live.emptying``); the cluster-autoscaler steers pods off its scale-down candidates the
+same way.
 """
 
 from __future__ import annotations
@@ -38,6 +47,8 @@ from agent.descheduler.core.plugins.nodeutilization.common import (
     usable_as_room,
 )
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
+from agent.descheduler.plan.shape import TaintChange
+from agent.kube.taintownership import emptying_taint
 
 ONLY_THRESHOLDING_RESOURCES = "OnlyThresholdingResources"
 
@@ -51,6 +62,7 @@ class HighNodeUtilizationArgs:
     metrics_utilization: MetricsUtilization | None = setting(None)
     source_node_order: Literal["RawSum", "Percentage"] = setting("RawSum")
     cooldown_seconds: float = setting(0.0, minimum=0)
+    taint_source_nodes: bool = setting(True)
 
     def validate(self) -> list[FieldError]:
         return include_is_unsupported(self.evictable_namespaces) + threshold_errors(
@@ -99,7 +111,7 @@ class HighNodeUtilization:
         if not destinations:
             return
         excluded = self.args.evictable_namespaces.exclude if self.args.evictable_namespaces else ()
-        EvictionRun(
+        run = EvictionRun(
             handle=self.handle,
             plugin=self.name,
             usage_source=self.usage_source,
@@ -109,7 +121,8 @@ class HighNodeUtilization:
             pod_filter=self._candidate,
             excluded_namespaces=frozenset(excluded),
             cooldown_seconds=self.args.cooldown_seconds,
-        ).run(
+        )
+        run.run(
             order_sources(
                 under,
                 ascending=True,
@@ -117,6 +130,24 @@ class HighNodeUtilization:
                 names=list(self.args.thresholds),
             )
         )
+        if self.args.taint_source_nodes:
+            for node in run.emptied:
+                self.handle.record_taint(emptying_change(node, self.name, self.handle.profile))
+
+
+def emptying_change(node: str, plugin: str, profile: str) -> TaintChange:
+    """The soft taint on a node being emptied (the live loop applies a plan's taints first)."""
+    owned = emptying_taint()
+    return TaintChange(
+        node=node,
+        key=owned.key,
+        value=owned.value,
+        effect=owned.effect,
+        add=True,
+        plugin=plugin,
+        profile=profile,
+        reason="emptying an under-utilized node: its pods' replacements are steered elsewhere",
+    )
 
 
 def _room_left(_state: NodeState, budget: Mapping[str, int]) -> bool:

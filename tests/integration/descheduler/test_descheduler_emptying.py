@@ -1,0 +1,202 @@
+"""HighNodeUtilization's emptying taints end to end against the fake API server, over the
+official client.
+
+Node ``sparse`` holds two pods of the ReplicaSet ``web``; ``dense`` is well used. The
+descheduler puts ``kubelet-companion.io/emptying:PreferNoSchedule`` (and our annotation) on
+``sparse`` before it evicts anything there; the test stands in for the ReplicaSet controller
+and the scheduler by creating bound replacements, and the taint goes once both are bound. A
+taint nobody tracks goes only if our annotation names it; a replacement that never comes
+keeps the taint on only for the hold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.descheduler.cache.projection import project_pod
+from agent.descheduler.core.policy import load_policy
+from agent.descheduler.live.app import run_descheduler
+from agent.descheduler.live.emptying import EmptyingTracker
+from agent.descheduler.live.options import RunOptions
+from agent.kube.api import KubeApi
+from agent.kube.client import AsyncKube
+from agent.kube.ownedtaints import OwnedTaints
+from agent.kube.taintownership import EMPTYING_ANNOTATION, emptying_taint
+from tests.harness.deschedulerstate import node, pod, snapshot
+from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.kubeobjects import owner_ref
+from tests.harness.waiting import wait_until
+
+HNU_POLICY = """\
+apiVersion: "descheduler/v1alpha2"
+kind: "DeschedulerPolicy"
+profiles:
+  - name: compact
+    pluginConfig:
+    - name: "HighNodeUtilization"
+      args:
+        thresholds: {"cpu": 20}
+    plugins:
+      balance:
+        enabled: ["HighNodeUtilization"]
+"""
+EMPTYING = {
+    "key": "kubelet-companion.io/emptying",
+    "value": "HighNodeUtilization",
+    "effect": "PreferNoSchedule",
+}
+WEB = owner_ref("ReplicaSet", "web")
+DEDICATED = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
+
+
+def _web(name: str, node_name: str | None) -> dict[str, Any]:
+    return pod(name, node_name, cpu="200m", owner=WEB)
+
+
+def _cluster(server: FakeApiServer) -> None:
+    """sparse: two 200m pods of ``web`` (10 % of 4 CPUs); dense and db: four 500m pods of
+    others each, db with a taint of someone else's."""
+    server.create(node("sparse"))
+    server.create(node("dense"))
+    server.create(node("db", taints=[DEDICATED]))
+    for index in range(2):
+        server.create(_web(f"web-{index}", "sparse"))
+    for host, tolerations in (("dense", []), ("db", [{"key": "dedicated", "operator": "Exists"}])):
+        for index in range(4):
+            server.create(
+                pod(
+                    f"{host}-{index}",
+                    host,
+                    cpu="500m",
+                    owner=owner_ref("ReplicaSet", host),
+                    tolerations=tolerations,
+                )
+            )
+
+
+def _taints(server: FakeApiServer, name: str) -> list[dict[str, Any]]:
+    return list(server.get("nodes", name)["spec"].get("taints") or [])
+
+
+def _annotations(server: FakeApiServer, name: str) -> dict[str, str]:
+    return dict(server.get("nodes", name)["metadata"].get("annotations") or {})
+
+
+def _policy(tmp_path: Path) -> Path:
+    path = tmp_path / "policy.yaml"
+    path.write_text(HNU_POLICY)
+    return path
+
+
+def _run(
+    kube_api: KubeApi, tmp_path: Path, stop: asyncio.Event | None = None, **options: Any
+) -> asyncio.Task[int]:
+    return asyncio.create_task(
+        run_descheduler(
+            load_policy(_policy(tmp_path)),
+            RunOptions(metrics_bind_address="127.0.0.1:0", qps=0, **options),
+            kube_api,
+            install_signal_handlers=False,
+            stop=stop,
+        )
+    )
+
+
+async def test_the_node_is_tainted_before_its_pods_go_and_untainted_once_they_are_replaced(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, tmp_path: Path
+) -> None:
+    """The taint and our annotation land on ``sparse`` before its first eviction; the
+    one-shot run waits with the taint on until both replacements are bound (one of them
+    first Pending), then removes taint and annotation and exits 0. ``db`` keeps its own.
+    (That it waits for bound replacements and no more than the hold: the tracker's test.)"""
+    _cluster(fake_apiserver)
+    run = _run(kube_api, tmp_path)
+    try:
+        await wait_until(
+            lambda: len(fake_apiserver.requests(method="POST", path_contains="/eviction")) == 2,
+            timeout=20,
+        )
+        patches = fake_apiserver.requests(method="PATCH", path_contains="/api/v1/nodes/")
+        evictions = fake_apiserver.requests(method="POST", path_contains="/eviction")
+        assert [r.path for r in patches] == ["/api/v1/nodes/sparse"]
+        assert patches[0].monotonic < evictions[0].monotonic
+        assert EMPTYING in _taints(fake_apiserver, "sparse")
+        assert _annotations(fake_apiserver, "sparse")[EMPTYING_ANNOTATION] == "HighNodeUtilization"
+        fake_apiserver.create(_web("web-new-0", "dense"))
+        fake_apiserver.create(_web("web-new-1", None))
+        fake_apiserver.bind("default", "web-new-1", "dense")
+        code = await asyncio.wait_for(run, timeout=20)
+    finally:
+        run.cancel()
+    assert code == 0
+    assert _taints(fake_apiserver, "sparse") == []
+    assert EMPTYING_ANNOTATION not in _annotations(fake_apiserver, "sparse")
+    assert _taints(fake_apiserver, "db") == [DEDICATED]
+
+
+async def test_a_graceful_stop_takes_the_taint_off(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, tmp_path: Path
+) -> None:
+    """A running loop whose replacements have not come yet removes its emptying taint when
+    it is stopped, rather than leaving it for the next run."""
+    _cluster(fake_apiserver)
+    stop = asyncio.Event()
+    run = _run(kube_api, tmp_path, interval=3600.0, stop=stop)
+    try:
+        await wait_until(lambda: EMPTYING in _taints(fake_apiserver, "sparse"), timeout=20)
+        await wait_until(
+            lambda: len(fake_apiserver.requests(method="POST", path_contains="/eviction")) == 2,
+            timeout=20,
+        )
+        stop.set()
+        code = await asyncio.wait_for(run, timeout=20)
+    finally:
+        run.cancel()
+    assert code == 0
+    assert _taints(fake_apiserver, "sparse") == []
+    assert EMPTYING_ANNOTATION not in _annotations(fake_apiserver, "sparse")
+
+
+async def test_a_leftover_emptying_taint_goes_at_start_and_a_foreign_one_stays(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, tmp_path: Path
+) -> None:
+    """An emptying taint an earlier run left (our annotation names it) goes at the first
+    cycle; the same taint on a node without our annotation is someone else's and stays."""
+    left = node("left", taints=[DEDICATED, EMPTYING])
+    left["metadata"]["annotations"] = {EMPTYING_ANNOTATION: "HighNodeUtilization"}
+    fake_apiserver.create(left)
+    fake_apiserver.create(node("theirs", taints=[EMPTYING]))
+    code = await asyncio.wait_for(_run(kube_api, tmp_path), timeout=20)
+    assert code == 0
+    assert _taints(fake_apiserver, "left") == [DEDICATED]
+    assert EMPTYING_ANNOTATION not in _annotations(fake_apiserver, "left")
+    assert _taints(fake_apiserver, "theirs") == [EMPTYING]
+
+
+@pytest.mark.parametrize("replacement_node", [None, "dense"])
+async def test_without_bound_replacements_the_taint_stays_only_for_the_hold(
+    fake_apiserver: FakeApiServer, async_kube: AsyncKube, replacement_node: str | None
+) -> None:
+    """A replacement that stays Pending (or never comes) keeps the taint on until the hold
+    is over, never longer; a bound one ends it at once."""
+    fake_apiserver.create(node("sparse"))
+    now = [100.0]
+    taints = OwnedTaints(async_kube)
+    tracker = EmptyingTracker(taints, lambda: now[0], hold_seconds=60)
+    await taints.add("sparse", emptying_taint())
+    evicted = _web("web-0", "sparse")
+    tracker.track(["sparse"], [project_pod(evicted)], snapshot(node("sparse"), evicted))
+    replacement = project_pod(_web("web-new", replacement_node))
+    removed = await tracker.settle(lambda: [replacement])
+    if replacement_node is None:
+        assert removed == []
+        assert _taints(fake_apiserver, "sparse") == [EMPTYING]
+        now[0] += 60
+        removed = await tracker.settle(lambda: [replacement])
+    assert removed == ["sparse"]
+    assert _taints(fake_apiserver, "sparse") == []
+    assert not tracker.pending

@@ -57,27 +57,34 @@ class PodInfo(msgspec.Struct, frozen=True, gc=False):
     need not walk 150,000 of them on every full collection.
     """
 
+    # The fields a cycle reads of every pod come first, so a pass over 150,000 pods touches
+    # fewer cache lines of each (at 5,000 nodes the caches no longer fit the CPU's cache,
+    # and each line is a trip to memory); the fields read once per pod, or rarely, follow.
     namespace: str
     name: str
     uid: str
     node_name: str
     phase: str
     """``status.phase``; ``""`` when the API server sent none."""
-    creation_timestamp: float
-    start_time: float | None
-    deleting: bool
-    """``metadata.deletionTimestamp`` is set."""
+    owners: tuple[OwnerRef, ...]
+    requests: ResourceList
+    """Effective pod requests: max(sum of containers, each init container) + overhead."""
+    images: tuple[str, ...]
+    """Container images, sorted (``RemoveDuplicates`` keys on owner + images)."""
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
     """Only the annotations some rule reads (see ``keys.KEPT_ANNOTATIONS``)."""
-    owners: tuple[OwnerRef, ...]
     priority: int | None
     """``spec.priority``; ``None`` when absent (upstream sorts nil priority first)."""
-    priority_class_name: str
-    requests: ResourceList
-    """Effective pod requests: max(sum of containers, each init container) + overhead."""
     qos: str
     """``Guaranteed``, ``Burstable`` or ``BestEffort``."""
+    ready: bool
+    """The ``Ready`` condition is True (PDBs count Running and Ready pods as healthy)."""
+    deleting: bool
+    """``metadata.deletionTimestamp`` is set."""
+    creation_timestamp: float
+    start_time: float | None
+    priority_class_name: str
     mirror: bool
     static: bool
     node_selector: Mapping[str, str]
@@ -88,10 +95,6 @@ class PodInfo(msgspec.Struct, frozen=True, gc=False):
     """An ``emptyDir`` or ``hostPath`` volume."""
     pvc_claims: tuple[str, ...]
     """Claim names of ``persistentVolumeClaim`` volumes (same namespace)."""
-    images: tuple[str, ...]
-    """Container images, sorted (``RemoveDuplicates`` keys on owner + images)."""
-    ready: bool
-    """The ``Ready`` condition is True (PDBs count Running and Ready pods as healthy)."""
     extra: Mapping[str, Any] = EMPTY_MAP
     """Room for fields later plugins need (container statuses, spread constraints), so the
     common case carries none."""

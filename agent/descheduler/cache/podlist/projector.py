@@ -276,16 +276,18 @@ class PodListProjector:
             metadata.uid or f"{namespace}/{name}",  # uid
             intern(spec.node_name or ""),  # node_name
             intern(status.phase or ""),  # phase
-            created,  # creation_timestamp
-            start_time,
-            bool(metadata.deletion_timestamp),  # deleting
+            owners,
+            requests,
+            images,
             labels,
             kept or EMPTY_MAP,  # annotations
-            owners,
             spec.priority,
-            intern(spec.priority_class_name or ""),  # priority_class_name
-            requests,
             qos,
+            ready,
+            bool(metadata.deletion_timestamp),  # deleting
+            created,  # creation_timestamp
+            start_time,
+            intern(spec.priority_class_name or ""),  # priority_class_name
             mirror,
             static,
             node_selector,
@@ -293,8 +295,6 @@ class PodListProjector:
             tolerations,
             local_storage,
             claims,  # pvc_claims
-            images,
-            ready,
             extra,
         )
 

@@ -45,7 +45,7 @@ from agent.descheduler.core.errors import EvictionLimitReached
 from agent.descheduler.core.evictions.limits import EvictionLimits
 from agent.descheduler.core.framework.types import EvictorPlugin
 from agent.descheduler.core.rules.budgets import BudgetIndex
-from agent.descheduler.model.cluster import ClusterSnapshot, PodInfo
+from agent.descheduler.model.cluster import ClusterSnapshot, DisruptionBudget, PodInfo
 from agent.descheduler.plan.shape import Plan, PlannedEviction
 
 
@@ -74,6 +74,9 @@ class Planner:
         """UIDs of the pods this cycle evicted (allowed, not blocked)."""
         self._remaining: dict[str, int] = {}
         self._budgets = BudgetIndex(snapshot)
+        self._keys: dict[int, str] = {}
+        """Budget ``namespace/name`` by ``id``: the snapshot keeps every budget alive for as
+        long as this planner, so no id is reused meanwhile."""
 
     def evict(
         self, pod: PodInfo, *, plugin: str, profile: str, reason: str = "", hold: bool = True
@@ -94,8 +97,9 @@ class Planner:
                 }
             )
             raise
-        blocked = self._blocking_budget(pod) if self.apply_budgets else ""
         budgets = self._budgets.budgets_for(pod) if self.apply_budgets else []
+        budget = self._key(budgets[0]) if budgets else ""
+        blocked = self._blocking(pod, budgets, budget) if budgets else ""
         self.plan.evictions.append(
             PlannedEviction(
                 namespace=pod.namespace,
@@ -107,7 +111,7 @@ class Planner:
                 reason=reason or plugin,
                 blocked_by_pdb=blocked,
                 held=bool(blocked) and hold,
-                budget=f"{budgets[0].namespace}/{budgets[0].name}" if budgets else "",
+                budget=budget,
             )
         )
         if blocked and not hold:
@@ -149,13 +153,21 @@ class Planner:
         last = self.plan.owner_evictions.get(uid) if uid else None
         return last is not None and self.snapshot.now - last < seconds
 
-    def _blocking_budget(self, pod: PodInfo) -> str:  # noqa: PLR0911 - one exit per API server rule
+    def _key(self, budget: DisruptionBudget) -> str:
+        """``namespace/name``, made once per budget of the cycle (not once per eviction)."""
+        key = self._keys.get(id(budget))
+        if key is None:
+            key = self._keys[id(budget)] = f"{budget.namespace}/{budget.name}"
+        return key
+
+    def _blocking_budget(self, pod: PodInfo) -> str:
+        budgets = self._budgets.budgets_for(pod)
+        return self._blocking(pod, budgets, self._key(budgets[0])) if budgets else ""
+
+    def _blocking(self, pod: PodInfo, budgets: Sequence[DisruptionBudget], key: str) -> str:
+        """``key`` (the first budget's) when the budgets refuse the eviction now, else ``""``."""
         if pod.phase != "Running":
             return ""
-        budgets = self._budgets.budgets_for(pod)
-        if not budgets:
-            return ""
-        key = f"{budgets[0].namespace}/{budgets[0].name}"
         if len(budgets) > 1:
             return key  # "This pod has more than one PodDisruptionBudget": refused
         budget = budgets[0]

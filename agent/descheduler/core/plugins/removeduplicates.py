@@ -55,7 +55,10 @@ def _required_terms(pod: PodInfo) -> Any:
     )
 
 
-def _placement(pod: PodInfo) -> tuple[str, str, str]:
+Placement = tuple[str, str, str]
+
+
+def _placement(pod: PodInfo) -> Placement:
     """What decides where a pod may go; pods with equal placements have equal feasible nodes."""
     return (
         repr(pod.tolerations),
@@ -81,7 +84,12 @@ class RemoveDuplicates:
         self.args = args
         self.handle = handle
         # Owners mostly share a few placements (often none at all): compute each once.
-        self._feasible_by_placement: dict[tuple[str, str, str], frozenset[str]] = {}
+        self._feasible_by_placement: dict[Placement, frozenset[str]] = {}
+        # And each placement's text once per distinct trio of objects: the caches share
+        # equal values (``cache.sharing``), so most pods hold the very same objects. The
+        # entry keeps the pod, so the three objects live as long as it: their ids cannot be
+        # taken by others meanwhile.
+        self._placement_by_ids: dict[tuple[int, int, int], tuple[PodInfo, Placement]] = {}
 
     def _admits(self, pod: PodInfo) -> bool:
         if self.args.namespaces is not None and not self.args.namespaces.admits(pod.namespace):
@@ -136,14 +144,23 @@ class RemoveDuplicates:
                     seen.add(container_keys)
         return duplicates, occurrences
 
+    def _placement_of(self, pod: PodInfo) -> Placement:
+        ids = (id(pod.tolerations), id(pod.affinity), id(pod.node_selector))
+        known = self._placement_by_ids.get(ids)
+        if known is not None:
+            return known[1]
+        placement = _placement(pod)
+        self._placement_by_ids[ids] = (pod, placement)
+        return placement
+
     def feasible_nodes(
         self, by_node: Mapping[str, list[PodInfo]], nodes: Sequence[NodeInfo]
     ) -> AbstractSet[str]:
         """``getTargetNodes``: nodes some distinct placement fits, if it fits two or more."""
-        distinct: dict[tuple[str, str, str], PodInfo] = {}
+        distinct: dict[Placement, PodInfo] = {}
         for node_name in sorted(by_node):
             for pod in by_node[node_name]:
-                distinct.setdefault(_placement(pod), pod)
+                distinct.setdefault(self._placement_of(pod), pod)
         counted: list[frozenset[str]] = []
         for placement, pod in distinct.items():
             matching = self._feasible_by_placement.get(placement)

@@ -145,6 +145,11 @@ class Descheduler:
         until the replacements of the pods that left are bound (``emptying``)."""
         actions = self.taint_actions if plan.taints else None
         failed = await actions.apply(plan.taints) if actions is not None else set()
+        emptied = emptying_nodes(plan.taints)
+        if actions is not None and emptied:
+            # Tracked at once, so a stop or a failure while the evictions go still takes
+            # them off; the wait for replacements starts once they are answered (below).
+            actions.emptying.track(emptied, (), snapshot)
         allowed = actions.sendable(plan.allowed, failed) if actions is not None else plan.allowed
         results = await self.evictor.evict_all(
             allowed,
@@ -155,7 +160,7 @@ class Descheduler:
         )
         if actions is not None:
             await actions.report(plan.taints, results, failed)
-            if emptied := emptying_nodes(plan.taints):
+            if emptied:
                 gone = {r.eviction.uid for r in results if r.evicted}
                 evicted = [p for n in emptied for p in snapshot.pods_on(n) if p.uid in gone]
                 actions.emptying.track(emptied, evicted, snapshot)

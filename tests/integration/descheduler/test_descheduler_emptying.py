@@ -6,7 +6,7 @@ descheduler puts ``kubelet-companion.io/emptying:PreferNoSchedule`` (and our ann
 ``sparse`` before it evicts anything there; the test stands in for the ReplicaSet controller
 and the scheduler by creating bound replacements, and the taint goes once both are bound. A
 taint nobody tracks goes only if our annotation names it; a replacement that never comes
-keeps the taint on only for the hold.
+keeps the taint on only for the hold; a graceful stop takes it off, also in mid-cycle.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
 from agent.kube.ownedtaints import OwnedTaints
 from agent.kube.taintownership import EMPTYING_ANNOTATION, emptying_taint
-from tests.harness.deschedulerstate import node, pod, snapshot
+from tests.harness.deschedulerstate import node, pdb, pod, snapshot
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kubeobjects import owner_ref
 from tests.harness.waiting import wait_until
@@ -54,7 +54,7 @@ DEDICATED = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
 
 
 def _web(name: str, node_name: str | None) -> dict[str, Any]:
-    return pod(name, node_name, cpu="200m", owner=WEB)
+    return pod(name, node_name, cpu="200m", owner=WEB, labels={"app": "web"})
 
 
 def _cluster(server: FakeApiServer) -> None:
@@ -84,6 +84,14 @@ def _taints(server: FakeApiServer, name: str) -> list[dict[str, Any]]:
 
 def _annotations(server: FakeApiServer, name: str) -> dict[str, str]:
     return dict(server.get("nodes", name)["metadata"].get("annotations") or {})
+
+
+def _node_events(server: FakeApiServer, name: str) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in server.list("events", "default")
+        if e["involvedObject"].get("kind") == "Node" and e["involvedObject"].get("name") == name
+    ]
 
 
 def _policy(tmp_path: Path) -> Path:
@@ -152,6 +160,29 @@ async def test_a_graceful_stop_takes_the_taint_off(
             lambda: len(fake_apiserver.requests(method="POST", path_contains="/eviction")) == 2,
             timeout=20,
         )
+        stop.set()
+        code = await asyncio.wait_for(run, timeout=20)
+    finally:
+        run.cancel()
+    assert code == 0
+    assert _taints(fake_apiserver, "sparse") == []
+    assert EMPTYING_ANNOTATION not in _annotations(fake_apiserver, "sparse")
+
+
+async def test_a_stop_while_evictions_wait_for_their_budget_takes_the_taint_off(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, tmp_path: Path
+) -> None:
+    """The taint is tracked from the moment it is added: a stop that comes while the
+    cycle's evictions still wait for a budget that never allows them removes it too."""
+    _cluster(fake_apiserver)
+    fake_apiserver.create(pdb("web", match_labels={"app": "web"}, min_available=2))
+    stop = asyncio.Event()
+    run = _run(kube_api, tmp_path, interval=3600.0, stop=stop)
+    try:
+        # The taint's Event is queued after the taint lands and before the evictions start.
+        await wait_until(lambda: _node_events(fake_apiserver, "sparse"), timeout=20)
+        assert EMPTYING in _taints(fake_apiserver, "sparse")
+        assert not fake_apiserver.requests(method="POST", path_contains="/eviction")
         stop.set()
         code = await asyncio.wait_for(run, timeout=20)
     finally:

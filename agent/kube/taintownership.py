@@ -73,3 +73,10 @@ def emptying_taint() -> OwnedTaint:
     """The soft taint on a node HighNodeUtilization is emptying: the scheduler's
     TaintToleration score (weight 3) then steers the replacements of its pods elsewhere."""
     return OwnedTaint(EMPTYING_TAINT_KEY, EMPTYING_VALUE, "PreferNoSchedule", EMPTYING_ANNOTATION)
+
+
+def is_emptying_taint(taint: Mapping[str, object]) -> bool:
+    """Our soft emptying taint (by key: the key is in our domain). A steer for the scheduler
+    while a cycle's replacements find their place, it is no part of the cluster the plugins
+    judge: with it counted, a later cycle would decide otherwise than upstream would."""
+    return taint.get("key") == EMPTYING_TAINT_KEY

@@ -204,6 +204,7 @@ async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires 
         rescue_timeout=policy.rescue_taint_timeout,
         lookup=state.pods.get,
     )
+    state.pods.subscribe(taint_actions.emptying.on_pod_event)
     descheduler = Descheduler(
         policy,
         options,

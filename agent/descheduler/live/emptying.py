@@ -3,28 +3,31 @@ find a place, then off.
 
 A plan asks for ``kubelet-companion.io/emptying:PreferNoSchedule`` on each node it evicts
 from (``core.plugins.nodeutilization.highnodeutilization``), and ``TaintActions.apply`` adds
-them before the first eviction. Their work is done once every evicted pod's controller has a
-new pod bound to a node: then this tracker takes them off, or after ``EMPTYING_HOLD_SECONDS``
-at the latest, whatever became of the replacements (a controller that scaled down, a
-replacement nothing can schedule: a soft taint must not outlive its reason). A cycle that
-empties nodes while an earlier cycle's taints are still on keeps those on too, and the wait
-starts again from the new cycle's evictions.
+them before the first eviction, each tracked here as soon as it lands (``added``). Their work
+is done once every evicted pod's controller has a new pod bound to a node (``track`` says
+which pods went): then they come off. Each also comes off ``EMPTYING_HOLD_SECONDS`` after
+the last cycle that emptied its node, whatever became of the replacements (a controller that
+scaled down, a replacement nothing can schedule: a soft taint must not outlive its reason).
+A removal that still fails a further hold later is given up, with a warning: the next
+process's start-up sweep takes the taint off.
 
 A replacement is a pod of the same controller that was not in the cycle's snapshot and is
-bound: pod UIDs say so exactly, where creation times (whole seconds) could not.
+bound: pod UIDs say so exactly, where creation times (whole seconds) could not. The pod
+cache's events say when one is bound (``on_pod_event``), so nothing scans 150,000 pods; after
+a relist, which replays no events, one scan of the cache stands in for them.
 
-A run that stopped before its taints came off (killed, or its stop ran out of time) left our
-annotation on those nodes; the first cycle a process leads removes them, as it does rescue
-taints. A graceful stop removes the ones it tracks.
+A graceful stop takes every tracked taint off (``close``), whether or not this replica still
+leads, and lets no new one be added. A run that was killed left our annotation on those nodes;
+the first cycle a process leads (again) removes them, as it does rescue taints.
 
-Concurrency: everything runs on the event loop, which also owns the pod cache read here.
+Concurrency: everything runs on the event loop, which also owns the pod cache and calls the
+listener.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 import structlog
 
@@ -34,7 +37,7 @@ from agent.kube.ownedtaints import OwnedTaints
 from agent.kube.taintownership import EMPTYING_ANNOTATION, emptying_taint
 
 EMPTYING_HOLD_SECONDS = 60.0
-"""The longest an emptying taint stays on after its cycle's evictions, replaced or not."""
+"""The longest an emptying taint stays on after the last cycle that emptied its node."""
 
 _log = structlog.get_logger(subsystem="descheduler.taints")
 
@@ -42,16 +45,6 @@ _log = structlog.get_logger(subsystem="descheduler.taints")
 def _controller_uid(pod: PodInfo) -> str:
     controller = pod.controller
     return controller.uid if controller is not None else ""
-
-
-@dataclass
-class _Wait:
-    wanted: Counter[str]
-    """Controller UID -> how many of its pods the cycle evicted from the emptied nodes."""
-    known: set[str]
-    """UIDs of those controllers' pods in the cycle's snapshot: none of them is a replacement."""
-    deadline: float
-    nodes: set[str] = field(default_factory=set)
 
 
 class EmptyingTracker:
@@ -67,82 +60,109 @@ class EmptyingTracker:
         self.taints = taints
         self.monotonic = monotonic
         self.hold_seconds = hold_seconds
-        self._wait: _Wait | None = None
+        self.closed = False
+        """Set by a graceful stop: no taint is added any more."""
+        self._deadlines: dict[str, float] = {}
+        """Node -> monotonic seconds after which its taint goes, replaced or not."""
+        self._wanted: Counter[str] = Counter()
+        """Controller UID -> pods the last cycle evicted from the emptied nodes."""
+        self._known: set[str] = set()
+        """UIDs of those controllers' pods in that cycle's snapshot: none is a replacement."""
+        self._bound: dict[str, str] = {}
+        """Pods seen bound while taints are tracked: UID -> controller UID."""
+        self._rescan = False
 
     @property
     def pending(self) -> bool:
-        return self._wait is not None
+        return bool(self._deadlines)
 
     @property
     def nodes(self) -> frozenset[str]:
-        return frozenset(self._wait.nodes) if self._wait is not None else frozenset()
+        return frozenset(self._deadlines)
 
-    def track(
-        self, nodes: Iterable[str], evicted: Iterable[PodInfo], snapshot: ClusterSnapshot
-    ) -> None:
-        """After a cycle's evictions: ``nodes`` carry our taint until the replacements of
-        ``evicted`` (the pods that went from them) are bound."""
-        wanted = Counter(uid for pod in evicted if (uid := _controller_uid(pod)))
-        known = {
+    def added(self, node: str) -> None:
+        """Our taint landed on ``node``: it comes off a hold from now at the latest."""
+        self._deadlines[node] = self.monotonic() + self.hold_seconds
+
+    def track(self, evicted: Iterable[PodInfo], snapshot: ClusterSnapshot) -> None:
+        """After a cycle's evictions: the taints wait for the replacements of ``evicted``
+        (the pods that went from the emptied nodes)."""
+        self._wanted = Counter(uid for pod in evicted if (uid := _controller_uid(pod)))
+        self._known = {
             pod.uid
             for pods in snapshot.pods_by_node.values()
             for pod in pods
-            if _controller_uid(pod) in wanted
+            if _controller_uid(pod) in self._wanted
         }
-        carried = self._wait.nodes if self._wait is not None else set()
-        self._wait = _Wait(wanted, known, self.monotonic() + self.hold_seconds, {*carried, *nodes})
 
-    def replaced(self, pods: Iterable[PodInfo]) -> bool:
+    def on_pod_event(self, kind: str, pod: PodInfo | None) -> None:
+        """The pod cache's listener: remembers the pods bound while taints are tracked."""
+        if not self._deadlines:
+            return
+        if kind == "SYNCED" or pod is None:
+            self._rescan = True  # a relist replays no events
+        elif kind == "DELETED" or pod.deleting or not pod.node_name:
+            self._bound.pop(pod.uid, None)
+        elif controller := _controller_uid(pod):
+            self._bound[pod.uid] = controller
+
+    def replaced(self, pods: Callable[[], Iterable[PodInfo]]) -> bool:
         """Whether every controller has as many new pods bound as the cycle evicted."""
-        wait = self._wait
-        if wait is None:
-            return True
-        bound = Counter(
-            uid
-            for pod in pods
-            if pod.node_name
-            and not pod.deleting
-            and pod.uid not in wait.known
-            and (uid := _controller_uid(pod)) in wait.wanted
-        )
-        return all(bound[uid] >= count for uid, count in wait.wanted.items())
+        if self._rescan:
+            self._rescan = False
+            for pod in pods():
+                self.on_pod_event("MODIFIED", pod)
+        wanted, known = self._wanted, self._known
+        bound = Counter(c for uid, c in self._bound.items() if c in wanted and uid not in known)
+        return all(bound[uid] >= count for uid, count in wanted.items())
 
     async def settle(self, pods: Callable[[], Iterable[PodInfo]]) -> list[str]:
-        """Remove the taints once the replacements are bound or the hold is over; the nodes
+        """Remove the taints whose replacements are bound or whose hold is over; the nodes
         they came off."""
-        wait = self._wait
-        if wait is None:
+        if not self._deadlines:
             return []
-        if self.monotonic() < wait.deadline and not self.replaced(pods()):
-            return []
-        return await self.release()
+        now = self.monotonic()
+        done = self.replaced(pods)
+        due = [node for node, deadline in self._deadlines.items() if done or now >= deadline]
+        return await self._remove(sorted(due), now)
 
-    async def release(self) -> list[str]:
-        """Remove every tracked taint now; a node whose removal failed stays tracked."""
-        wait = self._wait
-        if wait is None:
-            return []
+    async def close(self) -> list[str]:
+        """At a graceful stop: no more taints, and every tracked one off now."""
+        self.closed = True
+        return await self._remove(sorted(self._deadlines), self.monotonic())
+
+    async def _remove(self, nodes: list[str], now: float) -> list[str]:
         removed = []
-        for node in sorted(wait.nodes):
+        for node in nodes:
             try:
                 await self.taints.remove(node, emptying_taint())
             except KubeError as error:
-                _log.warning("emptying taint not removed yet", node=node, error=str(error))
+                deadline = self._deadlines.get(node)
+                if deadline is None:
+                    continue  # taken off meanwhile (a stop during a settle)
+                if now >= deadline + self.hold_seconds:
+                    _log.warning(
+                        "emptying taint not removed; left to the next start",
+                        node=node,
+                        error=str(error),
+                    )
+                    del self._deadlines[node]
+                else:
+                    _log.warning("emptying taint not removed yet", node=node, error=str(error))
                 continue
-            wait.nodes.discard(node)
+            self._deadlines.pop(node, None)
             removed.append(node)
-        if not wait.nodes:
-            self._wait = None
+        if not self._deadlines:
+            self._wanted, self._known, self._bound = Counter(), set(), {}
         if removed:
             _log.info("emptying taints removed", nodes=len(removed), sample=removed[:5])
         return removed
 
     async def remove_leftovers(self, nodes: Iterable[NodeInfo]) -> list[str]:
         """Remove the emptying taints an earlier run left (our annotation names them)."""
-        tracked = self.nodes
         removed = []
         for node in nodes:
-            if EMPTYING_ANNOTATION not in node.annotations or node.name in tracked:
+            if EMPTYING_ANNOTATION not in node.annotations or node.name in self._deadlines:
                 continue
             try:
                 await self.taints.remove(node.name, emptying_taint())

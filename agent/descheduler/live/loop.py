@@ -79,6 +79,7 @@ class CycleLoop:
                 # A follower plans nothing. Becoming leader starts a cycle at once, whatever
                 # the interval's clock says: the work a dead leader left is not kept waiting.
                 await elector.leading.wait()
+                self.descheduler.leading_again()
                 _log.info("leading: a cycle starts now", identity=elector.identity)
             started = clock.monotonic()
             self.schedule.started(started)

@@ -145,11 +145,6 @@ class Descheduler:
         until the replacements of the pods that left are bound (``emptying``)."""
         actions = self.taint_actions if plan.taints else None
         failed = await actions.apply(plan.taints) if actions is not None else set()
-        emptied = emptying_nodes(plan.taints)
-        if actions is not None and emptied:
-            # Tracked at once, so a stop or a failure while the evictions go still takes
-            # them off; the wait for replacements starts once they are answered (below).
-            actions.emptying.track(emptied, (), snapshot)
         allowed = actions.sendable(plan.allowed, failed) if actions is not None else plan.allowed
         results = await self.evictor.evict_all(
             allowed,
@@ -160,10 +155,10 @@ class Descheduler:
         )
         if actions is not None:
             await actions.report(plan.taints, results, failed)
-            if emptied:
+            if emptied := emptying_nodes(plan.taints):
                 gone = {r.eviction.uid for r in results if r.evicted}
                 evicted = [p for n in emptied for p in snapshot.pods_on(n) if p.uid in gone]
-                actions.emptying.track(emptied, evicted, snapshot)
+                actions.emptying.track(evicted, snapshot)
         return results
 
     async def _remove_leftover_rescues(self) -> None:
@@ -198,10 +193,15 @@ class Descheduler:
         return actions.tracker.pending or actions.emptying.pending
 
     async def release_emptying(self) -> None:
-        """At a graceful stop: the emptying taints come off now, if this replica leads."""
-        actions = self.taint_actions
-        if actions is not None and actions.emptying.pending and self.leading:
-            await actions.emptying.release()
+        """At a graceful stop: the emptying taints this replica added come off now, whether
+        it still leads or not (nobody else tracks them), and no new one goes on."""
+        if self.taint_actions is not None:
+            await self.taint_actions.emptying.close()
+
+    def leading_again(self) -> None:
+        """Leadership (re)gained: the next cycle sweeps the leftovers again (a leader that
+        came and went meanwhile may have left some)."""
+        self._leftovers_checked = False
 
     def _count_fallbacks(self, plan: Plan) -> None:
         fallbacks = [facts for facts in plan.nodes if facts.get("fallback")]

@@ -148,6 +148,9 @@ class TaintActions:
         """Apply every change in order; return the nodes whose rescue taint did not land."""
         failed: set[str] = set()
         for change in changes:
+            emptying = change.add and change.key == EMPTYING_TAINT_KEY
+            if emptying and self.emptying.closed:
+                continue  # stopping: the taints come off, none goes on
             try:
                 if change.add:
                     await self.taints.add(change.node, _owned(change))
@@ -171,6 +174,8 @@ class TaintActions:
                 plugin=change.plugin,
                 reason=change.reason,
             )
+            if emptying:
+                self.emptying.added(change.node)  # at once: a stop now still takes it off
             if change.for_pod:
                 self.tracker.track(change.node, change.for_pod, self.rescue_timeout)
             else:

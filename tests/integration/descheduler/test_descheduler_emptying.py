@@ -208,22 +208,36 @@ async def test_a_leftover_emptying_taint_goes_at_start_and_a_foreign_one_stays(
     assert _taints(fake_apiserver, "theirs") == [EMPTYING]
 
 
-@pytest.mark.parametrize("replacement_node", [None, "dense"])
-async def test_without_bound_replacements_the_taint_stays_only_for_the_hold(
-    fake_apiserver: FakeApiServer, async_kube: AsyncKube, replacement_node: str | None
+@pytest.mark.parametrize(
+    ("replacement_node", "deleting", "counts"),
+    [(None, False, False), ("dense", True, False), ("dense", False, True)],
+    ids=["pending", "bound-but-deleting", "bound"],
+)
+async def test_without_a_bound_replacement_the_taint_stays_only_for_the_hold(
+    fake_apiserver: FakeApiServer,
+    async_kube: AsyncKube,
+    replacement_node: str | None,
+    deleting: bool,
+    counts: bool,
 ) -> None:
-    """A replacement that stays Pending (or never comes) keeps the taint on until the hold
-    is over, never longer; a bound one ends it at once."""
+    """A replacement that stays Pending, or is bound but already terminating, keeps the
+    taint on until the hold is over, never longer; a bound one ends it at once. The pod
+    cache's events say so (here fed by hand), and a relist makes the tracker look again."""
     fake_apiserver.create(node("sparse"))
     now = [100.0]
     taints = OwnedTaints(async_kube)
     tracker = EmptyingTracker(taints, lambda: now[0], hold_seconds=60)
     await taints.add("sparse", emptying_taint())
+    tracker.added("sparse")
     evicted = _web("web-0", "sparse")
-    tracker.track(["sparse"], [project_pod(evicted)], snapshot(node("sparse"), evicted))
-    replacement = project_pod(_web("web-new", replacement_node))
+    tracker.track([project_pod(evicted)], snapshot(node("sparse"), evicted))
+    body = _web("web-new", replacement_node)
+    if deleting:
+        body["metadata"]["deletionTimestamp"] = "2026-11-27T00:00:00Z"
+    replacement = project_pod(body)
+    tracker.on_pod_event("SYNCED", None)
     removed = await tracker.settle(lambda: [replacement])
-    if replacement_node is None:
+    if not counts:
         assert removed == []
         assert _taints(fake_apiserver, "sparse") == [EMPTYING]
         now[0] += 60
@@ -231,3 +245,16 @@ async def test_without_bound_replacements_the_taint_stays_only_for_the_hold(
     assert removed == ["sparse"]
     assert _taints(fake_apiserver, "sparse") == []
     assert not tracker.pending
+
+
+async def test_a_taint_that_could_not_be_added_is_not_waited_for(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, tmp_path: Path
+) -> None:
+    """A node patch the server refuses costs the steering only: the node's pods are still
+    evicted, and the one-shot run ends without waiting for a taint that is not there."""
+    _cluster(fake_apiserver)
+    fake_apiserver.faults.add("PATCH", r"/api/v1/nodes/sparse$", status=403, times=None)
+    code = await asyncio.wait_for(_run(kube_api, tmp_path), timeout=20)
+    assert code == 0
+    assert len(fake_apiserver.requests(method="POST", path_contains="/eviction")) == 2
+    assert _taints(fake_apiserver, "sparse") == []

@@ -56,6 +56,14 @@ def _on_tainted(*taints: dict[str, Any], **pod_kwargs: Any) -> list[dict[str, An
             id="prefer-included",
         ),
         pytest.param(
+            {"includePreferNoSchedule": True},
+            _on_tainted(
+                _taint("kubelet-companion.io/emptying", "HighNodeUtilization", "PreferNoSchedule")
+            ),
+            [],
+            id="our-emptying-taint-is-no-part-of-the-cluster",
+        ),
+        pytest.param(
             {"excludedTaints": ["dedicated"]}, _on_tainted(_taint()), [], id="excluded-by-key"
         ),
         pytest.param(

@@ -450,6 +450,17 @@ class TestHighNodeUtilization:
             ("a", "kubelet-companion.io/emptying=HighNodeUtilization:PreferNoSchedule", True, HNU),
         ]
 
+    def test_our_emptying_taint_does_not_make_a_destination_intolerable(self) -> None:
+        """A cold node still carrying our soft emptying taint (a HighNodeUtilization cycle's)
+        is room like any other: the taint steers the scheduler only, never our decisions."""
+        emptying = {
+            "key": "kubelet-companion.io/emptying",
+            "value": "HighNodeUtilization",
+            "effect": "PreferNoSchedule",
+        }
+        state = snapshot(node("hot"), *_pods("hot", 4, "700m"), node("cold", taints=[emptying]))
+        assert _by_node(run_cycle(policy((LNU, CPU_ONLY)), state)) == {"hot": 2}
+
     def test_taint_source_nodes_false_asks_for_no_taint(self) -> None:
         """``taintSourceNodes: false`` leaves the nodes as upstream would: evictions only."""
         state = snapshot(

@@ -26,6 +26,7 @@ from agent.descheduler.core.framework.nodeeviction import evict_in_order
 from agent.descheduler.core.framework.podfilter import PodFilter
 from agent.descheduler.core.framework.types import Handle
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
+from agent.kube.taintownership import is_emptying_taint
 from agent.kube.tolerations import NO_SCHEDULE, describe_taint, tolerates
 
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
@@ -75,6 +76,8 @@ class RemovePodsViolatingNodeTaints:
         """The taint is one this plugin enforces."""
         if taint.get("effect") not in self.effects or _listed(taint, self.excluded):
             return False
+        if is_emptying_taint(taint):
+            return False  # ours, for the scheduler only (``taintownership``)
         return self.included is None or _listed(taint, self.included)
 
     def untolerated(self, pod: PodInfo, node: NodeInfo) -> Mapping[str, Any] | None:

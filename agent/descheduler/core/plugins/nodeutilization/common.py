@@ -38,6 +38,7 @@ from agent.descheduler.core.framework.args import Namespaces
 from agent.descheduler.core.framework.types import Handle
 from agent.descheduler.core.rules.podorder import eviction_key, eviction_order
 from agent.descheduler.model.cluster import CPU, MEMORY, PODS, NodeInfo, PodInfo
+from agent.kube.taintownership import is_emptying_taint
 from agent.kube.tolerations import tolerates
 
 UNDER = "underutilized"
@@ -287,7 +288,10 @@ class EvictionRun:
     """The source nodes that got at least one eviction, in the order they got their first."""
 
     def run(self, sources: Sequence[NodeState]) -> None:
-        taints = [state.node.taints for state in self.destinations]
+        taints = [
+            tuple(t for t in state.node.taints if not is_emptying_taint(t))
+            for state in self.destinations
+        ]
         for state in sources:
             removable = [pod for pod in state.pods if self.pod_filter(pod)]
             if not removable:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 
 import structlog
 
+from agent.descheduler.live.leftovers import remove_leftovers
 from agent.descheduler.model.cluster import ClusterSnapshot, NodeInfo, PodInfo
 from agent.kube.errors import KubeError
 from agent.kube.ownedtaints import OwnedTaints
@@ -160,17 +161,11 @@ class EmptyingTracker:
 
     async def remove_leftovers(self, nodes: Iterable[NodeInfo]) -> list[str]:
         """Remove the emptying taints an earlier run left (our annotation names them)."""
-        removed = []
-        for node in nodes:
-            if EMPTYING_ANNOTATION not in node.annotations or node.name in self._deadlines:
-                continue
-            try:
-                await self.taints.remove(node.name, emptying_taint())
-            except KubeError as error:
-                _log.warning(
-                    "leftover emptying taint not removed", node=node.name, error=str(error)
-                )
-                continue
-            _log.info("leftover emptying taint removed", node=node.name)
-            removed.append(node.name)
-        return removed
+        return await remove_leftovers(
+            self.taints,
+            nodes,
+            annotation=EMPTYING_ANNOTATION,
+            owned=lambda _value: emptying_taint(),
+            tracked=self._deadlines,
+            what="emptying",
+        )

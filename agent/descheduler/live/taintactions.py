@@ -29,6 +29,7 @@ import structlog
 from agent.descheduler.core.plugins.criticaladdonrescue import NAME as RESCUE
 from agent.descheduler.live.emptying import EmptyingTracker
 from agent.descheduler.live.evictor import EvictionResult
+from agent.descheduler.live.leftovers import remove_leftovers
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
 from agent.descheduler.plan.shape import PlannedEviction, TaintChange
 from agent.kube.errors import KubeError
@@ -109,19 +110,14 @@ class RescueTracker:
 
     async def remove_leftovers(self, nodes: Iterable[NodeInfo]) -> list[str]:
         """Remove the rescue taints of an earlier run (our annotation names them)."""
-        removed = []
-        for node in nodes:
-            value = node.annotations.get(RESCUE_ANNOTATION)
-            if value is None or node.name in self._rescues:
-                continue
-            try:
-                await self.taints.remove(node.name, rescue_taint_valued(value))
-            except KubeError as error:
-                _log.warning("leftover rescue taint not removed", node=node.name, error=str(error))
-                continue
-            _log.info("leftover rescue taint removed", node=node.name, taint_value=value)
-            removed.append(node.name)
-        return removed
+        return await remove_leftovers(
+            self.taints,
+            nodes,
+            annotation=RESCUE_ANNOTATION,
+            owned=rescue_taint_valued,
+            tracked=self._rescues,
+            what="rescue",
+        )
 
 
 class TaintActions:

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent.kube.taintownership import OwnedTaint
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,31 @@ class TaintChange:
     profile: str
     reason: str
     for_pod: str = ""
+
+    @classmethod
+    def of(
+        cls,
+        owned: OwnedTaint,
+        node: str,
+        *,
+        add: bool,
+        plugin: str,
+        profile: str,
+        reason: str,
+        for_pod: str = "",
+    ) -> TaintChange:
+        """The change that adds or removes one of our taints on ``node``."""
+        return cls(
+            node=node,
+            key=owned.key,
+            value=owned.value,
+            effect=owned.effect,
+            add=add,
+            plugin=plugin,
+            profile=profile,
+            reason=reason,
+            for_pod=for_pod,
+        )
 
     @property
     def taint(self) -> str:

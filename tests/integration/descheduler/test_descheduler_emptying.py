@@ -86,6 +86,21 @@ def _annotations(server: FakeApiServer, name: str) -> dict[str, str]:
     return dict(server.get("nodes", name)["metadata"].get("annotations") or {})
 
 
+def _assert_untainted(server: FakeApiServer, name: str) -> None:
+    """Neither our taint nor our annotation is left on the node."""
+    assert _taints(server, name) == []
+    assert EMPTYING_ANNOTATION not in _annotations(server, name)
+
+
+async def _stop(run: asyncio.Task[int], stop: asyncio.Event) -> int:
+    """Stop a running loop gracefully; its exit code."""
+    stop.set()
+    try:
+        return await asyncio.wait_for(run, timeout=20)
+    finally:
+        run.cancel()
+
+
 def _node_events(server: FakeApiServer, name: str) -> list[dict[str, Any]]:
     return [
         e
@@ -141,8 +156,7 @@ async def test_the_node_is_tainted_before_its_pods_go_and_untainted_once_they_ar
     finally:
         run.cancel()
     assert code == 0
-    assert _taints(fake_apiserver, "sparse") == []
-    assert EMPTYING_ANNOTATION not in _annotations(fake_apiserver, "sparse")
+    _assert_untainted(fake_apiserver, "sparse")
     assert _taints(fake_apiserver, "db") == [DEDICATED]
 
 
@@ -160,13 +174,10 @@ async def test_a_graceful_stop_takes_the_taint_off(
             lambda: len(fake_apiserver.requests(method="POST", path_contains="/eviction")) == 2,
             timeout=20,
         )
-        stop.set()
-        code = await asyncio.wait_for(run, timeout=20)
     finally:
-        run.cancel()
+        code = await _stop(run, stop)
     assert code == 0
-    assert _taints(fake_apiserver, "sparse") == []
-    assert EMPTYING_ANNOTATION not in _annotations(fake_apiserver, "sparse")
+    _assert_untainted(fake_apiserver, "sparse")
 
 
 async def test_a_stop_while_evictions_wait_for_their_budget_takes_the_taint_off(
@@ -183,13 +194,10 @@ async def test_a_stop_while_evictions_wait_for_their_budget_takes_the_taint_off(
         await wait_until(lambda: _node_events(fake_apiserver, "sparse"), timeout=20)
         assert EMPTYING in _taints(fake_apiserver, "sparse")
         assert not fake_apiserver.requests(method="POST", path_contains="/eviction")
-        stop.set()
-        code = await asyncio.wait_for(run, timeout=20)
     finally:
-        run.cancel()
+        code = await _stop(run, stop)
     assert code == 0
-    assert _taints(fake_apiserver, "sparse") == []
-    assert EMPTYING_ANNOTATION not in _annotations(fake_apiserver, "sparse")
+    _assert_untainted(fake_apiserver, "sparse")
 
 
 async def test_a_leftover_emptying_taint_goes_at_start_and_a_foreign_one_stays(

@@ -289,11 +289,9 @@ class CriticalAddonRescue:
         owned = rescue_taint(addon.key)
         victims = ", ".join(victim.key for victim in chosen.victims)
         self.handle.record_taint(
-            TaintChange(
-                node=chosen.node,
-                key=owned.key,
-                value=owned.value,
-                effect=owned.effect,
+            TaintChange.of(
+                owned,
+                chosen.node,
                 add=True,
                 plugin=NAME,
                 profile=self.handle.profile,

@@ -138,11 +138,9 @@ class NodeShutdownRecovery:
             else:
                 continue
             self.handle.record_taint(
-                TaintChange(
-                    node=node.name,
-                    key=owned.key,
-                    value=owned.value,
-                    effect=owned.effect,
+                TaintChange.of(
+                    owned,
+                    node.name,
                     add=add,
                     plugin=NAME,
                     profile=self.handle.profile,

@@ -137,12 +137,9 @@ class HighNodeUtilization:
 
 def emptying_change(node: str, plugin: str, profile: str) -> TaintChange:
     """The soft taint on a node being emptied (the live loop applies a plan's taints first)."""
-    owned = emptying_taint()
-    return TaintChange(
-        node=node,
-        key=owned.key,
-        value=owned.value,
-        effect=owned.effect,
+    return TaintChange.of(
+        emptying_taint(),
+        node,
         add=True,
         plugin=plugin,
         profile=profile,

@@ -16,9 +16,10 @@ What happens when:
   signal sent while we could not hear it is acted on now), then
   ``InhibitorGuard.ensure_lock``;
 - ``PrepareForShutdown(true)``: arm the watchdog and start the run, with deadlines counted
-  from when the signal was *received* (events wait their turn in the queue); the run
-  persists the record (a bounded wait) before the phases; taint and Node Event go out in
-  the background;
+  from when the signal was *received* (events wait their turn in the queue); the taint
+  patch goes out at once, the run persists the record (a bounded wait) and waits for the
+  taint to be stored (a bounded wait, see ``ShutdownRun``) before the phases; the Node Event
+  goes out in the background;
 - ``PrepareForShutdown(false)``: stop any run, undo the taint, take a lock again; with no
   shutdown of ours under way there is nothing to undo, and no Event is posted.
 """
@@ -288,8 +289,11 @@ class ShutdownController:
 
     def _start_run(self, record: ShutdownRecord, *, resumed: bool) -> None:
         deadlines = self._deadlines(record)
+        tainting = None
         if self.cluster is not None:
-            self.cluster.taint.want(True, deadline=deadlines.budget_end)
+            # Sent now, before the run's task first runs; the run's first pod request waits
+            # for it (briefly), and it is retried until the budget's end whatever happens.
+            tainting = self.cluster.taint.want(True, deadline=deadlines.budget_end)
         if resumed:
             _log.info(
                 "resuming the shutdown inside its original deadlines",
@@ -307,6 +311,7 @@ class ShutdownController:
             detach=self._spawn,
             resumed=resumed,
             on_change=self._publish,
+            tainting=tainting,
         )
         self._run = run
         self._run_task = run.start()  # arms the watchdog before it returns

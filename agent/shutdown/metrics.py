@@ -35,10 +35,33 @@ class ShutdownMetrics:
         )
         self.pods_terminated = Counter(
             "kubelet_companion_shutdown_pods_terminated",
-            "Pods handled by graceful node shutdown, by bucket priority and result "
+            "Pods handled by graceful node shutdown, by the priority of the pod's own bucket "
+            "(also when it arrived late and a later phase stopped it) and result "
             "(gone: left the API before the phase deadline; timed-out: still there at the "
-            "deadline; failed: no delete or eviction request got through).",
+            "deadline; blocked: a PodDisruptionBudget held its eviction to the deadline; "
+            "failed: no delete or eviction request got through).",
             ["priority", "result"],
+            registry=registry,
+        )
+        self.late_arrivals = Counter(
+            "kubelet_companion_shutdown_pods_arrived_late",
+            "Pods found on the node during a graceful shutdown that were not there when it "
+            "started (bound meanwhile: before the scheduler saw the shutting-down taint, or "
+            "tolerating it), by the priority of the pod's own bucket.",
+            ["priority"],
+            registry=registry,
+        )
+        self.taint_wait = Gauge(
+            "kubelet_companion_shutdown_taint_wait_seconds",
+            "How long the first pod deletion of the last graceful shutdown waited for the "
+            "shutting-down taint to be stored on the Node.",
+            registry=registry,
+        )
+        self.untainted_starts = Counter(
+            "kubelet_companion_shutdown_started_untainted",
+            "Graceful shutdowns whose first pod deletion went out before the API server had "
+            "stored the shutting-down taint (it was slow or refused; the taint was still "
+            "retried in the background).",
             registry=registry,
         )
         self.lock_held = Gauge(
@@ -80,5 +103,10 @@ class ShutdownMetrics:
             if (duration := phase.duration) is not None:
                 self.phase_duration.labels(priority=str(phase.priority)).set(duration)
 
-    def pod_result(self, priority: int, result: str) -> None:
-        self.pods_terminated.labels(priority=str(priority), result=result).inc()
+    def pod_result(self, bucket: int, result: str) -> None:
+        """One pod's result, under the priority of its own bucket."""
+        self.pods_terminated.labels(priority=str(bucket), result=result).inc()
+
+    def late_pod(self, bucket: int) -> None:
+        """A pod arrived on the node during a shutdown (counted under its own bucket)."""
+        self.late_arrivals.labels(priority=str(bucket)).inc()

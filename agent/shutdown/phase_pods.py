@@ -73,10 +73,15 @@ class PhasePods:
         pod = self.node_state.pods.get(target.key)
         return pod is not None and str((pod.get("metadata") or {}).get("uid") or "") == target.uid
 
-    async def wait_gone(self, deadline: float) -> bool:
-        """Until every pod is gone (True) or the deadline comes (False)."""
+    async def wait_gone(self, deadline: float, on_wake: Callable[[], None] = lambda: None) -> bool:
+        """Until every pod is gone (True) or the deadline comes (False). ``on_wake`` runs
+        first and after every change NodeState shows (it may ``add`` pods) before the pods
+        are checked again."""
         state = self.node_state
-        while any(self.present(target) for target in self.targets):
+        while True:
+            on_wake()
+            if not any(self.present(target) for target in self.targets):
+                return True
             remaining = deadline - self.monotonic()
             if remaining <= 0:
                 return False
@@ -86,22 +91,20 @@ class PhasePods:
             await first_done(
                 state.wait_changed(state.version, timeout=remaining), self._progress.wait()
             )
-        return True
 
-    def results(self) -> list[str]:
+    def results(self) -> list[tuple[PodTarget, str]]:
         """Each pod's result for the metric: gone, blocked, timed-out or failed."""
-        results = []
-        for target in self.targets:
-            outcome = self.outcomes.get(target.key)
-            if not self.present(target):
-                results.append("gone")
-            elif outcome is Outcome.BLOCKED:
-                results.append("blocked")
-            elif outcome is Outcome.REQUESTED:
-                results.append("timed-out")
-            else:
-                results.append("failed")
-        return results
+        return [(target, self._result(target)) for target in self.targets]
+
+    def _result(self, target: PodTarget) -> str:
+        outcome = self.outcomes.get(target.key)
+        if not self.present(target):
+            return "gone"
+        if outcome is Outcome.BLOCKED:
+            return "blocked"
+        if outcome is Outcome.REQUESTED:
+            return "timed-out"
+        return "failed"
 
     def undeleted(self) -> list[PodTarget]:
         """Evict mode, at the deadline: pods still here that no accepted request is ending."""

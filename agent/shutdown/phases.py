@@ -20,6 +20,7 @@ Pure: pods in (plain dicts), a frozen plan out.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,10 +50,19 @@ class PodTarget:
     uid: str
     priority: int
     grace_seconds: int
+    bucket: int
+    """The priority of the bucket the pod belongs to: the label its result is counted under,
+    whichever phase stops it (a pod that arrives after its own phase joins a later one)."""
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def within(self, bucket_seconds: int) -> PodTarget:
+        """This target stopped in a phase of ``bucket_seconds`` (not its own: it arrived
+        late), its grace capped by that phase's as well, never a force delete."""
+        capped = max(MIN_API_GRACE_SECONDS, min(self.grace_seconds, bucket_seconds))
+        return dataclasses.replace(self, grace_seconds=capped)
 
 
 @dataclass(frozen=True)
@@ -127,14 +137,15 @@ def grace_seconds(pod: JsonObject, bucket_seconds: int) -> int:
     return max(MIN_API_GRACE_SECONDS, min(bucket_seconds, own))
 
 
-def _target(pod: JsonObject, bucket_seconds: int) -> PodTarget:
+def _target(pod: JsonObject, bucket: PriorityBucket) -> PodTarget:
     metadata = pod.get("metadata") or {}
     return PodTarget(
         namespace=str(metadata.get("namespace") or ""),
         name=str(metadata.get("name") or ""),
         uid=str(metadata.get("uid") or ""),
         priority=pod_priority(pod),
-        grace_seconds=grace_seconds(pod, bucket_seconds),
+        grace_seconds=grace_seconds(pod, bucket.shutdown_grace_period_seconds),
+        bucket=bucket.priority,
     )
 
 
@@ -157,7 +168,7 @@ def plan_phases(
             skipped_pods.append(SkippedPod(**_name_of(pod), reason=reason))
             continue
         index = bucket_index(priorities, pod_priority(pod))
-        members[index].append(_target(pod, ordered[index].shutdown_grace_period_seconds))
+        members[index].append(_target(pod, ordered[index]))
     phases = []
     offset = 0
     for index, bucket in enumerate(ordered):

@@ -5,12 +5,27 @@ goes out within milliseconds of the signal, and the lock is released by the budg
 whatever the API server does.
 
 - The record is persisted first (so a restarted agent can resume), but a write that hangs
-  (a stuck disk) holds the phases for ``FIRST_SAVE_SECONDS`` at most; the taint and the
-  Node Event go out in the background: neither may hold up the phases.
+  (a stuck disk) holds the phases for ``FIRST_SAVE_SECONDS`` at most. The Node Event goes
+  out in the background.
+- The taint comes before the first pod request: a scheduler that has not seen it yet may
+  bind a pod to the node, which the shutdown would kill moments after it started. The
+  controller starts the (guarded) patch when the signal arrives; the run waits for the API
+  server to have stored it before it touches a pod, but only until
+  ``Deadlines.taint_wait_end`` (a short while, a small share of the next phase). An API
+  server too slow for that, or refusing the patch, does not hold the phases up: they start,
+  the taint is retried in the background until the budget's end, and the run says so (a
+  warning, ``kubelet_companion_shutdown_started_untainted_total``). A resumed run waits the
+  same way, so a Node that lost the taint while the agent was away gets it back first.
 - Phases run from low priority to high. Each one is planned when it starts, from NodeState,
   so pods that arrived meanwhile are not missed. All pods of a phase are terminated
   concurrently; the phase ends when they are gone from NodeState or at its absolute
   deadline.
+- A pod that arrives on the node during the shutdown (not in NodeState when the run
+  started: bound before the scheduler saw the taint, or tolerating it) is stopped in the
+  phase of its own bucket, or in the running one when its own has passed; a running phase
+  takes such pods in on every change NodeState shows while its pod watch is open. Its
+  result is counted under its own bucket's priority, never the phase's, and each one is
+  logged ("late pod") and counted as a late arrival.
 - A phase ends early only on a view of the node we trust: the pod watch is open, or, when
   it is not (the API server was unreachable, the watch was cut and has not resumed), a list
   of the node's pods straight from the API server. Otherwise a pod created while the watch
@@ -87,6 +102,13 @@ class ClusterAccess:
     node_ref: ObjectRef
 
 
+def _stored(tainting: asyncio.Task[bool]) -> bool:
+    """The taint write finished and the API server has the taint."""
+    if not tainting.done() or tainting.cancelled() or tainting.exception() is not None:
+        return False
+    return tainting.result()
+
+
 def record_buckets(record: ShutdownRecord) -> tuple[PriorityBucket, ...]:
     """The buckets a record was started with (a resumed run keeps them, not today's config)."""
     return tuple(
@@ -110,7 +132,11 @@ class ShutdownRun:
         detach: Callable[[Coroutine[object, object, object]], asyncio.Task[object]],
         resumed: bool = False,
         on_change: Callable[[ShutdownRecord], None] = lambda _record: None,
+        tainting: asyncio.Task[bool] | None = None,
     ) -> None:
+        self.tainting = tainting
+        """The controller's write of the shutting-down taint (True once stored), which the
+        first pod request waits for a bounded time; ``None`` without a cluster."""
         self.on_change = on_change
         """Told about every phase change (the controller publishes it to the status board)."""
         self.record = record
@@ -131,6 +157,9 @@ class ShutdownRun:
         self._results: dict[str, int] = {}
         self._targeted: set[tuple[str, str]] = set()
         """(key, uid) of every pod a phase of this run has told to stop."""
+        self._there_at_start: frozenset[tuple[str, str]] | None = None
+        """(key, uid) of the node's pods when the run started (NodeState's first synced
+        view); any other pod a phase stops arrived during the shutdown."""
         self.halted: Literal["", "cancelled", "stopped"] = ""
         """Why the controller is about to cancel this run (logind's cancellation, or the
         agent stopping), so the interrupted phase is recorded for what it is."""
@@ -138,8 +167,10 @@ class ShutdownRun:
     # -- the whole run ------------------------------------------------------------------
 
     def start(self) -> asyncio.Task[ShutdownRecord]:
-        """Arm the watchdog now, then run the phases in a task of their own."""
+        """Arm the watchdog now, note the node's pods, then run the phases in a task of
+        their own."""
         self._arm()
+        self._note_pods_at_start()
         return asyncio.get_running_loop().create_task(self.execute(), name="shutdown-run")
 
     def _arm(self) -> BudgetWatchdog:
@@ -177,6 +208,7 @@ class ShutdownRun:
                 async with asyncio.timeout(self.deadlines.remaining(self.clock.monotonic())):
                     if not self.resumed:  # a resumed run's record is on disk already
                         await self._persist_first()
+                    await self._wait_for_taint()
                     await self._run_phases()
             except TimeoutError:
                 why = "budget"
@@ -232,6 +264,50 @@ class ShutdownRun:
                 waited_seconds=FIRST_SAVE_SECONDS,
             )
 
+    async def _wait_for_taint(self) -> None:
+        """Until the API server stored the taint, or ``Deadlines.taint_wait_end``."""
+        tainting = self.tainting
+        if tainting is None or not any(p.status in OPEN_PHASES for p in self.record.phases):
+            return
+        began = self.clock.monotonic()
+        if not tainting.done():
+            # Watched, never cancelled: asyncio.wait leaves the task running, so a taint
+            # that misses this wait is still retried (until the budget's end). Real time.
+            wait_end = self.deadlines.taint_wait_end(began)
+            await asyncio.wait({tainting}, timeout=wait_end - began)
+        waited = round(self.clock.monotonic() - began, 6)
+        self.metrics.taint_wait.set(waited)
+        if _stored(tainting):
+            _log.info(
+                "shutting-down taint stored; the phases start",
+                waited_seconds=waited,
+                **self._stamp(),
+            )
+            return
+        self.metrics.untainted_starts.inc()
+        _log.warning(
+            "the shutting-down taint is not stored yet; the phases start without it and it "
+            "is still retried",
+            waited_seconds=waited,
+            **self._stamp(),
+        )
+        tainting.add_done_callback(self._taint_stored_late)
+
+    def _taint_stored_late(self, tainting: asyncio.Task[bool]) -> None:
+        if _stored(tainting):
+            _log.info("shutting-down taint stored after the first deletions", **self._stamp())
+
+    def _stamp(self) -> dict[str, float]:
+        """When, on both clocks, for log lines a run beside a real kubelet is measured by:
+        ``monotonic`` (the clock of the deadlines; ``since_start_seconds`` counts from the
+        signal), and ``wall`` (Unix seconds, to compare with other hosts' logs)."""
+        monotonic = self.clock.monotonic()
+        return {
+            "monotonic": round(monotonic, 6),
+            "wall": round(self.clock.now(), 6),
+            "since_start_seconds": round(monotonic - self.deadlines.start, 6),
+        }
+
     # -- phases -------------------------------------------------------------------------
 
     async def _run_phases(self) -> None:
@@ -257,10 +333,10 @@ class ShutdownRun:
         if not targets:
             self._update_phase(index, status=PhaseStatus.EMPTY, start_time=now, end_time=now)
             return
-        self._mark_targeted(targets)
+        self._take(index, targets)
         for target in targets:
             self._send_late(target)
-            self._count(priority, "timed-out")
+            self._count(target, "timed-out")
         self._update_phase(
             index, status=PhaseStatus.TIMED_OUT, start_time=now, end_time=now, pods=len(targets)
         )
@@ -268,6 +344,7 @@ class ShutdownRun:
             "shutdown phase past its deadline: pods told to stop, not waited for",
             priority=priority,
             pods=len(targets),
+            **self._stamp(),
         )
 
     async def _run_phase(self, index: int, deadline: float) -> None:
@@ -284,7 +361,7 @@ class ShutdownRun:
             self._update_phase(index, status=PhaseStatus.EMPTY, start_time=now, end_time=now)
             return
         assert self.cluster is not None  # noqa: S101 - targets come from the cluster
-        self._mark_targeted(targets)
+        self._take(index, targets)
         pods = PhasePods(
             targets,
             node_state=self.cluster.node_state,
@@ -296,7 +373,7 @@ class ShutdownRun:
         pods.start(deadline, self._spawn)
         started = self.record.phases[index].start_time or now
         self._update_phase(index, status=PhaseStatus.RUNNING, start_time=started, pods=len(targets))
-        _log.info("shutdown phase started", priority=priority, pods=len(targets))
+        _log.info("shutdown phase started", priority=priority, pods=len(targets), **self._stamp())
         all_gone = False
         try:
             all_gone = await self._wait_phase(index, pods, deadline)
@@ -304,30 +381,41 @@ class ShutdownRun:
             self._end_phase(index, pods, all_gone=all_gone)
 
     async def _wait_phase(self, index: int, pods: PhasePods, deadline: float) -> bool:
-        """Until the phase's pods are gone (True) or its deadline (False); pods of it found
-        late, once the view is trusted, join it first."""
-        while await pods.wait_gone(deadline):
+        """Until the phase's pods are gone (True) or its deadline (False). Pods of it (or of
+        a phase before it) that arrive meanwhile join it: at every change NodeState shows
+        while its pod watch is open, and, before the phase ends early, once the view is
+        trusted (a list of the node's pods when the watch is down)."""
+        assert self.cluster is not None  # noqa: S101 - a running phase has a cluster
+        state = self.cluster.node_state
+
+        def join_arrivals() -> None:
+            if state.pods_live:  # a cache that may miss pods is checked at the end instead
+                self._join(index, pods, deadline)
+
+        while await pods.wait_gone(deadline, on_wake=join_arrivals):
             if not await self._trusted_view(deadline):
                 return False
-            late = self._plan(index)
-            if not late:
+            if not self._join(index, pods, deadline):
                 return True
-            self._mark_targeted(late)
-            pods.add(late, deadline, self._spawn)
-            self._update_phase(index, pods=len(pods.targets))
-            _log.info(
-                "pods found late join the running shutdown phase",
-                priority=self.record.phases[index].priority,
-                pods=[target.key for target in late],
-            )
         return False
+
+    def _join(self, index: int, pods: PhasePods, deadline: float) -> bool:
+        """Pods for phase ``index`` that no phase has told to stop yet join the running
+        ``pods`` (told to stop at once); False when there are none."""
+        late = self._plan(index)
+        if not late:
+            return False
+        self._take(index, late)
+        pods.add(late, deadline, self._spawn)
+        self._update_phase(index, pods=len(pods.targets))
+        return True
 
     def _end_phase(self, index: int, pods: PhasePods, *, all_gone: bool) -> None:
         priority = self.record.phases[index].priority
         results = pods.results()
-        for result in results:
-            self._count(priority, result)
-        gone = results.count("gone")
+        for target, result in results:
+            self._count(target, result)
+        gone = sum(1 for _, result in results if result == "gone")
         if all_gone:
             status = PhaseStatus.DONE
         elif self.halted == "stopped":  # the agent is going away: a restart resumes here
@@ -353,6 +441,7 @@ class ShutdownRun:
             pods=len(pods.targets),
             gone=gone,
             status=status.value,
+            **self._stamp(),
         )
 
     async def _targets(self, index: int, deadline: float) -> tuple[PodTarget, ...] | None:
@@ -396,30 +485,67 @@ class ShutdownRun:
         _log.info("the pod watch is down: the node's pods were listed instead")
         return True
 
-    def _mark_targeted(self, targets: tuple[PodTarget, ...]) -> None:
+    def _note_pods_at_start(self) -> None:
+        """Which pods were on the node when the shutdown started, if NodeState knows yet
+        (else at the first plan): any other pod a phase stops is a late arrival."""
+        if self._there_at_start is not None or self.cluster is None:
+            return
+        state = self.cluster.node_state
+        if state.pods_synced:
+            self._there_at_start = frozenset(
+                (f"{meta.get('namespace')}/{meta.get('name')}", str(meta.get("uid") or ""))
+                for meta in ((pod.get("metadata") or {}) for pod in state.pod_list())
+            )
+
+    def _take(self, index: int, targets: tuple[PodTarget, ...]) -> None:
+        """``targets`` are told to stop in phase ``index`` now; log and count those that
+        arrived on the node during the shutdown."""
         self._targeted.update((target.key, target.uid) for target in targets)
+        there = self._there_at_start
+        if there is None:
+            return
+        phase = self.record.phases[index]
+        for target in targets:
+            if (target.key, target.uid) in there:
+                continue
+            self.metrics.late_pod(target.bucket)
+            _log.info(
+                "late pod: it arrived on the node during the shutdown and joins a phase",
+                pod=target.key,
+                uid=target.uid,
+                priority=target.priority,
+                bucket=target.bucket,
+                phase=phase.priority,
+                own_phase=target.bucket == phase.priority,
+                grace_seconds=target.grace_seconds,
+                **self._stamp(),
+            )
 
     def _plan(self, index: int) -> tuple[PodTarget, ...] | None:
         """The pods phase ``index`` must stop now, from NodeState (``None`` while it has not
-        synced): its own, and any of an earlier phase that no phase has told to stop yet."""
+        synced): its own, and any of an earlier phase that no phase has told to stop yet
+        (they arrived late; their grace is capped by this phase's as well)."""
         if self.cluster is None:
             return ()
         state = self.cluster.node_state
         if not state.pods_synced:
             return None
+        self._note_pods_at_start()
         plan = plan_phases(
             self.buckets, state.pod_list(), include_daemon_set_pods=self.include_daemon_set_pods
         )
+        budget = self.record.phases[index].budget_seconds
         return tuple(
-            target
+            target if phase.index == index else target.within(budget)
             for phase in plan.phases[: index + 1]
             for target in phase.pods
             if (target.key, target.uid) not in self._targeted
         )
 
-    def _count(self, priority: int, result: str) -> None:
+    def _count(self, target: PodTarget, result: str) -> None:
+        """A pod's result, under its own bucket's priority whichever phase stopped it."""
         self._results[result] = self._results.get(result, 0) + 1
-        self.metrics.pod_result(priority, result)
+        self.metrics.pod_result(target.bucket, result)
 
     def _send_late(self, target: PodTarget) -> None:
         """A delete after the target's phase deadline: ours to wait for only within budget."""

@@ -31,6 +31,9 @@ from agent.shutdown.metrics import ShutdownMetrics
 from agent.telemetry.health import Health
 from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer, FakeKubelet
+from tests.harness.fake_apiserver.requestlog import RecordedRequest, observe_every_server
+from tests.harness.fake_apiserver.resources import ResourceType
+from tests.harness.fake_apiserver.store import StoredEvent
 from tests.harness.logind import LogindHarness
 from tests.harness.waiting import wait_until
 
@@ -112,6 +115,55 @@ def config_text(
     if kubeconfig is not None:
         lines.append(f"kubeconfig: {kubeconfig}")
     return "\n".join(lines) + "\n" + extra
+
+
+def _has_our_taint(node: dict[str, Any] | None) -> bool:
+    taints = ((node or {}).get("spec") or {}).get("taints") or []
+    return any(taint.get("key") == TAINT_KEY for taint in taints)
+
+
+def is_pod_write(request: RecordedRequest) -> bool:
+    """A request that acts on a pod: a delete, an eviction, or a status patch (the mark)."""
+    return "/pods/" in request.path and request.method in ("DELETE", "POST", "PATCH")
+
+
+class WriteOrder:
+    """One ordered list of what reached the fake API server: the store's commits of our
+    taint (added or removed) and the arrival of every request that acts on a pod.
+
+    The commit hook runs under the store's lock as the write happens, and the request
+    observer as each request arrives, before it is processed; both append to one list, so
+    its order is the order of events, with no clock involved.
+    """
+
+    def __init__(self, server: FakeApiServer) -> None:
+        self.events: list[tuple[str, str]] = []
+        server.store.add_hook(self._on_commit)
+        self._stop = observe_every_server(self._on_request)
+
+    def _on_commit(self, rt: ResourceType, event: StoredEvent) -> None:
+        if rt.plural != "nodes":
+            return
+        before = _has_our_taint(event.prev)
+        after = event.type != "DELETED" and _has_our_taint(event.obj)
+        if after and not before:
+            self.events.append(("taint-stored", str(event.rv)))
+        elif before and not after:
+            self.events.append(("taint-removed", str(event.rv)))
+
+    def _on_request(self, request: RecordedRequest) -> None:
+        if is_pod_write(request):
+            self.events.append((f"pod-{request.method}", request.path.rsplit("/", 1)[-1]))
+
+    def close(self) -> None:
+        self._stop()
+
+    def first(self, kind: str) -> int | None:
+        """The position of the first event of ``kind`` (``pod-`` matches any pod write)."""
+        for index, (seen, _) in enumerate(self.events):
+            if seen == kind or (kind == "pod-" and seen.startswith("pod-")):
+                return index
+        return None
 
 
 @dataclass

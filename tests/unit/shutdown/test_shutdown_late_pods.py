@@ -1,8 +1,11 @@
 """Pods that reach the agent's cache after their phase was planned are still stopped, in order.
 
-A watch delivers with some delay, and a pod may reach NodeState after the phase it belongs
-to started (or even ended). The run plans a phase again before it ends early, and plans
-each phase with the pods of earlier phases that no phase has told to stop yet.
+A watch delivers with some delay, and a pod may be bound to the node during the shutdown
+(before the scheduler saw the taint, or tolerating it): either way it reaches NodeState
+after the phase it belongs to started (or even ended). A running phase takes such pods in
+as NodeState shows them, and plans itself again before it ends early; each phase is planned
+with the pods of earlier phases that no phase has told to stop yet. Each pod's result is
+counted under its own bucket's priority, whichever phase stopped it.
 """
 
 from __future__ import annotations
@@ -77,19 +80,25 @@ class KubeletKube:
         self.state = state
         self.on_delete = on_delete
         self.deleted: list[str] = []
+        self.grace: dict[str, int] = {}
 
     async def patch(self, resource: Any, name: str, patch: Any, **kwargs: Any) -> dict[str, Any]:  # noqa: ARG002 - AsyncKube's signature
         return {}
 
     async def delete(self, resource: Any, name: str, **kwargs: Any) -> dict[str, Any]:  # noqa: ARG002 - AsyncKube's signature
         self.deleted.append(name)
+        self.grace[name] = kwargs["grace_period_seconds"]
         self.on_delete(name)
         self.state.drop(name)
         return {}
 
 
 def run_for(
-    tmp_path: Path, state: LiveNodeState, kube: KubeletKube, record: ShutdownRecord
+    tmp_path: Path,
+    state: LiveNodeState,
+    kube: KubeletKube,
+    record: ShutdownRecord,
+    registry: CollectorRegistry | None = None,
 ) -> ShutdownRun:
     start = record.start_monotonic
     return ShutdownRun(
@@ -103,7 +112,7 @@ def run_for(
             node_ref=ObjectRef.node("node-1"),
         ),
         store=RecordStore(tmp_path / "state.json"),
-        metrics=ShutdownMetrics(CollectorRegistry()),
+        metrics=ShutdownMetrics(registry or CollectorRegistry()),
         release=lambda: True,
         clock=SystemClock(),
         include_daemon_set_pods=False,
@@ -112,9 +121,9 @@ def run_for(
     )
 
 
-def two_phases() -> ShutdownRecord:
+def two_phases(second_seconds: int = 20) -> ShutdownRecord:
     return begin_record(
-        (PriorityBucket(0, 20), PriorityBucket(1000, 20)),
+        (PriorityBucket(0, 20), PriorityBucket(1000, second_seconds)),
         start_time=time.time(),
         start_monotonic=SystemClock().monotonic(),
         boot_id="b",
@@ -145,3 +154,47 @@ async def test_a_pod_of_an_ended_phase_reaching_the_cache_late_is_stopped_with_t
     finished = await asyncio.wait_for(run_for(tmp_path, state, kube, two_phases()).start(), 10)
     assert kube.deleted == ["first", "high", "late"]
     assert [(p.status.value, p.pods) for p in finished.phases] == [("done", 1), ("done", 2)]
+
+
+def counted(registry: CollectorRegistry, metric: str, **labels: str) -> float | None:
+    return registry.get_sample_value(f"kubelet_companion_shutdown_{metric}_total", labels)
+
+
+async def test_a_late_pod_stopped_by_a_later_phase_counts_under_its_own_bucket(
+    tmp_path: Path,
+) -> None:
+    """A priority-0 pod that arrives while the priority-1000 phase runs is stopped there,
+    with that phase's grace at most, and counted (gone, late) under priority 0."""
+    state = LiveNodeState([pod("first", 0), pod("high", 1000)])
+    kube = KubeletKube(state, lambda name: state.put(pod("late", 0)) if name == "high" else None)
+    registry = CollectorRegistry()
+    record = two_phases(second_seconds=7)
+    start = record.start_monotonic
+    assert start is not None
+    run = run_for(tmp_path, state, kube, record, registry)
+    run.deadlines = Deadlines(start=start, phase_ends=(start + 20, start + 27))
+    finished = await asyncio.wait_for(run.start(), 10)
+    assert [(p.priority, p.pods) for p in finished.phases] == [(0, 1), (1000, 2)]
+    assert kube.grace == {"first": 20, "high": 7, "late": 7}  # 30 s of its own, capped at 7
+    assert counted(registry, "pods_terminated", priority="0", result="gone") == 2
+    assert counted(registry, "pods_terminated", priority="1000", result="gone") == 1
+    assert counted(registry, "pods_arrived_late", priority="0") == 1
+    assert counted(registry, "pods_arrived_late", priority="1000") is None
+
+
+async def test_a_pod_of_a_later_phase_arriving_early_waits_for_its_own_phase(
+    tmp_path: Path,
+) -> None:
+    """A priority-1000 pod that arrives while phase 0 runs is not stopped before phase 0 is
+    over: it joins its own phase, and is counted there as a late arrival."""
+    state = LiveNodeState([pod("first", 0), pod("high", 1000)])
+    kube = KubeletKube(state, lambda name: state.put(pod("new", 1000)) if name == "first" else None)
+    registry = CollectorRegistry()
+    finished = await asyncio.wait_for(
+        run_for(tmp_path, state, kube, two_phases(), registry).start(), 10
+    )
+    assert kube.deleted[0] == "first"
+    assert sorted(kube.deleted[1:]) == ["high", "new"]
+    assert [(p.priority, p.pods) for p in finished.phases] == [(0, 1), (1000, 2)]
+    assert counted(registry, "pods_terminated", priority="1000", result="gone") == 2
+    assert counted(registry, "pods_arrived_late", priority="1000") == 1

@@ -13,7 +13,9 @@ from agent.shutdown.phases import PodTarget
 from agent.shutdown.terminate import Outcome
 from tests.harness import kubeobjects
 
-TARGET = PodTarget(namespace="ns", name="web-0", uid="uid-old", priority=0, grace_seconds=5)
+TARGET = PodTarget(
+    namespace="ns", name="web-0", uid="uid-old", priority=0, grace_seconds=5, bucket=0
+)
 
 
 class NodeStateDouble:

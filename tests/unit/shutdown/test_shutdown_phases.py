@@ -114,16 +114,32 @@ def test_grace_is_min_of_bucket_and_pod_never_zero(
     assert grace_seconds(pod("p", grace_seconds=own), bucket_seconds) == expected
 
 
-def test_targets_carry_grace_uid_and_priority() -> None:
-    """Each target names the pod by namespace/name/uid and carries its grace period."""
+def test_targets_carry_grace_uid_priority_and_bucket() -> None:
+    """Each target names the pod by namespace/name/uid and carries its grace period, its own
+    priority and its bucket's (the label its result is counted under)."""
     plan = plan_phases(BUCKETS, [pod("web", priority=1500, grace_seconds=8, namespace="shop")])
     (target,) = plan.phases[1].pods
-    assert (target.key, target.uid, target.priority, target.grace_seconds) == (
+    assert (target.key, target.uid, target.priority, target.grace_seconds, target.bucket) == (
         "shop/web",
         "uid-web",
         1500,
         8,
+        1000,
     )
+
+
+@pytest.mark.parametrize(
+    ("joined_seconds", "expected"),
+    [(30, 8), (5, 5), (0, MIN_API_GRACE_SECONDS)],
+)
+def test_a_target_stopped_in_another_phase_gets_that_phases_grace_at_most(
+    joined_seconds: int, expected: int
+) -> None:
+    """A late pod stopped in a later phase keeps min(its grace, that phase's seconds), never
+    a force delete, and keeps its own priority and bucket."""
+    (target,) = plan_phases(BUCKETS, [pod("web", grace_seconds=8)]).phases[0].pods
+    joined = target.within(joined_seconds)
+    assert (joined.grace_seconds, joined.priority, joined.bucket) == (expected, 0, 0)
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from agent.shutdown.terminate import (
     mark_then_delete,
 )
 
-TARGET = PodTarget(namespace="ns", name="web", uid="u-1", priority=0, grace_seconds=7)
+TARGET = PodTarget(namespace="ns", name="web", uid="u-1", priority=0, grace_seconds=7, bucket=0)
 FAST = Backoff(initial=0.01, factor=2.0, cap=0.05, jitter=0.0)
 FIXED_NOW = 1_790_000_000.0
 

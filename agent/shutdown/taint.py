@@ -5,10 +5,12 @@ rejects them at admission instead, after they were already bound). It is written
 ``NodePatcher``, so the patch is guarded by a ``test`` on resourceVersion and only our own
 taint ever changes.
 
-The shutdown must not wait for the API server to set it, and a cancellation or a reboot
-must not give up removing it just because the API server is down for a while. So the
-wanted state is handed to ``TaintKeeper.want``, and a task retries until the Node shows
-that state. The newest wish wins, but a newer wish never *cancels* an older one's task:
+The shutdown waits for the API server to store it before its first pod request, but only
+briefly (``ShutdownRun``): past that the phases go on while the taint is still retried. And
+a cancellation or a reboot must not give up removing it just because the API server is down
+for a while. So the wanted state is handed to ``TaintKeeper.want``, and a task retries until
+the Node shows that state (the task's result says whether it got there, which the run
+waits for). The newest wish wins, but a newer wish never *cancels* an older one's task:
 cancelling the awaiting task does not stop a PATCH already handed to the client's worker
 thread, and the resourceVersion guard cannot stop it either (it was built against the
 version current at the time). That late write would land after a removal that, reading the

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from agent.config.quantities import format_bytes
 from agent.doctor.report import DoctorReport
+from agent.terminaltext import json_text, render_lines
 
 
 def _cell(key: str, value: Any) -> str:
@@ -37,9 +37,9 @@ def render_table(report: DoctorReport) -> str:
         lines.append("[warnings]")
         lines.extend(f"  ! {warning}" for warning in report.warnings)
     else:
-        lines.append("[warnings]\n  none")
-    return "\n".join(lines) + "\n"
+        lines += ["[warnings]", "  none"]
+    return render_lines(lines)
 
 
 def render_json(report: DoctorReport) -> str:
-    return json.dumps(report.as_json(), indent=2, sort_keys=False) + "\n"
+    return json_text(report.as_json(), indent=2, sort_keys=False) + "\n"

@@ -6,13 +6,13 @@ the two forms cannot drift apart.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from agent.config.durations import format_duration
 from agent.readiness.checks import Assessment
 from agent.readiness.gate import GateView
 from agent.readiness.settings import GateSettings
+from agent.terminaltext import json_text, render_lines
 
 Report = dict[str, Any]
 
@@ -125,8 +125,8 @@ def render_text(report: Report) -> str:
     if not drivers:
         lines.append("  (no critical pod waits for a CSI driver)")
     lines.append(f"verdict: {report['verdict']}")
-    return "\n".join(lines) + "\n"
+    return render_lines(lines)
 
 
 def render_json(report: Report) -> str:
-    return json.dumps(report, indent=2) + "\n"
+    return json_text(report, indent=2) + "\n"

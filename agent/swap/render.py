@@ -6,12 +6,11 @@ be a single page); requests and limits also in binary units for reading.
 
 from __future__ import annotations
 
-import json
-
 from agent.columns import aligned
 from agent.config.quantities import format_bytes
 from agent.node.kubepods import SwapMax
 from agent.swap.audit import AuditReport, CapacitySource, ContainerAudit, DriftState
+from agent.terminaltext import json_text, render_lines
 
 _SOURCES = {
     CapacitySource.KUBELET: "kubelet (status.nodeInfo.swap.capacity)",
@@ -115,8 +114,8 @@ def render_table(report: AuditReport, warnings: list[str]) -> str:
     lines.append("")
     lines.append("[warnings]")
     lines += [f"  ! {warning}" for warning in warnings] or ["  none"]
-    return "\n".join(lines) + "\n"
+    return render_lines(lines)
 
 
 def render_json(report: AuditReport, warnings: list[str]) -> str:
-    return json.dumps({**report.as_json(), "warnings": warnings}, indent=2) + "\n"
+    return json_text({**report.as_json(), "warnings": warnings}, indent=2) + "\n"

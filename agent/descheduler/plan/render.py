@@ -3,7 +3,6 @@ before and after as text bars), or the one JSON shape (``Plan.as_json``)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +10,7 @@ from agent.columns import aligned
 from agent.descheduler.model.cluster import CPU, MEMORY, PODS
 from agent.descheduler.plan.destinations import Placement, PlacementResult
 from agent.descheduler.plan.shape import Plan, PlannedEviction
+from agent.terminaltext import json_text, render_lines
 
 TABLE_HEADER = ("POD", "NODE", "PLUGIN", "REASON", "BLOCKED-BY-PDB")
 
@@ -25,7 +25,7 @@ def render_table(plan: Plan) -> str:
     if plan.skipped:
         lines.append(f"cycle skipped: {plan.skipped}")
     lines.append(_summary_line(summary))
-    return "\n".join(lines) + "\n"
+    return render_lines(lines)
 
 
 def _summary_line(summary: Mapping[str, Any]) -> str:
@@ -48,7 +48,7 @@ def taint_lines(plan: Plan) -> list[str]:
 
 
 def render_json(plan: Plan) -> str:
-    return json.dumps(plan.as_json(), indent=2) + "\n"
+    return json_text(plan.as_json(), indent=2) + "\n"
 
 
 PLAN_HEADER = (*TABLE_HEADER, "DESTINATION")
@@ -124,4 +124,4 @@ def render_plan_table(plan: Plan, placed: PlacementResult) -> str:
         f"destinations: {moved} pods would move to another node, "
         f"{landed - moved} come back where they were, {len(nowhere)} go nowhere"
     )
-    return "\n".join(lines) + "\n"
+    return render_lines(lines)

@@ -12,16 +12,16 @@ C1), Cf (bidi and zero-width controls, the BOM), Zl and Zp (U+2028, U+2029), Zs 
 space, Cs (lone surrogates), Co and Cn is escaped, like ``repr`` does it, without the quotes.
 
 Each output stream has one place that applies it: ``render_lines`` for the text reports the
-CLI prints (their tables aligned by ``agent.columns``), the log renderers in
-``agent.telemetry.logs``, and ``json_text`` for JSON, which keeps every value exact and puts no
-control character on the terminal.
+CLI prints (their tables aligned by ``agent.columns``) and the console log renderer in
+``agent.telemetry.logs``. JSON needs none of it: ``json.dumps`` (its default ``ensure_ascii``)
+writes every character outside printable ASCII, DEL, C1, U+2028 and bidi controls included,
+as a ``\\u`` escape, so a ``--json`` document or a JSON log line keeps every value exact and
+shows nothing a terminal acts on.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from typing import Any
 
 _NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -51,12 +51,3 @@ def render_lines(lines: Iterable[str]) -> str:
     """A text report as printed: each line escaped (a newline inside one is shown as
     ``\\n``, never started) and ended by a newline."""
     return "".join(f"{printable(line)}\n" for line in lines)
-
-
-def json_text(value: Any, **options: Any) -> str:
-    """``json.dumps`` with every character outside printable ASCII as a ``\\u`` escape: the
-    document parses to exactly ``value``, and no control character (C0, DEL, C1, bidi) or
-    line separator reaches the terminal as it is."""
-    options["ensure_ascii"] = True
-    # ensure_ascii leaves DEL, an ASCII character, raw; in JSON it can only be inside a string.
-    return json.dumps(value, **options).replace("\x7f", "\\u007f")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from agent.config.quantities import format_bytes
 from agent.doctor.report import DoctorReport
-from agent.terminaltext import json_text, render_lines
+from agent.terminaltext import render_lines
 
 
 def _cell(key: str, value: Any) -> str:
@@ -42,4 +43,4 @@ def render_table(report: DoctorReport) -> str:
 
 
 def render_json(report: DoctorReport) -> str:
-    return json_text(report.as_json(), indent=2, sort_keys=False) + "\n"
+    return json.dumps(report.as_json(), indent=2, sort_keys=False) + "\n"

@@ -6,13 +6,14 @@ the two forms cannot drift apart.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from agent.config.durations import format_duration
 from agent.readiness.checks import Assessment
 from agent.readiness.gate import GateView
 from agent.readiness.settings import GateSettings
-from agent.terminaltext import json_text, render_lines
+from agent.terminaltext import render_lines
 
 Report = dict[str, Any]
 
@@ -129,4 +130,4 @@ def render_text(report: Report) -> str:
 
 
 def render_json(report: Report) -> str:
-    return json_text(report, indent=2) + "\n"
+    return json.dumps(report, indent=2) + "\n"

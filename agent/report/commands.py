@@ -13,6 +13,7 @@ them. Exit codes: 0 OK, 1 when the node cannot be read or the cluster could not 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -34,7 +35,7 @@ from agent.report.document import BOARD_SECTIONS, Capacity, Identity, build_stat
 from agent.report.sampling import NodeSampler
 from agent.report.usage import UsageTracker
 from agent.runtime.status import BoardSnapshot
-from agent.terminaltext import json_text, printable, render_lines
+from agent.terminaltext import printable, render_lines
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -188,7 +189,7 @@ def _run(args: argparse.Namespace) -> int:
     status.update(agent["sections"])
     output: Any = {"node": node_name, "status": status, "fromAgent": agent}
     sys.stdout.write(
-        json_text(output, indent=2) + "\n" if args.json else render_text(node_name, status, agent)
+        json.dumps(output, indent=2) + "\n" if args.json else render_text(node_name, status, agent)
     )
     if problem:
         print(printable(f"report: {problem}"), file=sys.stderr)

@@ -5,12 +5,13 @@ Pure: a plan in, text or JSON out.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from agent.columns import aligned
 from agent.config.durations import format_duration
 from agent.shutdown.phases import Phase, PhasePlan
-from agent.terminaltext import json_text, render_lines
+from agent.terminaltext import render_lines
 
 
 def priority_range(phase: Phase) -> str:
@@ -95,4 +96,4 @@ def render_json(plan: PhasePlan, *, node: str, mode: str, note: str | None = Non
     }
     if note:
         document["note"] = note
-    return json_text(document, indent=2) + "\n"
+    return json.dumps(document, indent=2) + "\n"

@@ -6,11 +6,13 @@ be a single page); requests and limits also in binary units for reading.
 
 from __future__ import annotations
 
+import json
+
 from agent.columns import aligned
 from agent.config.quantities import format_bytes
 from agent.node.kubepods import SwapMax
 from agent.swap.audit import AuditReport, CapacitySource, ContainerAudit, DriftState
-from agent.terminaltext import json_text, render_lines
+from agent.terminaltext import render_lines
 
 _SOURCES = {
     CapacitySource.KUBELET: "kubelet (status.nodeInfo.swap.capacity)",
@@ -118,4 +120,4 @@ def render_table(report: AuditReport, warnings: list[str]) -> str:
 
 
 def render_json(report: AuditReport, warnings: list[str]) -> str:
-    return json_text({**report.as_json(), "warnings": warnings}, indent=2) + "\n"
+    return json.dumps({**report.as_json(), "warnings": warnings}, indent=2) + "\n"

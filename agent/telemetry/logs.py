@@ -10,9 +10,10 @@ the event loop's context.
 
 Every value can come from outside (a pod or node name, the API server's message, a file
 path), so each renderer makes a line that is safe on a terminal: a JSON line has every
-character outside printable ASCII as a ``\\u`` escape (``terminaltext.json_text``), and the
-console line shows control characters escaped (``terminaltext.printable``), so a name can
-neither clear the screen nor start a forged line. A traceback keeps its line breaks.
+character outside printable ASCII as a ``\\u`` escape (``json.dumps``'s default
+``ensure_ascii``), and the console line shows control characters escaped
+(``terminaltext.printable``), so a name can neither clear the screen nor start a forged line.
+A traceback keeps its line breaks.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any, Literal, TextIO
 import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
 
-from agent.terminaltext import json_text, printable
+from agent.terminaltext import printable
 
 LogFormat = Literal["auto", "json", "console"]
 
@@ -107,7 +108,7 @@ def configure_logging(
         _static_fields(fields),
     ]
     rendering: list[Processor] = (
-        [structlog.processors.JSONRenderer(serializer=json_text)]
+        [structlog.processors.JSONRenderer()]  # json.dumps: ensure_ascii
         if use_json
         else [_escape_for_console, structlog.dev.ConsoleRenderer(colors=out.isatty())]
     )

@@ -3,6 +3,7 @@ before and after as text bars), or the one JSON shape (``Plan.as_json``)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,7 +11,7 @@ from agent.columns import aligned
 from agent.descheduler.model.cluster import CPU, MEMORY, PODS
 from agent.descheduler.plan.destinations import Placement, PlacementResult
 from agent.descheduler.plan.shape import Plan, PlannedEviction
-from agent.terminaltext import json_text, render_lines
+from agent.terminaltext import render_lines
 
 TABLE_HEADER = ("POD", "NODE", "PLUGIN", "REASON", "BLOCKED-BY-PDB")
 
@@ -48,7 +49,7 @@ def taint_lines(plan: Plan) -> list[str]:
 
 
 def render_json(plan: Plan) -> str:
-    return json_text(plan.as_json(), indent=2) + "\n"
+    return json.dumps(plan.as_json(), indent=2) + "\n"
 
 
 PLAN_HEADER = (*TABLE_HEADER, "DESTINATION")

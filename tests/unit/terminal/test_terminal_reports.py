@@ -26,7 +26,7 @@ from agent.shutdown import render as shutdown_render
 from agent.shutdown.phases import plan_phases
 from agent.swap import render as swap_render
 from agent.swap.audit import build_report
-from agent.terminaltext import json_text, printable
+from agent.terminaltext import printable
 from tests.harness import kubeobjects, readiness_objects
 from tests.harness.cgroups import ContainerFixture, container_id, pod_object
 from tests.harness.deschedulerstate import node, pod, snapshot
@@ -152,7 +152,7 @@ def _node_report() -> Case:
     agent = {"sections": {}, "note": HOSTILE}
     return (
         report_commands.render_text,
-        lambda *args: json_text({"node": args[0], "status": args[1]}, indent=2),
+        lambda *args: json.dumps({"node": args[0], "status": args[1]}, indent=2),
         (HOSTILE, status, agent),
         {},
     )

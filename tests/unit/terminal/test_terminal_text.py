@@ -1,18 +1,16 @@
 """``agent.terminaltext`` and ``agent.columns``: outside values shown, never obeyed, never
-confused with one another; JSON exact and free of control characters."""
+confused with one another."""
 
 from __future__ import annotations
 
-import json
 import unicodedata
-from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from agent.columns import aligned
-from agent.terminaltext import json_text, printable, render_lines
+from agent.terminaltext import printable, render_lines
 
 ANY_CHARACTER = st.characters(codec=None, categories=None, exclude_categories=())
 """Every code point, lone surrogates and unassigned ones included."""
@@ -102,24 +100,3 @@ def test_columns_keep_a_trailing_newline_of_the_last_cell() -> None:
     """Only padding is trimmed: a last cell ending in a newline still shows it."""
     (line,) = aligned([("a", "b\n")])
     assert render_lines([line]) == "a  b\\n\n"
-
-
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | ANY_TEXT,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(ANY_TEXT, inner, max_size=4),
-    max_leaves=12,
-)
-
-
-@given(JSON_VALUES)
-def test_json_text_is_exact_and_terminal_safe(value: Any) -> None:
-    """The document parses back to exactly the value; on the terminal it is printable ASCII
-    (and the newlines of its indentation)."""
-    text = json_text(value, indent=2)
-    assert json.loads(text) == value
-    assert all(" " <= char <= "~" or char == "\n" for char in text)
-
-
-def test_json_text_escapes_del() -> None:
-    """DEL is ASCII, so ``ensure_ascii`` alone would leave it raw."""
-    assert json_text("a\x7fb") == '"a\\u007fb"'

@@ -1,6 +1,11 @@
 """The one console script, ``kubelet-companion``, and its exit codes.
 
 0: OK. 2: bad usage or bad config (nothing was applied). 1: a runtime failure.
+
+stdout carries what a command prints and nothing else, so ``--json`` is always one JSON
+document: logging is set up onto stderr before anything else runs (a warning while the
+config or the cluster is loaded included); ``agent`` and ``descheduler`` set it up again with
+their configured level and format, on stderr too.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from collections.abc import Callable, Sequence
 
 from agent import __version__
 from agent.config import AgentConfig, ConfigError, load_agent_config
+from agent.telemetry.logs import configure_logging
+from agent.terminaltext import render_lines
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -214,11 +221,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for stream in (sys.stdout, sys.stderr):
             if isinstance(stream, io.TextIOWrapper):
                 stream.reconfigure(errors="backslashreplace")
+        configure_logging(stream=sys.stderr)
         args = build_parser().parse_args(argv)
         handler: Handler = args.handler
         return handler(args)
     except ConfigError as error:
-        print(str(error), file=sys.stderr)
+        sys.stderr.write(render_lines(error.lines()))
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_OK

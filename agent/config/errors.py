@@ -22,5 +22,10 @@ class ConfigError(Exception):
     def __init__(self, source: str, errors: list[FieldError]) -> None:
         self.source = source
         self.errors = errors
-        lines = "\n".join(f"  {error}" for error in errors)
-        super().__init__(f"invalid config {source}: {len(errors)} error(s)\n{lines}")
+        super().__init__("\n".join(self.lines()))
+
+    def lines(self) -> list[str]:
+        """The message, one line per bad field (each printed escaped: paths and values come
+        from the file)."""
+        head = f"invalid config {self.source}: {len(self.errors)} error(s)"
+        return [head, *(f"  {error}" for error in self.errors)]

@@ -7,6 +7,7 @@ from typing import Any
 
 from agent.config.quantities import format_bytes
 from agent.doctor.report import DoctorReport
+from agent.terminaltext import render_lines
 
 
 def _cell(key: str, value: Any) -> str:
@@ -37,8 +38,8 @@ def render_table(report: DoctorReport) -> str:
         lines.append("[warnings]")
         lines.extend(f"  ! {warning}" for warning in report.warnings)
     else:
-        lines.append("[warnings]\n  none")
-    return "\n".join(lines) + "\n"
+        lines += ["[warnings]", "  none"]
+    return render_lines(lines)
 
 
 def render_json(report: DoctorReport) -> str:

@@ -16,6 +16,7 @@ from agent.readiness.gather import read_snapshot
 from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION
 from agent.readiness.report import build_report, render_json, render_text
 from agent.readiness.settings import GateSettings, evaluate
+from agent.terminaltext import printable
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -34,13 +35,13 @@ def _run(args: argparse.Namespace) -> int:
                 return EXIT_FAILURE
             snapshot = read_snapshot(api, node_name, settings)
     except KubeConfigError as error:
-        print(f"readiness: cannot load the cluster config: {error}", file=sys.stderr)
+        print(printable(f"readiness: cannot load the cluster config: {error}"), file=sys.stderr)
         return EXIT_FAILURE
     except NotFound:
-        print(f"readiness: node {node_name} does not exist", file=sys.stderr)
+        print(printable(f"readiness: node {node_name} does not exist"), file=sys.stderr)
         return EXIT_FAILURE
     except KubeError as error:
-        print(f"readiness: cannot read the cluster: {error}", file=sys.stderr)
+        print(printable(f"readiness: cannot read the cluster: {error}"), file=sys.stderr)
         return EXIT_FAILURE
     assessment, view = evaluate(settings, snapshot)
     annotations = ((snapshot.node or {}).get("metadata") or {}).get("annotations") or {}

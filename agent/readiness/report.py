@@ -13,6 +13,7 @@ from agent.config.durations import format_duration
 from agent.readiness.checks import Assessment
 from agent.readiness.gate import GateView
 from agent.readiness.settings import GateSettings
+from agent.terminaltext import render_lines
 
 Report = dict[str, Any]
 
@@ -125,7 +126,7 @@ def render_text(report: Report) -> str:
     if not drivers:
         lines.append("  (no critical pod waits for a CSI driver)")
     lines.append(f"verdict: {report['verdict']}")
-    return "\n".join(lines) + "\n"
+    return render_lines(lines)
 
 
 def render_json(report: Report) -> str:

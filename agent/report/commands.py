@@ -35,6 +35,7 @@ from agent.report.document import BOARD_SECTIONS, Capacity, Identity, build_stat
 from agent.report.sampling import NodeSampler
 from agent.report.usage import UsageTracker
 from agent.runtime.status import BoardSnapshot
+from agent.terminaltext import printable, render_lines
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -173,7 +174,7 @@ def render_text(node_name: str, status: JsonObject, agent: JsonObject | None = N
         for pod in status["pods"]
     ]
     lines += ["", *aligned(rows)]
-    return "\n".join(lines) + "\n"
+    return render_lines(lines)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -182,7 +183,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         status, problem = build(config, node_name, args.interval)
     except OSError as error:
-        print(f"report: cannot read the node: {error}", file=sys.stderr)
+        print(printable(f"report: cannot read the node: {error}"), file=sys.stderr)
         return EXIT_FAILURE
     agent = from_agent(config.report_state_file, time.time())
     status.update(agent["sections"])
@@ -191,7 +192,7 @@ def _run(args: argparse.Namespace) -> int:
         json.dumps(output, indent=2) + "\n" if args.json else render_text(node_name, status, agent)
     )
     if problem:
-        print(f"report: {problem}", file=sys.stderr)
+        print(printable(f"report: {problem}"), file=sys.stderr)
         return EXIT_FAILURE
     return EXIT_OK
 

@@ -14,6 +14,7 @@ from agent.config import load_agent_config
 from agent.kube.errors import KubeConfigError, KubeError
 from agent.shutdown.phases import plan_phases
 from agent.shutdown.render import render_json, render_table
+from agent.terminaltext import printable
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -57,10 +58,10 @@ def _cmd_plan(args: argparse.Namespace) -> int:
             else:
                 pods = list_node_pods(api, node)
     except KubeConfigError as error:
-        print(f"cannot load the cluster config: {error}", file=sys.stderr)
+        print(printable(f"cannot load the cluster config: {error}"), file=sys.stderr)
         return EXIT_FAILURE
     except KubeError as error:
-        print(f"cannot list the pods of node {node}: {error}", file=sys.stderr)
+        print(printable(f"cannot list the pods of node {node}: {error}"), file=sys.stderr)
         return EXIT_FAILURE
     plan = plan_phases(
         config.shutdown_buckets,

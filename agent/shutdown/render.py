@@ -11,6 +11,7 @@ from typing import Any
 from agent.columns import aligned
 from agent.config.durations import format_duration
 from agent.shutdown.phases import Phase, PhasePlan
+from agent.terminaltext import render_lines
 
 
 def priority_range(phase: Phase) -> str:
@@ -60,7 +61,7 @@ def render_table(plan: PhasePlan, *, node: str, mode: str, note: str | None = No
         lines += [
             f"  {skipped.key.ljust(name_width)}  {skipped.reason}" for skipped in plan.skipped
         ]
-    return "\n".join(lines) + "\n"
+    return render_lines(lines)
 
 
 def render_json(plan: PhasePlan, *, node: str, mode: str, note: str | None = None) -> str:

@@ -24,6 +24,7 @@ from agent.swap.audit import AuditReport, build_report
 from agent.swap.eviction import check_eviction_threshold
 from agent.swap.render import render_json, render_table
 from agent.swap.summary import kubelet_swap_capacity, node_summary, report_warnings
+from agent.terminaltext import printable
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -106,6 +107,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
     render = render_json if args.json else render_table
     sys.stdout.write(render(report, warnings))
     if problem:
-        print(f"swap report: {problem}", file=sys.stderr)
+        print(printable(f"swap report: {problem}"), file=sys.stderr)
         return EXIT_FAILURE
     return EXIT_OK

@@ -12,6 +12,7 @@ from agent.columns import aligned
 from agent.config.quantities import format_bytes
 from agent.node.kubepods import SwapMax
 from agent.swap.audit import AuditReport, CapacitySource, ContainerAudit, DriftState
+from agent.terminaltext import render_lines
 
 _SOURCES = {
     CapacitySource.KUBELET: "kubelet (status.nodeInfo.swap.capacity)",
@@ -115,7 +116,7 @@ def render_table(report: AuditReport, warnings: list[str]) -> str:
     lines.append("")
     lines.append("[warnings]")
     lines += [f"  ! {warning}" for warning in warnings] or ["  none"]
-    return "\n".join(lines) + "\n"
+    return render_lines(lines)
 
 
 def render_json(report: AuditReport, warnings: list[str]) -> str:

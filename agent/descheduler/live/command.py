@@ -25,6 +25,7 @@ from agent.kube.connection import DESCHEDULER, connect
 from agent.kube.errors import KubeConfigError
 from agent.kube.leaderelection import ElectionTiming
 from agent.telemetry.logs import configure_logging
+from agent.terminaltext import render_lines
 
 EXIT_FAILURE = 1
 
@@ -117,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         connection = connect(config.kubeconfig, component=DESCHEDULER)
     except KubeConfigError as error:
-        sys.stderr.write(f"kubelet-companion descheduler: {error}\n")
+        sys.stderr.write(render_lines([f"kubelet-companion descheduler: {error}"]))
         return EXIT_FAILURE
     if connection is None:
         sys.stderr.write(

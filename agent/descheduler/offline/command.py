@@ -38,6 +38,7 @@ from agent.descheduler.plan.shape import Plan
 from agent.kube.timestamps import parse_rfc3339
 from agent.node.atomicwrite import write_atomic
 from agent.telemetry.logs import configure_logging
+from agent.terminaltext import render_lines
 
 T = TypeVar("T")
 EXIT_FAILURE = 1
@@ -74,7 +75,7 @@ def _captured_at(value: str | None, errors: list[FieldError]) -> float | None:
 
 
 def _say(stream: TextIO, lines: Iterable[str]) -> None:
-    stream.writelines(f"kubelet-companion descheduler plan: {line}\n" for line in lines)
+    stream.write(render_lines(f"kubelet-companion descheduler plan: {line}" for line in lines))
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:

@@ -11,6 +11,7 @@ from agent.columns import aligned
 from agent.descheduler.model.cluster import CPU, MEMORY, PODS
 from agent.descheduler.plan.destinations import Placement, PlacementResult
 from agent.descheduler.plan.shape import Plan, PlannedEviction
+from agent.terminaltext import render_lines
 
 TABLE_HEADER = ("POD", "NODE", "PLUGIN", "REASON", "BLOCKED-BY-PDB")
 
@@ -25,7 +26,7 @@ def render_table(plan: Plan) -> str:
     if plan.skipped:
         lines.append(f"cycle skipped: {plan.skipped}")
     lines.append(_summary_line(summary))
-    return "\n".join(lines) + "\n"
+    return render_lines(lines)
 
 
 def _summary_line(summary: Mapping[str, Any]) -> str:
@@ -124,4 +125,4 @@ def render_plan_table(plan: Plan, placed: PlacementResult) -> str:
         f"destinations: {moved} pods would move to another node, "
         f"{landed - moved} come back where they were, {len(nowhere)} go nowhere"
     )
-    return "\n".join(lines) + "\n"
+    return render_lines(lines)

@@ -96,7 +96,8 @@ def test_sigterm_during_start_up_exits_0(tmp_path: Path) -> None:
 
 
 def test_an_unreadable_kubeconfig_is_a_config_error(tmp_path: Path) -> None:
-    """An explicit kubeconfig that cannot be loaded exits 2 with a message, no traceback."""
+    """An explicit kubeconfig that cannot be loaded exits 2 with a message (logged, so on
+    stderr), no traceback."""
     config = tmp_path / "agent.yaml"
     config.write_text(f"metricsBindAddress: 127.0.0.1:{free_port()}\nstateDir: {tmp_path}\n")
     result = subprocess.run(
@@ -109,7 +110,8 @@ def test_an_unreadable_kubeconfig_is_a_config_error(tmp_path: Path) -> None:
     )
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
-    assert "cannot use the configured kubeconfig" in result.stdout
+    assert "cannot use the configured kubeconfig" in result.stderr
+    assert result.stdout == ""  # logs are on stderr, where journald and kubectl logs read them
 
 
 def test_with_the_default_shutdown_and_no_logind_the_agent_stays_up(tmp_path: Path) -> None:

@@ -1,0 +1,175 @@
+"""Hostile names on a terminal, end to end: the real CLI process prints a pod, node,
+NodeReport name or file path holding escape sequences, a carriage return, a newline, NUL and
+a bidi override escaped in its tables and its log lines, and exactly in its JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from agent.terminaltext import printable
+from tests.harness.cli import CLI, run_cli
+from tests.harness.deschedulerstate import node, pod
+from tests.harness.fake_apiserver import FakeApiServer
+from tests.integration.foundation.test_foundation_json_stdout import (
+    TLS_WARNING,
+    insecure_kubeconfig,
+)
+
+FORGED = "all NodeReports believed"
+HOSTILE = f"evil\x1b[2J\x1b[31m\r\n{FORGED}\x00\u202etxt\u200b\x7f\x9b"
+"""Clears the screen, turns it red, forges a line, then hides and reverses what follows."""
+IN_A_PATH = HOSTILE.replace("\x00", "")
+"""The same in a directory name (a path cannot hold NUL)."""
+SGR = re.compile(r"\x1b\[[0-9;]*m")
+"""The colours the console log renderer itself adds on a terminal."""
+POLICY = """\
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+profiles:
+- name: p
+  pluginConfig:
+  - name: PodLifeTime
+    args: {maxPodLifeTimeSeconds: 60}
+  plugins:
+    deschedule:
+      enabled: [PodLifeTime]
+"""
+
+
+def unsafe(text: str) -> list[str]:
+    """What a terminal would act on rather than show: every non-printable character but the
+    line ends."""
+    return [char for char in text if not char.isprintable() and char != "\n"]
+
+
+def no_forged_line(text: str) -> bool:
+    return not any(line.lstrip().startswith(FORGED) for line in text.splitlines())
+
+
+def _offline_plan(tmp_path: Path, output: str) -> subprocess.CompletedProcess[str]:
+    """``descheduler plan``: a node and a pod of that name, evicted by PodLifeTime, and a
+    NodeReport of that name the descheduler does not believe (a cpu of 1e306)."""
+    items = [node(HOSTILE), node("other"), pod(HOSTILE, HOSTILE)]
+    report = {
+        "apiVersion": "kubelet-companion.io/v1alpha1",
+        "kind": "NodeReport",
+        "metadata": {
+            "name": HOSTILE,
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Node", "name": HOSTILE, "uid": f"uid-{HOSTILE}"}
+            ],
+        },
+        "status": {
+            "observedTime": "2026-06-01T00:00:00Z",
+            "heartbeatSeconds": 60,
+            "usage": {"cpu": 1e306, "memory": 1},
+        },
+    }
+    files: dict[str, Any] = {
+        "snapshot.json": {"apiVersion": "v1", "kind": "List", "items": items},
+        "reports.json": {"apiVersion": "v1", "kind": "List", "items": [report]},
+    }
+    for name, document in files.items():
+        (tmp_path / name).write_text(json.dumps(document))
+    (tmp_path / "policy.yaml").write_text(POLICY)
+    return run_cli(
+        "descheduler", "plan",
+        "--snapshot", str(tmp_path / "snapshot.json"),
+        "--node-reports", str(tmp_path / "reports.json"),
+        "--policy-config-file", str(tmp_path / "policy.yaml"),
+        "--captured-at", "2026-06-01T00:00:00Z",
+        "--output", output,
+    )  # fmt: skip
+
+
+def test_offline_plan_table_and_its_stderr_show_hostile_names_escaped(tmp_path: Path) -> None:
+    """The eviction row (pod and node), the utilization row and the "not believed" line on
+    stderr show the names escaped: no control character, no forged line."""
+    result = _offline_plan(tmp_path, "table")
+    assert result.returncode == 0, result.stderr
+    assert unsafe(result.stdout) == []
+    assert unsafe(result.stderr) == []
+    shown = printable(HOSTILE)
+    assert f"default/{shown}  {shown}  PodLifeTime" in result.stdout
+    assert any(line.startswith(f"{shown}  [") for line in result.stdout.splitlines())
+    assert f"NodeReport {shown} not believed (invalid)" in result.stderr
+    assert no_forged_line(result.stdout)
+    assert no_forged_line(result.stderr)
+
+
+def test_offline_plan_json_carries_hostile_names_exactly(tmp_path: Path) -> None:
+    """``--output json`` has the exact pod and node names, and no control character."""
+    result = _offline_plan(tmp_path, "json")
+    assert result.returncode == 0, result.stderr
+    assert all(" " <= char <= "~" or char == "\n" for char in result.stdout)
+    (eviction,) = json.loads(result.stdout)["evictions"]
+    assert (eviction["pod"], eviction["node"]) == (f"default/{HOSTILE}", HOSTILE)
+
+
+def _doctor_config(server: FakeApiServer, tmp_path: Path) -> tuple[Path, Path]:
+    """A config whose kubeconfig lies in a directory named like the attack; TLS unverified,
+    so its path is in a logged warning (and in doctor's cluster section)."""
+    directory = tmp_path / IN_A_PATH
+    directory.mkdir()
+    kubeconfig = insecure_kubeconfig(server, directory / "kubeconfig")
+    config = tmp_path / "agent.yaml"
+    config.write_text(json.dumps({"nodeName": "n1", "kubeconfig": str(kubeconfig)}))
+    return config, kubeconfig
+
+
+def test_a_hostile_path_in_a_json_log_line_and_the_doctor_table(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """Piped, the log line is JSON on stderr: printable ASCII, one line, the path exact. The
+    doctor table on stdout shows the path escaped."""
+    config, kubeconfig = _doctor_config(fake_apiserver, tmp_path)
+    result = run_cli("doctor", "--config", str(config))
+    assert result.returncode == 0, result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if TLS_WARNING in line]
+    assert all(" " <= char <= "~" for char in result.stderr.replace("\n", ""))
+    assert json.loads(line)["source"] == f"kubeconfig {kubeconfig}"
+    assert unsafe(result.stdout) == []
+    assert printable(str(kubeconfig)) in result.stdout
+    assert no_forged_line(result.stdout)
+
+
+def test_a_hostile_path_in_a_console_log_line_on_a_terminal(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """With stderr on a terminal the log line is the console's: coloured, and the path in it
+    escaped; nothing but the renderer's own colours is a control sequence."""
+    config, kubeconfig = _doctor_config(fake_apiserver, tmp_path)
+    controller, terminal = pty.openpty()
+    environment = {**os.environ, "KUBECONFIG": "", "HOME": "/nonexistent"}
+    with subprocess.Popen(
+        [*CLI, "doctor", "--json", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=terminal,
+        env=environment,
+        text=True,
+    ) as process:
+        os.close(terminal)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # EIO: the process closed the terminal's last descriptor
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        stdout = process.stdout.read() if process.stdout else ""
+    os.close(controller)
+    assert process.returncode == 0
+    json.loads(stdout)
+    seen = SGR.sub("", b"".join(chunks).decode().replace("\r\n", "\n"))
+    assert TLS_WARNING in seen
+    assert unsafe(seen) == []
+    assert printable(f"kubeconfig {kubeconfig}") in seen
+    assert no_forged_line(seen)

@@ -27,6 +27,7 @@ from agent.daemon import COMPONENT
 from agent.kube.events import EventRecorder, ObjectRef
 from agent.kube.reportwriter import report_object
 from agent.kube.resources import NODE_REPORTS
+from agent.swap.labels import SWAP_LABEL
 from tests.harness import kubeobjects
 from tests.harness.admission import (
     NODE_NAME_KEY,
@@ -76,10 +77,6 @@ def admission() -> Admission:
 
 
 # -- objects ------------------------------------------------------------------------------
-
-
-RESERVED = "node-restriction.kubernetes.io/trusted"
-"""A label NodeRestriction keeps from kubelets, and the policy from the agent."""
 
 
 def node(name: str, uid: str, labels: dict[str, str] | None = None) -> JSON:
@@ -160,23 +157,11 @@ def node_owner(name: str, uid: str, *, kind: str = "Node", api_version: str = "v
 # -- requests: every write the agent's ClusterRole grants ---------------------------------
 
 
-def patch_node(
-    name: str,
-    uid: str,
-    before: dict[str, str] | None = None,
-    after: dict[str, str] | None = None,
-) -> Callable[[User], Request]:
-    """A patch of the Node's labels from ``before`` to ``after`` (the swap label by default,
-    as the agent's swap controller adds it)."""
-    if before is None and after is None:
-        before, after = (
-            {"kubernetes.io/hostname": name},
-            {
-                "kubernetes.io/hostname": name,
-                "kubelet-companion.io/swap": "true",
-            },
-        )
-    old, new = node(name, uid, before), node(name, uid, after)
+def patch_node(name: str, uid: str) -> Callable[[User], Request]:
+    """A patch of the Node's labels that adds the swap label, as the agent's swap controller
+    does (every change the agent makes to its Node: test_manifests_admission_node.py)."""
+    before = {"kubernetes.io/hostname": name}
+    old, new = node(name, uid, before), node(name, uid, {**before, SWAP_LABEL: "true"})
     return lambda user: Request(
         user, "UPDATE", "", "v1", "nodes", "Node", name=name, object=new, old_object=old
     )
@@ -263,10 +248,6 @@ POD_EVENT_BY_KUBELET_B = other_event("Pod", "web-1", "shop", "node-b")
 
 OWN_WRITES = [
     pytest.param(patch_node("node-a", UID_A), id="patch-nodes/node-a"),
-    pytest.param(
-        patch_node("node-a", UID_A, {RESERVED: "yes"}, {RESERVED: "yes", "a": "b"}),
-        id="patch-nodes/node-a-keeping-a-reserved-label",
-    ),
     pytest.param(delete_pod(pod("web-0", "node-a")), id="delete-pod-on-node-a"),
     pytest.param(patch_pod_status(pod("web-0", "node-a")), id="patch-pods/status-on-node-a"),
     pytest.param(evict(pod("web-0", "node-a")), id="create-pods/eviction-on-node-a"),
@@ -301,18 +282,6 @@ def test_every_write_of_the_agent_about_its_own_node_is_admitted(
 
 OTHER_NODE_WRITES = [
     pytest.param(patch_node("node-b", UID_B), "only its own Node", id="patch-nodes/node-b"),
-    pytest.param(
-        patch_node("node-a", UID_A, {}, {RESERVED: "yes"}), "node-restriction.kubernetes.io/",
-        id="add-a-reserved-label-to-node-a",
-    ),
-    pytest.param(
-        patch_node("node-a", UID_A, {RESERVED: "yes"}, None), "node-restriction.kubernetes.io/",
-        id="remove-a-reserved-label-from-node-a",
-    ),
-    pytest.param(
-        patch_node("node-a", UID_A, {RESERVED: "yes"}, {RESERVED: "no"}),
-        "node-restriction.kubernetes.io/", id="change-a-reserved-label-of-node-a",
-    ),
     pytest.param(
         delete_pod(pod("web-1", "node-b")), "only pods bound to its own node",
         id="delete-pod-on-node-b",
@@ -389,8 +358,9 @@ def test_a_write_about_another_node_is_denied(
     admission: Admission, write: Callable[[User], Request], reason: str
 ) -> None:
     """With node-a's pod token, a write that reaches into node-b (its Node, its pods, its
-    NodeReport, Events in its name), a report that would claim another Node, or a change to
-    node-a's node-restriction.kubernetes.io/ labels is denied, with the message that says why."""
+    NodeReport, Events in its name) or a report that would claim another Node is denied,
+    with the message that says why (what it may change on node-a itself:
+    test_manifests_admission_node.py)."""
     decision = admission.review(write(POD_TOKEN_A))
     assert not decision.allowed
     assert any(reason in message for message in decision.messages), decision.messages

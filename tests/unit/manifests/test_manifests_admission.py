@@ -557,3 +557,101 @@ def test_the_documented_patch_drops_only_the_eviction_rule(tmp_path: Path) -> No
     assert len(rules) == len(base_rules) - 1
     assert ("create", "", "pods", "eviction") not in _agent_writes(docs)
     assert _agent_writes(docs)
+
+
+# -- who else can get a node's identity ---------------------------------------------------
+
+NODE_IDENTITY_ROUTES = "<!-- node-identity-routes"
+ROUTE_RIGHTS = [
+    ("create", "pods"),
+    ("create", "deployments"),
+    ("create", "daemonsets"),
+    ("create", "jobs"),
+    ("create", "cronjobs"),
+    ("patch", "daemonsets"),
+    ("create", "serviceaccounts/token"),
+    ("create", "pods/exec"),
+    ("create", "pods/attach"),
+    ("patch", "pods/ephemeralcontainers"),
+    ("impersonate", "serviceaccounts"),
+    ("impersonate", "userextras/authentication.kubernetes.io/node-name"),
+    ("create", "secrets"),
+    ("update", "validatingadmissionpolicies"),
+    ("delete", "validatingadmissionpolicybindings"),
+]
+"""(verb, resource): each right that gets a token the policy takes for some node's agent
+(or, for secrets, a legacy token with the agent's reads), or that removes the policy."""
+
+
+def _documented_routes() -> list[str]:
+    """The first column of each row of the table after the node-identity-routes marker."""
+    text = PERMISSIONS_PAGE.read_text()
+    lines = text[text.index(NODE_IDENTITY_ROUTES) :].splitlines()[1:]
+    rows = []
+    for line in lines[2:]:  # the header and its rule
+        if not line.startswith("|"):
+            break
+        rows.append(line.split("|")[1])
+    return rows
+
+
+@pytest.mark.parametrize(("verb", "resource"), ROUTE_RIGHTS)
+def test_every_way_to_a_node_identity_is_documented(verb: str, resource: str) -> None:
+    """docs/permissions.md lists, with the RBAC right that gives it, every way to get a
+    token the policy takes for a node's agent without stealing one (issue 27, finding 8):
+    creating pods or workloads in the agent's namespace, changing its DaemonSet, minting
+    tokens for its ServiceAccount, exec/attach/ephemeral containers in its pods,
+    impersonating it with a node-name extra, a legacy token Secret, removing the policy."""
+    rows = _documented_routes()
+    assert any(f"`{verb}`" in row and f"`{resource}`" in row for row in rows), rows
+
+
+ROUTE_IDENTITIES = [
+    pytest.param(
+        service_account(NAMESPACE, AGENT_ACCOUNT, node="node-c", node_uid="u-c", pod="debug"),
+        id="token-of-any-pod-running-as-the-agent",
+    ),
+    pytest.param(
+        service_account(NAMESPACE, AGENT_ACCOUNT, node="node-c", node_uid="u-c"),
+        id="token-requested-for-any-node",
+    ),
+    pytest.param(
+        User(NO_EXTRA.username, NO_EXTRA.groups, {NODE_NAME_KEY: ("node-c",)}),
+        id="impersonation-with-a-node-name-extra",
+    ),
+]
+
+
+@pytest.mark.parametrize("user", ROUTE_IDENTITIES)
+def test_the_policy_cannot_tell_a_minted_node_identity_from_the_agents(
+    admission: Admission, user: User
+) -> None:
+    """The documented gap those rights open: a token of any pod that runs as the agent
+    (whatever its name), one bound to any Node, or an impersonation that sets the
+    node-name extra is taken for that node's agent, so RBAC must keep them from people."""
+    assert admission.review(patch_node("node-c", "u-c")(user)).allowed
+    assert not admission.review(patch_node("node-b", UID_B)(user)).allowed
+
+
+def _grants(rule: JSON, verb: str, resource: str) -> bool:
+    """Whether an RBAC rule allows ``verb`` on ``resource`` (any API group): as RBAC
+    matches, ``*`` for every verb or resource, ``*/<subresource>`` for a subresource."""
+    verbs, resources = rule.get("verbs") or [], rule.get("resources") or []
+    _, slash, subresource = resource.partition("/")
+    matching = {resource, "*"} | ({f"*/{subresource}"} if slash else set())
+    return (verb in verbs or "*" in verbs) and bool(matching & set(resources))
+
+
+@pytest.mark.parametrize("target", [pytest.param(path, id=target_id(path)) for path in targets()])
+def test_no_shipped_role_grants_a_way_to_a_node_identity(target: Any) -> None:
+    """No Role or ClusterRole the base or an overlay ships grants any of those rights, to
+    anyone: a manifest change that did would fail here."""
+    found = [
+        (doc["kind"], doc["metadata"]["name"], verb, resource)
+        for doc in render(target)
+        if doc["kind"] in ("Role", "ClusterRole")
+        for rule in doc.get("rules") or []
+        for verb, resource in ROUTE_RIGHTS
+        if _grants(rule, verb, resource)
+    ]
+    assert found == []

@@ -177,6 +177,27 @@ def _outcome(value: Any) -> bool | str:
     return bool(value)
 
 
+_SCALARS = (
+    (celtypes.StringType, str),
+    (celtypes.BoolType, bool),  # before IntType: a CEL bool is a Python int
+    (celtypes.IntType, int),
+    (celtypes.UintType, int),
+    (celtypes.DoubleType, float),
+)
+
+
+def _plain(value: Any) -> Any:
+    """A CEL value as JSON data (lists, maps, strings, numbers, booleans, null)."""
+    if isinstance(value, celtypes.ListType):
+        return [_plain(each) for each in value]
+    if isinstance(value, celtypes.MapType):
+        return {str(key): _plain(each) for key, each in value.items()}
+    for kind, plain in _SCALARS:
+        if isinstance(value, kind):
+            return plain(value)
+    return value
+
+
 def _rule_matches(rule: JSON, request: Request) -> bool:
     resource = request.resource + (f"/{request.subresource}" if request.subresource else "")
     resources = rule.get("resources") or []
@@ -217,6 +238,16 @@ class Policy:
             (v.get("message") or v["expression"], _compile(v["expression"]))
             for v in spec.get("validations") or []
         ]
+
+    def constant(self, name: str) -> Any:
+        """The value of a variable that reads nothing of a request (a list of keys, say),
+        as plain JSON data; a variable that does read one fails with ``AssertionError``."""
+        activation: dict[str, Any] = {"request": None, "object": None, "oldObject": None}
+        activation["params"] = None
+        activation["variables"] = _Variables(self, activation)
+        value = activation["variables"][name]
+        assert not isinstance(value, celpy.CELEvalError), f"{name}: {value}"
+        return _plain(value)
 
     def matches(self, request: Request) -> bool:
         """Whether ``matchConstraints`` select the request (before ``matchConditions``)."""

@@ -17,11 +17,16 @@ from typing import Any
 import pytest
 import yaml
 
+from agent.config import AgentConfig
+from agent.config.loader import parse_document
+
 MANIFESTS = Path(__file__).resolve().parents[2] / "daemonset"
 BASE = MANIFESTS / "base"
 KUBECTL = shutil.which("kubectl")
 NAMESPACE = "kubelet-companion"
 AGENT_ACCOUNT = "kubelet-companion-agent"
+AGENT_CONFIG = "kubelet-companion-agent"
+"""The agent's ConfigMap, before its generator's hash."""
 DESCHEDULER_ACCOUNT = "kubelet-companion-descheduler"
 JSON = dict[str, Any]
 
@@ -83,3 +88,15 @@ def one(docs: list[JSON], kind: str, name: str) -> JSON:
     ]
     assert len(found) == 1, f"expected one {kind} {name}, found {len(found)}"
     return found[0]
+
+
+def agent_config(docs: list[JSON]) -> tuple[str, AgentConfig]:
+    """The rendered agent ConfigMap's name (with its hash) and its ``agent.yaml``, loaded by
+    the agent's own config loader."""
+    (config_map,) = [
+        doc
+        for doc in docs
+        if doc["kind"] == "ConfigMap" and generated(AGENT_CONFIG, doc["metadata"]["name"])
+    ]
+    name = config_map["metadata"]["name"]
+    return name, parse_document(AgentConfig, config_map["data"]["agent.yaml"], name)

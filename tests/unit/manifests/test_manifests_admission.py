@@ -27,6 +27,7 @@ from agent.daemon import COMPONENT
 from agent.kube.events import EventRecorder, ObjectRef
 from agent.kube.reportwriter import report_object
 from agent.kube.resources import NODE_REPORTS
+from agent.swap.labels import SWAP_LABEL
 from tests.harness import kubeobjects
 from tests.harness.admission import (
     NODE_NAME_KEY,
@@ -76,10 +77,6 @@ def admission() -> Admission:
 
 
 # -- objects ------------------------------------------------------------------------------
-
-
-RESERVED = "node-restriction.kubernetes.io/trusted"
-"""A label NodeRestriction keeps from kubelets, and the policy from the agent."""
 
 
 def node(name: str, uid: str, labels: dict[str, str] | None = None) -> JSON:
@@ -160,23 +157,11 @@ def node_owner(name: str, uid: str, *, kind: str = "Node", api_version: str = "v
 # -- requests: every write the agent's ClusterRole grants ---------------------------------
 
 
-def patch_node(
-    name: str,
-    uid: str,
-    before: dict[str, str] | None = None,
-    after: dict[str, str] | None = None,
-) -> Callable[[User], Request]:
-    """A patch of the Node's labels from ``before`` to ``after`` (the swap label by default,
-    as the agent's swap controller adds it)."""
-    if before is None and after is None:
-        before, after = (
-            {"kubernetes.io/hostname": name},
-            {
-                "kubernetes.io/hostname": name,
-                "kubelet-companion.io/swap": "true",
-            },
-        )
-    old, new = node(name, uid, before), node(name, uid, after)
+def patch_node(name: str, uid: str) -> Callable[[User], Request]:
+    """A patch of the Node's labels that adds the swap label, as the agent's swap controller
+    does (every change the agent makes to its Node: test_manifests_admission_node.py)."""
+    before = {"kubernetes.io/hostname": name}
+    old, new = node(name, uid, before), node(name, uid, {**before, SWAP_LABEL: "true"})
     return lambda user: Request(
         user, "UPDATE", "", "v1", "nodes", "Node", name=name, object=new, old_object=old
     )
@@ -263,10 +248,6 @@ POD_EVENT_BY_KUBELET_B = other_event("Pod", "web-1", "shop", "node-b")
 
 OWN_WRITES = [
     pytest.param(patch_node("node-a", UID_A), id="patch-nodes/node-a"),
-    pytest.param(
-        patch_node("node-a", UID_A, {RESERVED: "yes"}, {RESERVED: "yes", "a": "b"}),
-        id="patch-nodes/node-a-keeping-a-reserved-label",
-    ),
     pytest.param(delete_pod(pod("web-0", "node-a")), id="delete-pod-on-node-a"),
     pytest.param(patch_pod_status(pod("web-0", "node-a")), id="patch-pods/status-on-node-a"),
     pytest.param(evict(pod("web-0", "node-a")), id="create-pods/eviction-on-node-a"),
@@ -301,18 +282,6 @@ def test_every_write_of_the_agent_about_its_own_node_is_admitted(
 
 OTHER_NODE_WRITES = [
     pytest.param(patch_node("node-b", UID_B), "only its own Node", id="patch-nodes/node-b"),
-    pytest.param(
-        patch_node("node-a", UID_A, {}, {RESERVED: "yes"}), "node-restriction.kubernetes.io/",
-        id="add-a-reserved-label-to-node-a",
-    ),
-    pytest.param(
-        patch_node("node-a", UID_A, {RESERVED: "yes"}, None), "node-restriction.kubernetes.io/",
-        id="remove-a-reserved-label-from-node-a",
-    ),
-    pytest.param(
-        patch_node("node-a", UID_A, {RESERVED: "yes"}, {RESERVED: "no"}),
-        "node-restriction.kubernetes.io/", id="change-a-reserved-label-of-node-a",
-    ),
     pytest.param(
         delete_pod(pod("web-1", "node-b")), "only pods bound to its own node",
         id="delete-pod-on-node-b",
@@ -389,8 +358,9 @@ def test_a_write_about_another_node_is_denied(
     admission: Admission, write: Callable[[User], Request], reason: str
 ) -> None:
     """With node-a's pod token, a write that reaches into node-b (its Node, its pods, its
-    NodeReport, Events in its name), a report that would claim another Node, or a change to
-    node-a's node-restriction.kubernetes.io/ labels is denied, with the message that says why."""
+    NodeReport, Events in its name) or a report that would claim another Node is denied,
+    with the message that says why (what it may change on node-a itself:
+    test_manifests_admission_node.py)."""
     decision = admission.review(write(POD_TOKEN_A))
     assert not decision.allowed
     assert any(reason in message for message in decision.messages), decision.messages
@@ -587,3 +557,101 @@ def test_the_documented_patch_drops_only_the_eviction_rule(tmp_path: Path) -> No
     assert len(rules) == len(base_rules) - 1
     assert ("create", "", "pods", "eviction") not in _agent_writes(docs)
     assert _agent_writes(docs)
+
+
+# -- who else can get a node's identity ---------------------------------------------------
+
+NODE_IDENTITY_ROUTES = "<!-- node-identity-routes"
+ROUTE_RIGHTS = [
+    ("create", "pods"),
+    ("create", "deployments"),
+    ("create", "daemonsets"),
+    ("create", "jobs"),
+    ("create", "cronjobs"),
+    ("patch", "daemonsets"),
+    ("create", "serviceaccounts/token"),
+    ("create", "pods/exec"),
+    ("create", "pods/attach"),
+    ("patch", "pods/ephemeralcontainers"),
+    ("impersonate", "serviceaccounts"),
+    ("impersonate", "userextras/authentication.kubernetes.io/node-name"),
+    ("create", "secrets"),
+    ("update", "validatingadmissionpolicies"),
+    ("delete", "validatingadmissionpolicybindings"),
+]
+"""(verb, resource): each right that gets a token the policy takes for some node's agent
+(or, for secrets, a legacy token with the agent's reads), or that removes the policy."""
+
+
+def _documented_routes() -> list[str]:
+    """The first column of each row of the table after the node-identity-routes marker."""
+    text = PERMISSIONS_PAGE.read_text()
+    lines = text[text.index(NODE_IDENTITY_ROUTES) :].splitlines()[1:]
+    rows = []
+    for line in lines[2:]:  # the header and its rule
+        if not line.startswith("|"):
+            break
+        rows.append(line.split("|")[1])
+    return rows
+
+
+@pytest.mark.parametrize(("verb", "resource"), ROUTE_RIGHTS)
+def test_every_way_to_a_node_identity_is_documented(verb: str, resource: str) -> None:
+    """docs/permissions.md lists, with the RBAC right that gives it, every way to get a
+    token the policy takes for a node's agent without stealing one (issue 27, finding 8):
+    creating pods or workloads in the agent's namespace, changing its DaemonSet, minting
+    tokens for its ServiceAccount, exec/attach/ephemeral containers in its pods,
+    impersonating it with a node-name extra, a legacy token Secret, removing the policy."""
+    rows = _documented_routes()
+    assert any(f"`{verb}`" in row and f"`{resource}`" in row for row in rows), rows
+
+
+ROUTE_IDENTITIES = [
+    pytest.param(
+        service_account(NAMESPACE, AGENT_ACCOUNT, node="node-c", node_uid="u-c", pod="debug"),
+        id="token-of-any-pod-running-as-the-agent",
+    ),
+    pytest.param(
+        service_account(NAMESPACE, AGENT_ACCOUNT, node="node-c", node_uid="u-c"),
+        id="token-requested-for-any-node",
+    ),
+    pytest.param(
+        User(NO_EXTRA.username, NO_EXTRA.groups, {NODE_NAME_KEY: ("node-c",)}),
+        id="impersonation-with-a-node-name-extra",
+    ),
+]
+
+
+@pytest.mark.parametrize("user", ROUTE_IDENTITIES)
+def test_the_policy_cannot_tell_a_minted_node_identity_from_the_agents(
+    admission: Admission, user: User
+) -> None:
+    """The documented gap those rights open: a token of any pod that runs as the agent
+    (whatever its name), one bound to any Node, or an impersonation that sets the
+    node-name extra is taken for that node's agent, so RBAC must keep them from people."""
+    assert admission.review(patch_node("node-c", "u-c")(user)).allowed
+    assert not admission.review(patch_node("node-b", UID_B)(user)).allowed
+
+
+def _grants(rule: JSON, verb: str, resource: str) -> bool:
+    """Whether an RBAC rule allows ``verb`` on ``resource`` (any API group): as RBAC
+    matches, ``*`` for every verb or resource, ``*/<subresource>`` for a subresource."""
+    verbs, resources = rule.get("verbs") or [], rule.get("resources") or []
+    _, slash, subresource = resource.partition("/")
+    matching = {resource, "*"} | ({f"*/{subresource}"} if slash else set())
+    return (verb in verbs or "*" in verbs) and bool(matching & set(resources))
+
+
+@pytest.mark.parametrize("target", [pytest.param(path, id=target_id(path)) for path in targets()])
+def test_no_shipped_role_grants_a_way_to_a_node_identity(target: Any) -> None:
+    """No Role or ClusterRole the base or an overlay ships grants any of those rights, to
+    anyone: a manifest change that did would fail here."""
+    found = [
+        (doc["kind"], doc["metadata"]["name"], verb, resource)
+        for doc in render(target)
+        if doc["kind"] in ("Role", "ClusterRole")
+        for rule in doc.get("rules") or []
+        for verb, resource in ROUTE_RIGHTS
+        if _grants(rule, verb, resource)
+    ]
+    assert found == []

@@ -1,7 +1,8 @@
 """Each overlay changes the one thing it is for and leaves the rest of the base alone: the
 descheduler as a CronJob (the Lease Role stays, for the cooldown's memory), the agent's
-readiness preset switched to Gardener's keys. None touches the agent's RBAC or its admission
-policy, which are the base's (tests/unit/manifests/test_manifests_admission.py)."""
+readiness preset switched to Gardener's keys (and the admission policy's readiness taint key
+with it). None touches the agent's RBAC or the rest of its admission policy, which are the
+base's (tests/unit/manifests/test_manifests_admission*.py)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import AgentConfig
-from agent.config.loader import parse_document
 from tests.harness.kustomize import (
     AGENT_ACCOUNT,
     BASE,
     DESCHEDULER_ACCOUNT,
     JSON,
     MANIFESTS,
-    generated,
+    agent_config,
     one,
     overlays,
     render,
@@ -27,7 +26,8 @@ from tests.harness.kustomize import (
 
 CRONJOB = MANIFESTS / "overlays" / "cronjob"
 GARDENER = MANIFESTS / "overlays" / "gardener"
-AGENT_CONFIG = "kubelet-companion-agent"
+
+POLICY = "kubelet-companion-own-node-only"
 
 Key = tuple[str, str]
 
@@ -75,21 +75,12 @@ def test_the_cronjob_overlay_runs_one_cycle_per_job_instead_of_a_deployment() ->
     assert pod["volumes"] == deployment["spec"]["template"]["spec"]["volumes"]
 
 
-def _agent_config(docs: list[JSON]) -> tuple[str, AgentConfig]:
-    (config_map,) = [
-        doc
-        for doc in docs
-        if doc["kind"] == "ConfigMap" and generated(AGENT_CONFIG, doc["metadata"]["name"])
-    ]
-    name = config_map["metadata"]["name"]
-    return name, parse_document(AgentConfig, config_map["data"]["agent.yaml"], name)
-
-
 def test_the_gardener_overlay_switches_only_the_readiness_preset() -> None:
-    """The agent's config differs from the base's in readiness.preset (gardener) alone, and
-    the DaemonSet mounts it under its new hashed name, so the agents restart with it."""
-    base_name, base_config = _agent_config(render(BASE))
-    name, config = _agent_config(render(GARDENER))
+    """The agent's config differs from the base's in readiness.preset (gardener) alone, the
+    DaemonSet mounts it under its new hashed name, so the agents restart with it, and the
+    admission policy admits Gardener's gate taint instead of ours, nothing else changed."""
+    base_name, base_config = agent_config(render(BASE))
+    name, config = agent_config(render(GARDENER))
     assert base_config.readiness.preset == "default"
     assert config.readiness.preset == "gardener"
     expected = dataclasses.replace(
@@ -100,13 +91,20 @@ def test_the_gardener_overlay_switches_only_the_readiness_preset() -> None:
     removed, added, changed = _changes(GARDENER)
     assert removed == {("ConfigMap", base_name)}
     assert added == {("ConfigMap", name)}
-    assert changed == {("DaemonSet", AGENT_ACCOUNT)}
+    assert changed == {("DaemonSet", AGENT_ACCOUNT), ("ValidatingAdmissionPolicy", POLICY)}
     daemonset = one(render(GARDENER), "DaemonSet", AGENT_ACCOUNT)
     volumes = daemonset["spec"]["template"]["spec"]["volumes"]
     assert {"name": "config", "configMap": {"name": name}} in volumes
-
-
-POLICY = "kubelet-companion-own-node-only"
+    policy, base_policy = (
+        one(render(target), "ValidatingAdmissionPolicy", POLICY) for target in (GARDENER, BASE)
+    )
+    gate = policy["spec"]["variables"].pop(0)
+    base_policy["spec"]["variables"].pop(0)
+    assert policy == base_policy
+    assert gate == {
+        "name": "readinessTaintKeys",
+        "expression": "['node.gardener.cloud/critical-components-not-ready']",
+    }
 
 
 @pytest.mark.parametrize("overlay", [pytest.param(path, id=target_id(path)) for path in overlays()])
@@ -114,7 +112,8 @@ def test_the_agents_rbac_and_admission_policy_are_the_same_in_every_overlay(
     overlay: Path,
 ) -> None:
     """No overlay widens or narrows the agent's ClusterRole, its binding, or the admission
-    policy that keeps it to its own node, nor drops the policy's Deny binding."""
+    policy that keeps it to its own node (but for the readiness gate's taint key, which
+    follows the agent's config), nor drops the policy's Deny binding."""
     for kind, name in (
         ("ClusterRole", AGENT_ACCOUNT),
         ("ClusterRoleBinding", AGENT_ACCOUNT),
@@ -122,4 +121,9 @@ def test_the_agents_rbac_and_admission_policy_are_the_same_in_every_overlay(
         ("ValidatingAdmissionPolicy", POLICY),
         ("ValidatingAdmissionPolicyBinding", POLICY),
     ):
-        assert one(render(overlay), kind, name) == one(render(BASE), kind, name), kind
+        rendered, base = one(render(overlay), kind, name), one(render(BASE), kind, name)
+        if kind == "ValidatingAdmissionPolicy":
+            for policy in (rendered, base):
+                gate = policy["spec"]["variables"].pop(0)
+                assert gate["name"] == "readinessTaintKeys"
+        assert rendered == base, kind

@@ -6,10 +6,11 @@ when cycles run is ``loop.CycleLoop``; which cache events start one early is
 ``triggerfeeds``; every decision is the pure cycle's (``core.cycle.run_cycle``).
 
 A plan's taints (CriticalAddonRescue, NodeShutdownRecovery, HighNodeUtilization's emptying
-taints) are applied before any of its evictions is sent (``taintactions``); rescue taints are
-removed when their add-on is bound or their time is up, emptying taints when the replacements
-are bound (``emptying``), both checked between cycles, and those an earlier run left at the
-first cycle this process leads.
+taints) are recorded on the Lease and then applied before any of its evictions is sent
+(``recordedtaints``, ``taintactions``); rescue taints are removed when their add-on is bound
+or their time is up, emptying taints when the replacements are bound (``emptying``), both
+checked between cycles; those an earlier run or leader left in flight are taken over, as the
+record names them, at the first cycle this process leads (``leftovers``).
 
 Modes, as upstream's flags mean them:
 - ``--descheduling-interval 0`` (the default): one cycle, then exit (Job, CronJob);
@@ -20,7 +21,9 @@ Modes, as upstream's flags mean them:
   soon as it is no longer sure to lead. The churn guard's memory lives on that Lease
   (``agent.kube.evictionmemory``), so it survives restarts and leader changes. Without
   leader election, a policy that sets ``cooldownSeconds`` keeps it on the same Lease's
-  annotation with guarded writes, so a Job or CronJob remembers across runs.
+  annotation with guarded writes, so a Job or CronJob remembers across runs. The record of
+  our taints in flight lives on that Lease in every mode, written the same two ways
+  (``agent.kube.leaseannotations``).
 - ``--event-driven-cycles`` (ours): cache events may start a cycle before the interval
   (``triggers``), at most one per ``--min-cycle-spacing``; with interval 0 only they do. A
   one-shot run that added a rescue or emptying taint waits for it to be removed before it

@@ -93,7 +93,7 @@ class RecordedTaints:
     async def undo(self, node: str, owned: OwnedTaint, error: KubeError) -> None:
         """After an add that failed with ``error``: no taint of ours left, no entry left."""
         if isinstance(error, ForeignTaint):
-            await self._forget([key_of(node, owned)])
+            await self.forget([key_of(node, owned)])
         else:
             await self.remove_all([(node, owned)])
 
@@ -112,11 +112,12 @@ class RecordedTaints:
                 continue
             done.append((node, owned))
             self.released[key_of(node, owned)] = owned.value
-        await self._forget([key_of(node, owned) for node, owned in done])
+        await self.forget([key_of(node, owned) for node, owned in done])
         return [node for node, _owned in done], failed
 
-    async def _forget(self, keys: Sequence[RecordKey]) -> None:
-        """Drop entries whose taints are gone; a failed write is only logged (see above)."""
+    async def forget(self, keys: Sequence[RecordKey]) -> None:
+        """Drop entries whose taints are gone (or were never added); a failed write is only
+        logged (see above)."""
         if not keys:
             return
         try:

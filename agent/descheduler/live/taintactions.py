@@ -183,11 +183,15 @@ class TaintActions:
         ]
         recorded = await self._claim(changes)
         failed: set[str] = set()
+        unused: list[RecordKey] = []
         for change in changes:
             emptying = change.add and change.key == EMPTYING_TAINT_KEY
             if change.add and not recorded:  # ``_claim`` said why
                 if change.for_pod:
                     failed.add(change.node)
+                continue
+            if emptying and self.emptying.closed:  # a stop came while earlier changes went
+                unused.append(key_of(change.node, _owned(change)))
                 continue
             try:
                 if change.add:
@@ -226,6 +230,7 @@ class TaintActions:
                     change.plugin,
                     f"{verb} taint {change.taint}: {change.reason}",
                 )
+        await self.taints.forget(unused)
         return failed
 
     async def _add(self, node: str, owned: OwnedTaint) -> None:

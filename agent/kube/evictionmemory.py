@@ -23,11 +23,9 @@ from typing import Protocol
 import structlog
 
 from agent.clock import Clock
-from agent.kube.errors import Conflict, NotFound
-from agent.kube.jsontypes import JsonObject
 from agent.kube.leaderelection import LeaderElector
-from agent.kube.lease import KubeLeaseApi, lease_object
-from agent.kube.leaseannotations import LeaderAnnotations, annotation_of
+from agent.kube.lease import KubeLeaseApi
+from agent.kube.leaseannotations import LeaderAnnotations, LeaseAnnotations
 
 RECENT_EVICTIONS_ANNOTATION = "kubelet-companion.io/recent-evictions"
 DEFAULT_MAX_ENTRIES = 3000
@@ -137,12 +135,8 @@ class LeaseAnnotationMemory:
 
     A Job or CronJob runs one cycle per process, so a memory kept in the process would
     forget every eviction before the next run. Without an elector there is no holder to
-    write through: each save reads the Lease (creating it, holderless, when absent), sets
-    the annotation and writes it back guarded by the resourceVersion it read; a 409 means
-    someone wrote meanwhile, and the save starts again from a fresh read.
+    write through: each save is one of ``LeaseAnnotations``' guarded read-change-writes.
     """
-
-    ATTEMPTS = 5
 
     def __init__(
         self,
@@ -152,46 +146,18 @@ class LeaseAnnotationMemory:
         max_age: float,
         max_entries: int = DEFAULT_MAX_ENTRIES,
     ) -> None:
-        self.lease_api = lease_api
+        self.annotations = LeaseAnnotations(lease_api)
         self.clock = clock
         self.max_age = max_age
         self.max_entries = max_entries
 
     async def load(self) -> dict[str, float]:
-        try:
-            lease = await self.lease_api.get()
-        except NotFound:
-            return {}
-        return self._trim(
-            decode_recent_evictions(annotation_of(lease, RECENT_EVICTIONS_ANNOTATION))
-        )
+        text = await self.annotations.read(RECENT_EVICTIONS_ANNOTATION)
+        return self._trim(decode_recent_evictions(text))
 
     async def save(self, evicted_at: Mapping[str, float]) -> None:
         encoded = encode_recent_evictions(self._trim(evicted_at))
-        for _attempt in range(self.ATTEMPTS):
-            lease = await self._read_or_create()
-            metadata = lease.setdefault("metadata", {})
-            annotations = dict(metadata.get("annotations") or {})
-            if annotations.get(RECENT_EVICTIONS_ANNOTATION) == encoded:
-                return
-            annotations[RECENT_EVICTIONS_ANNOTATION] = encoded
-            metadata["annotations"] = annotations
-            try:
-                await self.lease_api.replace(lease)  # carries the resourceVersion just read
-            except Conflict:
-                continue
-            return
-        raise Conflict(f"the Lease {self.lease_api.name} kept changing under us")
-
-    async def _read_or_create(self) -> JsonObject:
-        try:
-            return await self.lease_api.get()
-        except NotFound:
-            pass
-        try:
-            return await self.lease_api.create(lease_object(self.lease_api.name, {}))
-        except Conflict:  # created by someone else meanwhile: read theirs
-            return await self.lease_api.get()
+        await self.annotations.update(RECENT_EVICTIONS_ANNOTATION, lambda _current: encoded)
 
     def _trim(self, evicted_at: Mapping[str, float]) -> dict[str, float]:
         return trim_recent_evictions(

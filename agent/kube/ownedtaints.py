@@ -8,7 +8,9 @@ ownership is recorded, not assumed: with each taint we add goes an annotation of
 same node, in the same guarded patch, whose value is the taint's value. We remove a taint only
 when our annotation names it, and remove the annotation with it; a taint with the same key
 and effect that someone else added is never changed, and we never add ours beside it (the API
-server refuses two taints with the same key and effect anyway).
+server refuses two taints with the same key and effect anyway). The annotation is a mark, not
+proof: any node may write its own Node's annotations, so the descheduler asks for a removal
+only of a taint its own record on its Lease holds (``agent.descheduler.live.recordedtaints``).
 
 Both writes go through ``NodePatcher``: a ``test`` op on the resourceVersion, a re-read and
 rebuild on 409/422, backoff on 429/5xx.

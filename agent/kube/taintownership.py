@@ -1,8 +1,10 @@
-"""Which taints on a node are ours: their keys, and the annotations that record we added them.
+"""Which taints on a node are ours: their keys, and the annotations that mark we added them.
 
-Plain names and data, no client: the descheduler's pure plugins read them from the cached
-nodes, and ``ownedtaints`` writes them. Each taint we add to a node that is not our own goes
-with an annotation of ours whose value is the taint's value (see ``ownedtaints``).
+Plain names and data, no client: the descheduler's pure plugins read them, and
+``ownedtaints`` writes them. Each taint we add to a node that is not our own goes with an
+annotation of ours whose value is the taint's value (see ``ownedtaints``). Any node may write
+its own Node's annotations, so such a mark only says where our patch landed; whether a taint
+is ours is the descheduler's own record's to say (``agent.descheduler.model.taintrecord``).
 """
 
 from __future__ import annotations
@@ -73,6 +75,18 @@ def emptying_taint() -> OwnedTaint:
     """The soft taint on a node HighNodeUtilization is emptying: the scheduler's
     TaintToleration score (weight 3) then steers the replacements of its pods elsewhere."""
     return OwnedTaint(EMPTYING_TAINT_KEY, EMPTYING_VALUE, "PreferNoSchedule", EMPTYING_ANNOTATION)
+
+
+def owned_taint_for(annotation: str, value: str) -> OwnedTaint:
+    """The taint of ours that ``annotation`` (one of ``OWNED_ANNOTATIONS``) with ``value``
+    stands for; raises ``ValueError`` for any other annotation."""
+    if annotation == RESCUE_ANNOTATION:
+        return rescue_taint_valued(value)
+    if annotation == OUT_OF_SERVICE_ANNOTATION:
+        return out_of_service_taint()
+    if annotation == EMPTYING_ANNOTATION:
+        return emptying_taint()
+    raise ValueError(f"{annotation!r} marks no taint of ours")
 
 
 def is_emptying_taint(taint: Mapping[str, object]) -> bool:

@@ -10,6 +10,7 @@ started at ``CREATED``, uid ``uid-<namespace>-<name>``; a PDB allowing no disrup
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from typing import Any
@@ -18,6 +19,7 @@ from agent.descheduler.cache.projection import snapshot_from_list
 from agent.descheduler.core.framework.registry import REGISTRY
 from agent.descheduler.core.policy import DeschedulerPolicy, parse_policy
 from agent.descheduler.model.cluster import ClusterSnapshot, NodeUsage
+from agent.descheduler.model.taintrecord import TaintRecord
 from tests.harness import kubeobjects
 from tests.harness.kubeobjects import owner_ref
 
@@ -57,21 +59,17 @@ pdb = functools.partial(kubeobjects.pdb, disruptions_allowed=0)
 
 
 def snapshot(
-    *items: Mapping[str, Any], node_usage: Mapping[str, NodeUsage] | None = None
+    *items: Mapping[str, Any],
+    node_usage: Mapping[str, NodeUsage] | None = None,
+    taint_record: TaintRecord | None = None,
 ) -> ClusterSnapshot:
+    """A snapshot of ``items`` at ``NOW``, with these NodeReports and our taint record."""
     built = snapshot_from_list(items, NOW)
-    if node_usage is None:
-        return built
-    return ClusterSnapshot(
-        nodes=built.nodes,
-        pods_by_node=built.pods_by_node,
-        namespaces=built.namespaces,
-        disruption_budgets=built.disruption_budgets,
-        claims=built.claims,
-        priority_classes=built.priority_classes,
-        node_usage=node_usage,
-        now=built.now,
-    )
+    if node_usage is not None:
+        built = dataclasses.replace(built, node_usage=node_usage)
+    if taint_record is not None:
+        built = dataclasses.replace(built, taint_record=taint_record)
+    return built
 
 
 def policy(

@@ -6,10 +6,11 @@ when cycles run is ``loop.CycleLoop``; which cache events start one early is
 ``triggerfeeds``; every decision is the pure cycle's (``core.cycle.run_cycle``).
 
 A plan's taints (CriticalAddonRescue, NodeShutdownRecovery, HighNodeUtilization's emptying
-taints) are applied before any of its evictions is sent (``taintactions``); rescue taints are
-removed when their add-on is bound or their time is up, emptying taints when the replacements
-are bound (``emptying``), both checked between cycles, and those an earlier run left at the
-first cycle this process leads.
+taints) are recorded on the Lease and then applied before any of its evictions is sent
+(``recordedtaints``, ``taintactions``); rescue taints are removed when their add-on is bound
+or their time is up, emptying taints when the replacements are bound (``emptying``), both
+checked between cycles; those an earlier run or leader left in flight are taken over, as the
+record names them, at the first cycle this process leads (``leftovers``).
 
 Modes, as upstream's flags mean them:
 - ``--descheduling-interval 0`` (the default): one cycle, then exit (Job, CronJob);
@@ -20,7 +21,9 @@ Modes, as upstream's flags mean them:
   soon as it is no longer sure to lead. The churn guard's memory lives on that Lease
   (``agent.kube.evictionmemory``), so it survives restarts and leader changes. Without
   leader election, a policy that sets ``cooldownSeconds`` keeps it on the same Lease's
-  annotation with guarded writes, so a Job or CronJob remembers across runs.
+  annotation with guarded writes, so a Job or CronJob remembers across runs. The record of
+  our taints in flight lives on that Lease in every mode, written the same two ways
+  (``agent.kube.leaseannotations``).
 - ``--event-driven-cycles`` (ours): cache events may start a cycle before the interval
   (``triggers``), at most one per ``--min-cycle-spacing``; with interval 0 only they do. A
   one-shot run that added a rescue or emptying taint waits for it to be removed before it
@@ -50,9 +53,11 @@ from agent.descheduler.live.evictor import EvictionResult, LiveEvictor, ResultLi
 from agent.descheduler.live.loop import CycleLoop
 from agent.descheduler.live.metrics import DeschedulerMetrics, DroppedEvents, SkippedObjects
 from agent.descheduler.live.options import RunOptions
+from agent.descheduler.live.recordedtaints import RecordedTaints
 from agent.descheduler.live.reporttrust import NodeReportTrustMetrics, ReportTrust
 from agent.descheduler.live.runner import Descheduler
 from agent.descheduler.live.taintactions import RescueTracker, TaintActions
+from agent.descheduler.live.taintmarks import UnrecordedMarks
 from agent.descheduler.live.triggerfeeds import watch_triggers
 from agent.descheduler.live.triggers import CycleSchedule
 from agent.kube.api import KubeApi
@@ -65,6 +70,7 @@ from agent.kube.evictionmemory import (
 )
 from agent.kube.leaderelection import LeaderElector
 from agent.kube.lease import KubeLeaseApi
+from agent.kube.leaseannotations import AnnotationStore, LeaderAnnotations, LeaseAnnotations
 from agent.kube.nodereports import NodeReportCache
 from agent.kube.ownedtaints import OwnedTaints
 from agent.kube.ratelimit import TokenBucket
@@ -136,22 +142,22 @@ async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires 
     _log.info("serving metrics", address=f"{host}:{port}")
     kube = AsyncKube(api, workers=max(16, options.concurrency * 2))
     limiter = TokenBucket(options.qps, options.burst, monotonic=clock.monotonic, sleep=clock.sleep)
+    lease_api = KubeLeaseApi(kube, options.lease_namespace, options.lease_name)
     elector: LeaderElector | None = None
     memory: EvictionsMemory | None = None
+    lease_annotations: AnnotationStore
     if options.leader_elect:
         elector = LeaderElector(
-            KubeLeaseApi(kube, options.lease_namespace, options.lease_name),
-            clock=clock,
-            identity=options.identity,
-            timing=options.election,
+            lease_api, clock=clock, identity=options.identity, timing=options.election
         )
         memory = RecentEvictionsMemory(elector, clock=clock, max_age=CHURN_MEMORY_SECONDS)
-    elif policy.uses_cooldown:
-        memory = LeaseAnnotationMemory(
-            KubeLeaseApi(kube, options.lease_namespace, options.lease_name),
-            clock=clock,
-            max_age=CHURN_MEMORY_SECONDS,
-        )
+        lease_annotations = LeaderAnnotations(elector)
+    else:
+        # The same Lease, holderless, written with guarded read-change-writes: a Job or
+        # CronJob keeps its memory and its taint record there across runs.
+        lease_annotations = LeaseAnnotations(lease_api)
+        if policy.uses_cooldown:
+            memory = LeaseAnnotationMemory(lease_api, clock=clock, max_age=CHURN_MEMORY_SECONDS)
     # Events spend tokens of their own (client-go's broadcaster has its own client too):
     # a Descheduled Event never waits for, nor takes, an eviction's token.
     event_limiter = TokenBucket(
@@ -196,13 +202,14 @@ async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires 
         registry.register(
             NodeReportTrustMetrics(lambda: judging.verdicts(dict(state.nodes.store)), clock.now)
         )
-    owned_taints = OwnedTaints(kube, monotonic=clock.monotonic)
+    recorded = RecordedTaints(OwnedTaints(kube, monotonic=clock.monotonic), lease_annotations)
     taint_actions = TaintActions(
-        owned_taints,
-        RescueTracker(owned_taints, clock.monotonic),
+        recorded,
+        RescueTracker(recorded, clock.monotonic),
         events,
         rescue_timeout=policy.rescue_taint_timeout,
         lookup=state.pods.get,
+        now=clock.now,
     )
     state.pods.subscribe(taint_actions.emptying.on_pod_event)
     descheduler = Descheduler(
@@ -219,6 +226,7 @@ async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires 
         events=events,
         subject=event_subject(options.lease_namespace, options.lease_name),
         budgets=budgets,
+        marks=UnrecordedMarks(metrics.unrecorded_taint_marks),
     )
     metrics.follow_leadership(lambda: descheduler.leading)
     schedule = CycleSchedule(options.interval, options.min_cycle_spacing)

@@ -17,8 +17,10 @@ cache's events say when one is bound (``on_pod_event``), so nothing scans 150,00
 a relist, which replays no events, one scan of the cache stands in for them.
 
 A graceful stop takes every tracked taint off (``close``), whether or not this replica still
-leads, and lets no new one be added. A run that was killed left our annotation on those nodes;
-the first cycle a process leads (again) removes them, as it does rescue taints.
+leads, and lets no new one be added. A run that was killed left them in our record on the
+Lease (``recordedtaints``: each is recorded before it is added, and forgotten only once it is
+off); the first cycle a process leads (again) removes them (``leftovers``). A node's
+annotation alone is never taken for one of them: any node may write its own.
 
 Concurrency: everything runs on the event loop, which also owns the pod cache and calls the
 listener.
@@ -32,9 +34,9 @@ from collections.abc import Callable, Iterable
 import structlog
 
 from agent.descheduler.live.leftovers import remove_leftovers
-from agent.descheduler.model.cluster import ClusterSnapshot, NodeInfo, PodInfo
-from agent.kube.errors import KubeError
-from agent.kube.ownedtaints import OwnedTaints
+from agent.descheduler.live.recordedtaints import RecordedTaints
+from agent.descheduler.model.cluster import ClusterSnapshot, PodInfo
+from agent.descheduler.model.taintrecord import TaintRecord
 from agent.kube.taintownership import EMPTYING_ANNOTATION, emptying_taint
 
 EMPTYING_HOLD_SECONDS = 60.0
@@ -53,7 +55,7 @@ class EmptyingTracker:
 
     def __init__(
         self,
-        taints: OwnedTaints,
+        taints: RecordedTaints,
         monotonic: Callable[[], float],
         *,
         hold_seconds: float = EMPTYING_HOLD_SECONDS,
@@ -133,39 +135,34 @@ class EmptyingTracker:
         return await self._remove(sorted(self._deadlines), self.monotonic())
 
     async def _remove(self, nodes: list[str], now: float) -> list[str]:
-        removed = []
-        for node in nodes:
-            try:
-                await self.taints.remove(node, emptying_taint())
-            except KubeError as error:
-                deadline = self._deadlines.get(node)
-                if deadline is None:
-                    continue  # taken off meanwhile (a stop during a settle)
-                if now >= deadline + self.hold_seconds:
-                    _log.warning(
-                        "emptying taint not removed; left to the next start",
-                        node=node,
-                        error=str(error),
-                    )
-                    del self._deadlines[node]
-                else:
-                    _log.warning("emptying taint not removed yet", node=node, error=str(error))
-                continue
+        removed, failed = await self.taints.remove_all([(node, emptying_taint()) for node in nodes])
+        for node, error in failed.items():
+            deadline = self._deadlines.get(node)
+            if deadline is None:
+                continue  # taken off meanwhile (a stop during a settle)
+            if now >= deadline + self.hold_seconds:
+                _log.warning(
+                    "emptying taint not removed; left to the next start",
+                    node=node,
+                    error=str(error),
+                )
+                del self._deadlines[node]
+            else:
+                _log.warning("emptying taint not removed yet", node=node, error=str(error))
+        for node in removed:
             self._deadlines.pop(node, None)
-            removed.append(node)
         if not self._deadlines:
             self._wanted, self._known, self._bound = Counter(), set(), {}
         if removed:
             _log.info("emptying taints removed", nodes=len(removed), sample=removed[:5])
         return removed
 
-    async def remove_leftovers(self, nodes: Iterable[NodeInfo]) -> list[str]:
-        """Remove the emptying taints an earlier run left (our annotation names them)."""
+    async def remove_leftovers(self, record: TaintRecord) -> list[str]:
+        """Remove the emptying taints an earlier run left (our record names them)."""
         return await remove_leftovers(
             self.taints,
-            nodes,
+            record,
             annotation=EMPTYING_ANNOTATION,
-            owned=lambda _value: emptying_taint(),
             tracked=self._deadlines,
             what="emptying",
         )

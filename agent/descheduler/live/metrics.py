@@ -81,6 +81,15 @@ class DeschedulerMetrics:
             registry=registry,
         )
 
+        self.unrecorded_taint_marks = Gauge(
+            "kubelet_companion_descheduler_unrecorded_taint_marks",
+            "Nodes carrying one of our taint-ownership annotations that our record on the "
+            "Lease does not hold (written by someone else, or left by a version before the "
+            "record): ignored, by annotation; set each cycle.",
+            ["annotation"],
+            registry=registry,
+        )
+
     def follow_leadership(self, leading: Callable[[], bool]) -> None:
         """Read ``leading`` at every scrape (a bool read; safe from the HTTP threads)."""
         self.leader.set_function(lambda: float(leading()))

@@ -1,16 +1,19 @@
 """One cycle of the running process: plan from the caches, then print it or carry it out.
 
 Planning is the pure cycle's (``core.cycle.run_cycle``), on a worker thread: the snapshot is
-immutable, so the caches keep following their watches meanwhile. Carrying it out is taints
-first (``taintactions``: a rescue's node is tainted before its pods go, and a node being
-emptied before its pods go), then evictions
-(``evictor``), the ones a budget holds going as it allows; then the churn guard's memory, the
-metrics, a Warning Event for a plugin that failed, and one log line a person reads.
+immutable, so the caches keep following their watches meanwhile. It carries our record of the
+taints in flight, read from the Lease each cycle (``recordedtaints``): the plugins believe
+that, never a node's mark (``taintmarks`` logs and counts the marks it ignores). Carrying it
+out is taints first (``taintactions``: a rescue's node is tainted before its pods go, and a
+node being emptied before its pods go), then evictions (``evictor``), the ones a budget
+holds going as it allows; then the churn guard's memory, the metrics, a Warning Event for a
+plugin that failed, and one log line a person reads.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
@@ -25,21 +28,19 @@ from agent.descheduler.live.evictor import EvictionResult, LiveEvictor
 from agent.descheduler.live.metrics import RESULT_BLOCKED_BY_PDB, DeschedulerMetrics
 from agent.descheduler.live.options import RunOptions
 from agent.descheduler.live.taintactions import TaintActions, emptying_nodes
+from agent.descheduler.live.taintmarks import UnrecordedMarks
 from agent.descheduler.live.triggers import CycleSchedule
 from agent.descheduler.model.cluster import ClusterSnapshot
+from agent.descheduler.model.taintrecord import TaintRecord
 from agent.descheduler.plan.render import render_json, render_table
 from agent.descheduler.plan.shape import Plan, PlannedEviction
 from agent.kube.errors import KubeError, LeadershipLost
 from agent.kube.events import EventSink, ObjectRef
 from agent.kube.evictionmemory import EvictionsMemory
 from agent.kube.leaderelection import LeaderElector
-from agent.kube.taintownership import EMPTYING_ANNOTATION, RESCUE_ANNOTATION
 
 CYCLE_FAILED = "DeschedulingFailed"
 """The reason of the Warning Event a cycle posts when a plugin or a profile failed."""
-LEFTOVER_SYNC_SECONDS = 5.0
-"""How long the first cycle waits for the node cache to show leftover taints gone."""
-LEFTOVER_ANNOTATIONS = frozenset({RESCUE_ANNOTATION, EMPTYING_ANNOTATION})
 
 _log = structlog.get_logger(subsystem="descheduler")
 
@@ -63,6 +64,7 @@ class Descheduler:
         events: EventSink | None = None,
         subject: ObjectRef | None = None,
         budgets: BudgetWatch | None = None,
+        marks: UnrecordedMarks | None = None,
     ) -> None:
         self.policy = policy
         self.options = options
@@ -82,9 +84,10 @@ class Descheduler:
         self._leftovers_checked = False
         self.events = events
         self.subject = subject
+        """What the cycle's own Warning Events are about: this replica's Pod, else its Lease."""
         self.budgets = budgets
         """The budgets' watch, which held evictions wait on; ``None``: they are not held."""
-        """What the cycle's own Warning Events are about: this replica's Pod, else its Lease."""
+        self.marks = marks or UnrecordedMarks()
 
     @property
     def leading(self) -> bool:
@@ -97,9 +100,13 @@ class Descheduler:
             return None
         started = self.clock.monotonic()
         if not self.options.dry_run and not self._leftovers_checked:
-            await self._remove_leftover_rescues()
+            await self._take_over_leftovers()
+        record = await self._taint_record()
         owner_evictions = await self._recall()
         snapshot = self.state.snapshot(self.clock.now())
+        snapshot = dataclasses.replace(snapshot, taint_record=record)
+        if self.taint_actions is not None:
+            self.marks.check(snapshot.nodes, record, self.taint_actions.taints.released)
         options = CycleOptions(owner_evictions=owner_evictions, monotonic=self.clock.monotonic)
         plan = await asyncio.to_thread(run_cycle, self.policy, snapshot, options)
         self._count_fallbacks(plan)
@@ -161,24 +168,33 @@ class Descheduler:
                 actions.emptying.track(evicted, snapshot)
         return results
 
-    async def _remove_leftover_rescues(self) -> None:
-        """Once, as leader: rescue and emptying taints an earlier run left; wait for the
-        cache to agree."""
-        self._leftovers_checked = True
+    async def _take_over_leftovers(self) -> None:
+        """Once, as leader: take over the taints an earlier run (or leader) left in flight,
+        as our record names them: rescues adopted, emptying taints removed (``leftovers``)."""
         actions = self.taint_actions
         if actions is None:
+            self._leftovers_checked = True
             return
-        nodes = list(self.state.nodes.store.values())
-        removed = await actions.tracker.remove_leftovers(nodes)
-        removed += await actions.emptying.remove_leftovers(nodes)
-        deadline = self.clock.monotonic() + LEFTOVER_SYNC_SECONDS
-        while removed and self.clock.monotonic() < deadline:
-            if not any(
-                LEFTOVER_ANNOTATIONS & set(getattr(self.state.nodes.get(name), "annotations", {}))
-                for name in removed
-            ):
-                break
-            await self.clock.sleep(0.05)
+        try:
+            record = await actions.taints.load()
+        except KubeError as error:
+            _log.warning("taint record not read; leftovers are taken over later", error=str(error))
+            return
+        self._leftovers_checked = True
+        actions.tracker.adopt(record, self.clock.now())
+        await actions.emptying.remove_leftovers(record)
+
+    async def _taint_record(self) -> TaintRecord:
+        """Our record of the taints in flight, read afresh; on a failed read, the record as
+        this process last knew it."""
+        actions = self.taint_actions
+        if actions is None:
+            return TaintRecord()
+        try:
+            return await actions.taints.load()
+        except KubeError as error:
+            _log.warning("taint record not read; using this process's", error=str(error))
+            return actions.taints.record
 
     async def settle_taints(self) -> bool:
         """Remove rescue and emptying taints that are done; ``True`` while some are still

@@ -1,14 +1,16 @@
 """Carrying out a plan's taints: before its evictions, and undoing rescue taints in time.
 
 The pure plugins only ask (``Plan.taints``); this is where the asks meet the API server,
-through ``agent.kube.ownedtaints`` (guarded patches, ownership recorded on the node).
+through ``recordedtaints`` (our record of them on the Lease first, then guarded node patches
+with ownership marked on the node).
 
-- ``apply`` runs before any eviction of the plan is sent. A rescue taint that could not be
+- ``apply`` runs before any eviction of the plan is sent. It records every taint it is about
+  to add in one Lease write; when that fails, none is added. A rescue taint that could not be
   added (a conflict that outlasted the retries, a taint someone else put in its slot) cancels
   that rescue's evictions: without the taint, the room would go to whatever is pending next.
 - ``RescueTracker`` remembers each rescue taint it added, and removes it once the add-on is
-  bound to a node (or gone), or after the rescue's timeout; ``remove_leftovers`` removes the
-  rescue taints an earlier run left (our annotation on the node says which), at start-up.
+  bound to a node (or gone), or after the rescue's timeout; ``adopt`` takes over the ones an
+  earlier run or another leader left in flight (our record names them, with their end).
 - HighNodeUtilization's soft emptying taints go the same way, once the replacements of the
   pods that left are bound (``emptying``). One that could not be added costs nothing but
   the steering: its node's evictions still go.
@@ -21,7 +23,7 @@ caches the loop owns.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -29,12 +31,12 @@ import structlog
 from agent.descheduler.core.plugins.criticaladdonrescue import NAME as RESCUE
 from agent.descheduler.live.emptying import EmptyingTracker
 from agent.descheduler.live.evictor import EvictionResult
-from agent.descheduler.live.leftovers import remove_leftovers
-from agent.descheduler.model.cluster import NodeInfo, PodInfo
+from agent.descheduler.live.recordedtaints import RecordedTaints, TaintRecordFull, key_of
+from agent.descheduler.model.cluster import PodInfo
+from agent.descheduler.model.taintrecord import RecordedTaint, RecordKey, TaintRecord
 from agent.descheduler.plan.shape import PlannedEviction, TaintChange
 from agent.kube.errors import KubeError
 from agent.kube.events import EventSink, ObjectRef
-from agent.kube.ownedtaints import OwnedTaints
 from agent.kube.taintownership import (
     EMPTYING_TAINT_KEY,
     RESCUE_ANNOTATION,
@@ -67,15 +69,18 @@ def emptying_nodes(changes: Sequence[TaintChange]) -> list[str]:
 @dataclass
 class _Rescue:
     pod: str
+    """The add-on, ``namespace/name`` ("" when an adopted entry did not say)."""
     node: str
+    owned: OwnedTaint
     deadline: float
     """Monotonic seconds after which the taint goes whatever became of the add-on."""
 
 
 class RescueTracker:
-    """Rescue taints this process added, until the add-on is bound or their time is up."""
+    """Rescue taints in flight, until the add-on is bound or their time is up: the ones this
+    process added, and the ones it adopted from our record."""
 
-    def __init__(self, taints: OwnedTaints, monotonic: Callable[[], float]) -> None:
+    def __init__(self, taints: RecordedTaints, monotonic: Callable[[], float]) -> None:
         self.taints = taints
         self.monotonic = monotonic
         self._rescues: dict[str, _Rescue] = {}
@@ -86,38 +91,44 @@ class RescueTracker:
         return bool(self._rescues)
 
     def track(self, node: str, pod: str, timeout: float) -> None:
-        self._rescues[node] = _Rescue(pod, node, self.monotonic() + timeout)
+        self._rescues[node] = _Rescue(pod, node, rescue_taint(pod), self.monotonic() + timeout)
+
+    def adopt(self, record: TaintRecord, now: float) -> list[str]:
+        """Take over the rescues ``record`` holds that this process does not track, each
+        until the end the record gives it (``now``: wall-clock seconds); the nodes."""
+        adopted = []
+        for node, entry in sorted(record.on_nodes(RESCUE_ANNOTATION).items()):
+            if node in self._rescues:
+                continue
+            left = max(0.0, entry.until - now)
+            owned = rescue_taint_valued(entry.value)
+            self._rescues[node] = _Rescue(entry.pod, node, owned, self.monotonic() + left)
+            adopted.append(node)
+        if adopted:
+            _log.info("rescues in flight taken over", nodes=adopted)
+        return adopted
 
     async def settle(self, lookup: PodLookup) -> list[str]:
         """Remove the taints whose add-on is bound or gone, or whose time is up; the nodes."""
-        done = []
-        for rescue in list(self._rescues.values()):
-            pod = lookup(rescue.pod)
-            if pod is not None and not pod.node_name and self.monotonic() < rescue.deadline:
+        due: list[tuple[_Rescue, str]] = []
+        for rescue in self._rescues.values():
+            pod = lookup(rescue.pod) if rescue.pod else None
+            waiting = pod is not None and not pod.node_name
+            if waiting and self.monotonic() < rescue.deadline:
                 continue
-            why = "timed out" if pod is not None and not pod.node_name else "add-on scheduled"
-            if pod is None:
-                why = "add-on gone"
-            try:
-                await self.taints.remove(rescue.node, rescue_taint(rescue.pod))
-            except KubeError as error:
-                _log.warning("rescue taint not removed yet", node=rescue.node, error=str(error))
+            why = "add-on gone" if pod is None else "timed out" if waiting else "add-on scheduled"
+            due.append((rescue, why))
+        if not due:
+            return []
+        removed, failed = await self.taints.remove_all([(r.node, r.owned) for r, _why in due])
+        for rescue, why in due:
+            if rescue.node in failed:
+                error = str(failed[rescue.node])
+                _log.warning("rescue taint not removed yet", node=rescue.node, error=error)
                 continue
             _log.info("rescue taint removed", node=rescue.node, pod=rescue.pod, why=why)
             del self._rescues[rescue.node]
-            done.append(rescue.node)
-        return done
-
-    async def remove_leftovers(self, nodes: Iterable[NodeInfo]) -> list[str]:
-        """Remove the rescue taints of an earlier run (our annotation names them)."""
-        return await remove_leftovers(
-            self.taints,
-            nodes,
-            annotation=RESCUE_ANNOTATION,
-            owned=rescue_taint_valued,
-            tracked=self._rescues,
-            what="rescue",
-        )
+        return removed
 
 
 class TaintActions:
@@ -125,12 +136,13 @@ class TaintActions:
 
     def __init__(
         self,
-        taints: OwnedTaints,
+        taints: RecordedTaints,
         tracker: RescueTracker,
         events: EventSink,
         *,
         rescue_timeout: float,
         lookup: PodLookup,
+        now: Callable[[], float],
         emptying: EmptyingTracker | None = None,
     ) -> None:
         self.taints = taints
@@ -139,19 +151,55 @@ class TaintActions:
         self.events = events
         self.rescue_timeout = rescue_timeout
         self.lookup = lookup
+        self.now = now
+        """Wall-clock seconds: a rescue's end, as the record keeps it for the next leader."""
+
+    def _entry(self, change: TaintChange) -> tuple[RecordKey, RecordedTaint]:
+        owned = _owned(change)
+        if not change.for_pod:
+            return key_of(change.node, owned), RecordedTaint(owned.value)
+        until = self.now() + self.rescue_timeout
+        return key_of(change.node, owned), RecordedTaint(owned.value, until, change.for_pod)
+
+    async def _claim(self, changes: Sequence[TaintChange]) -> bool:
+        """Record the taints ``changes`` add, before any is added; ``False``: add none."""
+        adds = [self._entry(change) for change in changes if change.add]
+        try:
+            await self.taints.claim(adds)
+        except (KubeError, TaintRecordFull) as error:
+            _log.warning(
+                "taints not recorded, so none is added", taints=len(adds), error=str(error)
+            )
+            return False
+        return True
 
     async def apply(self, changes: Sequence[TaintChange]) -> set[str]:
         """Apply every change in order; return the nodes whose rescue taint did not land."""
+        changes = [
+            change
+            for change in changes
+            # stopping: the emptying taints come off, none goes on
+            if not (change.add and change.key == EMPTYING_TAINT_KEY and self.emptying.closed)
+        ]
+        recorded = await self._claim(changes)
         failed: set[str] = set()
+        unused: list[RecordKey] = []
         for change in changes:
             emptying = change.add and change.key == EMPTYING_TAINT_KEY
-            if emptying and self.emptying.closed:
-                continue  # stopping: the taints come off, none goes on
+            if change.add and not recorded:  # ``_claim`` said why
+                if change.for_pod:
+                    failed.add(change.node)
+                continue
+            if emptying and self.emptying.closed:  # a stop came while earlier changes went
+                unused.append(key_of(change.node, _owned(change)))
+                continue
             try:
                 if change.add:
-                    await self.taints.add(change.node, _owned(change))
+                    await self._add(change.node, _owned(change))
                 else:
-                    await self.taints.remove(change.node, _owned(change))
+                    _done, errors = await self.taints.remove_all([(change.node, _owned(change))])
+                    if errors:
+                        raise errors[change.node]
             except KubeError as error:
                 _log.warning(
                     "taint not changed",
@@ -182,7 +230,15 @@ class TaintActions:
                     change.plugin,
                     f"{verb} taint {change.taint}: {change.reason}",
                 )
+        await self.taints.forget(unused)
         return failed
+
+    async def _add(self, node: str, owned: OwnedTaint) -> None:
+        try:
+            await self.taints.add(node, owned)
+        except KubeError as error:
+            await self.taints.undo(node, owned, error)
+            raise
 
     @staticmethod
     def sendable(evictions: Sequence[PlannedEviction], failed: set[str]) -> list[PlannedEviction]:

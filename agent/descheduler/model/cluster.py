@@ -20,6 +20,8 @@ from typing import Any
 
 import msgspec
 
+from agent.descheduler.model.taintrecord import TaintRecord
+
 ResourceList = Mapping[str, int]
 """``cpu`` in millicores, ``memory`` and ``ephemeral-storage`` in bytes, ``pods`` a count;
 extended resources in their own unit (rounded up, like ``Quantity.Value()``)."""
@@ -124,8 +126,9 @@ class NodeInfo:
     boot_id: str = ""
     """``status.nodeInfo.bootID``: kubelet reports a new one after every boot."""
     annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY_MAP)
-    """Only our own annotations (``projection.KEPT_NODE_ANNOTATIONS``): which of the node's
-    taints we added."""
+    """Only our own annotations (``projection.KEPT_NODE_ANNOTATIONS``): where our taint
+    patches landed. Any node may write its own, so they prove nothing alone: which taints
+    are ours is ``ClusterSnapshot.taint_record``'s to say."""
     images: Mapping[str, int] = field(default_factory=lambda: EMPTY_MAP)
     """Image name -> size in bytes, as ``status.images`` lists them: read only for the
     offline plan's placement (ImageLocality); the live caches leave it empty."""
@@ -210,6 +213,9 @@ class ClusterSnapshot:
     """NodeReports by node name; empty when no agent reports (or the source is off)."""
     now: float = 0.0
     """Wall-clock Unix seconds the snapshot was taken (pod ages are measured against it)."""
+    taint_record: TaintRecord = field(default_factory=TaintRecord)
+    """The descheduler's own record of its taints in flight (``model.taintrecord``), read from
+    its Lease by the live loop; empty offline, where a snapshot file carries none."""
 
     def pods_on(self, node: str) -> Sequence[PodInfo]:
         return self.pods_by_node.get(node, ())

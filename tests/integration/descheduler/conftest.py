@@ -1,10 +1,20 @@
-"""The descheduler tests: ``kube_api`` as the descheduler, a kubeconfig, a policy, a cluster."""
+"""The descheduler tests: ``kube_api`` as the descheduler, a kubeconfig, a policy, a cluster,
+and our taint record on its Lease."""
 
 from pathlib import Path
 
 import pytest
 
+from agent.descheduler.cache.taintrecord import TAINT_RECORD_ANNOTATION, decode_record
+from agent.descheduler.live.options import LEASE_NAME, LEASE_NAMESPACE
+from agent.descheduler.live.recordedtaints import RecordedTaints, key_of
+from agent.descheduler.model.taintrecord import RecordedTaint, TaintRecord
+from agent.kube.client import AsyncKube
 from agent.kube.connection import DESCHEDULER, Component
+from agent.kube.lease import KubeLeaseApi
+from agent.kube.leaseannotations import LeaseAnnotations
+from agent.kube.ownedtaints import OwnedTaints
+from agent.kube.taintownership import OwnedTaint
 from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kubeobjects import owner_ref
@@ -66,3 +76,27 @@ def duplicates_cluster(server: FakeApiServer, *, protected: bool = True) -> None
             kubelets[node].set_ready("default", f"{owner}-{index}")
     if protected:
         server.create(kubeobjects.pdb("db", match_labels={"app": "db"}, min_available=3))
+
+
+def taint_record(server: FakeApiServer) -> TaintRecord:
+    """Our taint record as the descheduler's Lease holds it now (empty without a Lease)."""
+    lease = server.try_get("leases", LEASE_NAME, LEASE_NAMESPACE) or {}
+    annotations = (lease.get("metadata") or {}).get("annotations") or {}
+    return decode_record(annotations.get(TAINT_RECORD_ANNOTATION))
+
+
+def recorded_taints(kube: AsyncKube) -> RecordedTaints:
+    """The product's own taint writer over the descheduler's Lease (no leader election)."""
+    return RecordedTaints(
+        OwnedTaints(kube), LeaseAnnotations(KubeLeaseApi(kube, LEASE_NAMESPACE, LEASE_NAME))
+    )
+
+
+async def left_in_flight(
+    kube: AsyncKube, node: str, owned: OwnedTaint, entry: RecordedTaint | None = None
+) -> None:
+    """What a run killed mid-way leaves: the taint recorded as ours on the Lease, and on the
+    node with our mark, written by the product's own code."""
+    taints = recorded_taints(kube)
+    await taints.claim([(key_of(node, owned), entry or RecordedTaint(owned.value))])
+    await taints.add(node, owned)

@@ -3,15 +3,17 @@ official client.
 
 Node ``sparse`` holds two pods of the ReplicaSet ``web``; ``dense`` is well used. The
 descheduler puts ``kubelet-companion.io/emptying:PreferNoSchedule`` (and our annotation) on
-``sparse`` before it evicts anything there; the test stands in for the ReplicaSet controller
-and the scheduler by creating bound replacements, and the taint goes once both are bound. A
-taint nobody tracks goes only if our annotation names it; a replacement that never comes
-keeps the taint on only for the hold; a graceful stop takes it off, also in mid-cycle.
+``sparse`` before it evicts anything there, recorded on its Lease first; the test stands in
+for the ReplicaSet controller and the scheduler by creating bound replacements, and the taint
+goes once both are bound. A taint a killed run left goes at the next start only if our record
+holds it (a node's mark alone is anyone's); a replacement that never comes keeps the taint on
+only for the hold; a graceful stop takes it off, also in mid-cycle.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +26,14 @@ from agent.descheduler.live.emptying import EmptyingTracker
 from agent.descheduler.live.options import RunOptions
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
-from agent.kube.ownedtaints import OwnedTaints
+from agent.kube.leaderelection import ElectionTiming
 from agent.kube.taintownership import EMPTYING_ANNOTATION, emptying_taint
+from agent.kube.timestamps import rfc3339
 from tests.harness.deschedulerstate import node, pdb, pod, snapshot
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kubeobjects import owner_ref
 from tests.harness.waiting import wait_until
+from tests.integration.descheduler.conftest import left_in_flight, recorded_taints, taint_record
 
 HNU_POLICY = """\
 apiVersion: "descheduler/v1alpha2"
@@ -87,9 +91,10 @@ def _annotations(server: FakeApiServer, name: str) -> dict[str, str]:
 
 
 def _assert_untainted(server: FakeApiServer, name: str) -> None:
-    """Neither our taint nor our annotation is left on the node."""
+    """Neither our taint nor our annotation is left on the node, nor its entry in our record."""
     assert _taints(server, name) == []
     assert EMPTYING_ANNOTATION not in _annotations(server, name)
+    assert taint_record(server).get(EMPTYING_ANNOTATION, name) is None
 
 
 async def _stop(run: asyncio.Task[int], stop: asyncio.Event) -> int:
@@ -132,7 +137,8 @@ def _run(
 async def test_the_node_is_tainted_before_its_pods_go_and_untainted_once_they_are_replaced(
     fake_apiserver: FakeApiServer, kube_api: KubeApi, tmp_path: Path
 ) -> None:
-    """The taint and our annotation land on ``sparse`` before its first eviction; the
+    """The taint and our annotation land on ``sparse`` before its first eviction, recorded
+    on the Lease before they land; the
     one-shot run waits with the taint on until both replacements are bound (one of them
     first Pending), then removes taint and annotation and exits 0. ``db`` keeps its own.
     (That it waits for bound replacements and no more than the hold: the tracker's test.)"""
@@ -149,6 +155,9 @@ async def test_the_node_is_tainted_before_its_pods_go_and_untainted_once_they_ar
         assert patches[0].monotonic < evictions[0].monotonic
         assert EMPTYING in _taints(fake_apiserver, "sparse")
         assert _annotations(fake_apiserver, "sparse")[EMPTYING_ANNOTATION] == "HighNodeUtilization"
+        assert taint_record(fake_apiserver).get(EMPTYING_ANNOTATION, "sparse") is not None
+        (recorded,) = fake_apiserver.requests(method="PUT", path_contains="/leases/")
+        assert recorded.monotonic < patches[0].monotonic
         fake_apiserver.create(_web("web-new-0", "dense"))
         fake_apiserver.create(_web("web-new-1", None))
         fake_apiserver.bind("default", "web-new-1", "dense")
@@ -200,20 +209,69 @@ async def test_a_stop_while_evictions_wait_for_their_budget_takes_the_taint_off(
     _assert_untainted(fake_apiserver, "sparse")
 
 
-async def test_a_leftover_emptying_taint_goes_at_start_and_a_foreign_one_stays(
-    fake_apiserver: FakeApiServer, kube_api: KubeApi, tmp_path: Path
+async def test_a_leftover_emptying_taint_goes_at_start_and_an_unrecorded_one_stays(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, async_kube: AsyncKube, tmp_path: Path
 ) -> None:
-    """An emptying taint an earlier run left (our annotation names it) goes at the first
-    cycle; the same taint on a node without our annotation is someone else's and stays."""
-    left = node("left", taints=[DEDICATED, EMPTYING])
-    left["metadata"]["annotations"] = {EMPTYING_ANNOTATION: "HighNodeUtilization"}
-    fake_apiserver.create(left)
+    """An emptying taint a killed run left (recorded, and marked on the node) goes at the
+    next run's first cycle, with its mark and its entry. The same taint on a node without
+    our mark is someone else's and stays; so does one whose node carries our mark that our
+    record does not hold (any node may write its own annotations): taint and mark."""
+    fake_apiserver.create(node("left", taints=[DEDICATED]))
+    await left_in_flight(async_kube, "left", emptying_taint())
     fake_apiserver.create(node("theirs", taints=[EMPTYING]))
+    fake_apiserver.create(_forged("forged"))
     code = await asyncio.wait_for(_run(kube_api, tmp_path), timeout=20)
     assert code == 0
     assert _taints(fake_apiserver, "left") == [DEDICATED]
     assert EMPTYING_ANNOTATION not in _annotations(fake_apiserver, "left")
     assert _taints(fake_apiserver, "theirs") == [EMPTYING]
+    _assert_forged_untouched(fake_apiserver, "forged")
+    assert len(taint_record(fake_apiserver)) == 0
+
+
+async def test_the_next_leader_takes_an_emptying_taint_in_flight_off(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, async_kube: AsyncKube, tmp_path: Path
+) -> None:
+    """A leader that emptied ``sparse`` is gone without a graceful stop: its taint and its
+    record on the Lease stay, and the Lease is still held for a second. The replica that
+    takes the Lease over reads the record and takes the taint off at its first cycle (with
+    its mark and its entry); a node's unrecorded mark stays as it is."""
+    fake_apiserver.create(node("sparse"))
+    fake_apiserver.create(node("dense"))
+    await left_in_flight(async_kube, "sparse", emptying_taint())
+    fake_apiserver.create(_forged("forged"))
+    lease = fake_apiserver.get("leases", "descheduler", "kube-system")
+    lease["spec"] = {
+        "holderIdentity": "gone-leader",
+        "leaseDurationSeconds": 1,
+        "acquireTime": rfc3339(time.time(), micros=True),
+        "renewTime": rfc3339(time.time(), micros=True),
+        "leaseTransitions": 0,
+    }
+    fake_apiserver.update(lease)
+    stop = asyncio.Event()
+    timing = ElectionTiming(lease_duration=2.0, renew_deadline=1.5, retry_period=0.3)
+    run = _run(kube_api, tmp_path, stop, interval=3600.0, leader_elect=True, election=timing)
+    try:
+        await wait_until(lambda: EMPTYING not in _taints(fake_apiserver, "sparse"), timeout=20)
+        await wait_until(lambda: not len(taint_record(fake_apiserver)), "the entry gone", 20)
+    finally:
+        code = await _stop(run, stop)
+    assert code == 0
+    _assert_untainted(fake_apiserver, "sparse")
+    _assert_forged_untouched(fake_apiserver, "forged")
+
+
+def _forged(name: str) -> dict[str, Any]:
+    """A node with an emptying taint and our mark, neither of them in our record."""
+    forged = node(name, taints=[EMPTYING])
+    forged["metadata"]["annotations"] = {EMPTYING_ANNOTATION: "HighNodeUtilization"}
+    return forged
+
+
+def _assert_forged_untouched(server: FakeApiServer, name: str) -> None:
+    assert _taints(server, name) == [EMPTYING]
+    assert _annotations(server, name) == {EMPTYING_ANNOTATION: "HighNodeUtilization"}
 
 
 @pytest.mark.parametrize(
@@ -233,9 +291,8 @@ async def test_without_a_bound_replacement_the_taint_stays_only_for_the_hold(
     cache's events say so (here fed by hand), and a relist makes the tracker look again."""
     fake_apiserver.create(node("sparse"))
     now = [100.0]
-    taints = OwnedTaints(async_kube)
-    tracker = EmptyingTracker(taints, lambda: now[0], hold_seconds=60)
-    await taints.add("sparse", emptying_taint())
+    tracker = EmptyingTracker(recorded_taints(async_kube), lambda: now[0], hold_seconds=60)
+    await left_in_flight(async_kube, "sparse", emptying_taint())
     tracker.added("sparse")
     evicted = _web("web-0", "sparse")
     tracker.track([project_pod(evicted)], snapshot(node("sparse"), evicted))
@@ -251,7 +308,7 @@ async def test_without_a_bound_replacement_the_taint_stays_only_for_the_hold(
         now[0] += 60
         removed = await tracker.settle(lambda: [replacement])
     assert removed == ["sparse"]
-    assert _taints(fake_apiserver, "sparse") == []
+    _assert_untainted(fake_apiserver, "sparse")
     assert not tracker.pending
 
 

@@ -2,10 +2,13 @@
 
 Only a node whose agent's last word the running descheduler witnessed (shutdown completed,
 in the boot the Node still shows, seen before the node went NotReady) and that has been
-NotReady long enough gets ``node.kubernetes.io/out-of-service``; once it is Ready again a
-later cycle removes it. A node merely cut off, one that booted since, one whose report
-changed after it went NotReady (someone else wrote it), one whose report was only found at
-start, and an operator's own out-of-service taint are left alone.
+NotReady long enough gets ``node.kubernetes.io/out-of-service``, recorded as ours on the
+descheduler's Lease; once it is Ready again a later cycle (of this process or the next)
+removes it. A node merely cut off, one that booted since, one whose report changed after it
+went NotReady (someone else wrote it), one whose report was only found at start, and an
+operator's own out-of-service taint are left alone, the last also when its node carries our
+mark (any node may write its own annotations); such a mark never keeps the taint off a node
+that is really down.
 
 The descheduler runs on a hand-driven clock (``tests.harness.clock``): a node NotReady for
 minutes takes no real time.
@@ -23,7 +26,8 @@ from agent.descheduler.core.policy import load_policy
 from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
 from agent.kube.api import KubeApi
-from agent.kube.taintownership import OUT_OF_SERVICE_ANNOTATION
+from agent.kube.client import AsyncKube
+from agent.kube.taintownership import OUT_OF_SERVICE_ANNOTATION, out_of_service_taint
 from agent.kube.timestamps import rfc3339
 from agent.telemetry.metrics import new_registry
 from tests.harness import kubeobjects
@@ -31,6 +35,7 @@ from tests.harness.clock import HandClock
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.nodereport import register_crd
 from tests.harness.waiting import wait_until
+from tests.integration.descheduler.conftest import left_in_flight, taint_record
 
 RECOVERY_POLICY = """\
 apiVersion: "descheduler/v1alpha2"
@@ -116,20 +121,24 @@ async def _cycles_until(clock: HandClock, condition: Callable[[], bool], what: s
 async def test_out_of_service_only_on_a_witnessed_last_word_and_removed_when_ready(
     fake_apiserver: FakeApiServer, kube_api: KubeApi, tmp_path: Path
 ) -> None:
-    """The shut-down node is tainted (its Event names the evidence); no other node is; Ready
-    again, it is untainted."""
+    """The shut-down nodes are tainted (the Event names the evidence), one of them although
+    its agent wrote our mark on it beforehand; no other node is; Ready again, a node is
+    untainted, but an operator's taint beside a mark we did not record stays."""
     register_crd(fake_apiserver)
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(RECOVERY_POLICY)
     clock = HandClock(start=1000.0, epoch=time.time() - 1000.0)
     now = clock.now()
-    names = ("a", "b", "off", "forged", "cut", "rebooted", "recent", "found", "manual")
+    names = ("a", "b", "off", "marked", "forged", "cut", "rebooted", "recent", "found", "manual")
     uids = {
         name: fake_apiserver.create(
             _node(name, taints=[OUT_OF_SERVICE] if name == "manual" else None)
         )["metadata"]["uid"]
         for name in names
     }
+    # What their agents may write on their own Nodes: our mark, without our record.
+    for name in ("marked", "manual"):
+        _forge_mark(fake_apiserver, name)
     for name in names:
         _report(fake_apiserver, name, uids[name], "none", now)
     # Cut off ten minutes ago; its report is then rewritten by someone who can still write.
@@ -156,17 +165,20 @@ async def test_out_of_service_only_on_a_witnessed_last_word_and_removed_when_rea
             lambda: registry.get_sample_value(CYCLES, {"outcome": "planned"}), "a first cycle"
         )
         # One watch per kind delivers in order: once "off" is seen, everything before is.
-        for name in ("forged", "rebooted", "recent", "off"):
+        for name in ("forged", "rebooted", "recent", "marked", "off"):
             _report(fake_apiserver, name, uids[name], "completed", clock.now())
         _set_ready(fake_apiserver, "cut", "Unknown", clock.now() + 5)
         _set_ready(fake_apiserver, "rebooted", "Unknown", clock.now() + 5, boot="boot-2")
         _set_ready(fake_apiserver, "recent", "Unknown", clock.now() + 3000)
+        _set_ready(fake_apiserver, "marked", "Unknown", clock.now() + 5)
         _set_ready(fake_apiserver, "off", "Unknown", clock.now() + 5)
         await _cycles_until(clock, lambda: bool(_taints(fake_apiserver, "off")), "off tainted")
 
-        assert _taints(fake_apiserver, "off") == [OUT_OF_SERVICE]
-        annotations = fake_apiserver.get("nodes", "off")["metadata"]["annotations"]
-        assert annotations[OUT_OF_SERVICE_ANNOTATION] == "nodeshutdown"
+        for name in ("off", "marked"):
+            assert _taints(fake_apiserver, name) == [OUT_OF_SERVICE], name
+            annotations = fake_apiserver.get("nodes", name)["metadata"]["annotations"]
+            assert annotations[OUT_OF_SERVICE_ANNOTATION] == "nodeshutdown"
+            assert taint_record(fake_apiserver).get(OUT_OF_SERVICE_ANNOTATION, name), name
         for name in ("a", "b", "forged", "cut", "rebooted", "recent", "found"):
             assert _taints(fake_apiserver, name) == [], name
         assert _taints(fake_apiserver, "manual") == [OUT_OF_SERVICE]
@@ -175,15 +187,18 @@ async def test_out_of_service_only_on_a_witnessed_last_word_and_removed_when_rea
             for e in fake_apiserver.list("events", "default")
             if e["reason"] == "NodeShutdownRecovery"
         ]
-        assert [e["involvedObject"]["name"] for e in events] == ["off"]
+        assert sorted(e["involvedObject"]["name"] for e in events) == ["marked", "off"]
+        events = [e for e in events if e["involvedObject"]["name"] == "off"]
         assert f"owned by Node uid {uids['off']}" in events[0]["message"]
         assert "completed in boot boot-1" in events[0]["message"]
 
         _set_ready(fake_apiserver, "off", "True", clock.now())
+        _set_ready(fake_apiserver, "manual", "True", clock.now())
         await _cycles_until(clock, lambda: not _taints(fake_apiserver, "off"), "off untainted")
         assert OUT_OF_SERVICE_ANNOTATION not in (
             fake_apiserver.get("nodes", "off")["metadata"].get("annotations") or {}
         )
+        assert taint_record(fake_apiserver).get(OUT_OF_SERVICE_ANNOTATION, "off") is None
         assert _taints(fake_apiserver, "manual") == [OUT_OF_SERVICE]
     finally:
         stop.set()
@@ -211,3 +226,45 @@ async def test_a_one_shot_run_never_takes_a_found_report_for_evidence(
     )
     assert code == 0
     assert _taints(fake_apiserver, "off") == []
+
+
+def _forge_mark(server: FakeApiServer, name: str) -> None:
+    """Our out-of-service mark on a node, as its agent may write it (not in our record)."""
+    server.patch(
+        "nodes",
+        name,
+        {"metadata": {"annotations": {OUT_OF_SERVICE_ANNOTATION: "nodeshutdown"}}},
+        patch_type="merge",
+    )
+
+
+async def test_the_next_run_takes_off_an_out_of_service_taint_in_flight_once_ready(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, async_kube: AsyncKube, tmp_path: Path
+) -> None:
+    """A run that tainted ``off`` ended while the node was down; it is Ready again. The next
+    run (a new process, a new leader) knows the taint is ours from the record on the Lease
+    and takes it off with its mark and its entry. ``manual``, Ready, carries an operator's
+    out-of-service taint and our mark, which its agent wrote: neither is touched."""
+    register_crd(fake_apiserver)
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(RECOVERY_POLICY)
+    for name in ("a", "b", "off"):
+        fake_apiserver.create(_node(name))
+    fake_apiserver.create(_node("manual", taints=[OUT_OF_SERVICE]))
+    _forge_mark(fake_apiserver, "manual")
+    await left_in_flight(async_kube, "off", out_of_service_taint())
+    code = await run_descheduler(
+        load_policy(policy_file),
+        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
+        kube_api,
+        install_signal_handlers=False,
+    )
+    assert code == 0
+    assert _taints(fake_apiserver, "off") == []
+    assert OUT_OF_SERVICE_ANNOTATION not in (
+        fake_apiserver.get("nodes", "off")["metadata"].get("annotations") or {}
+    )
+    assert len(taint_record(fake_apiserver)) == 0
+    assert _taints(fake_apiserver, "manual") == [OUT_OF_SERVICE]
+    annotations = fake_apiserver.get("nodes", "manual")["metadata"]["annotations"]
+    assert annotations[OUT_OF_SERVICE_ANNOTATION] == "nodeshutdown"

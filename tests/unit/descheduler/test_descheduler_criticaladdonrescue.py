@@ -9,6 +9,7 @@ import pytest
 from agent.config.errors import ConfigError
 from agent.descheduler.core.cycle import run_cycle
 from agent.descheduler.model.cluster import NodeUsage
+from agent.descheduler.model.taintrecord import RecordedTaint, RecordKey, TaintRecord
 from agent.descheduler.plan.render import render_table
 from agent.descheduler.plan.shape import Plan
 from agent.kube.taintownership import RESCUE_ANNOTATION, rescue_value
@@ -359,15 +360,64 @@ def test_gated_node_is_never_chosen() -> None:
     assert _outcome(_plan(None, *items, node_usage={"a": usage})) == ([f"b:{TAINT}"], ["b1"])
 
 
-def test_rescue_under_way_is_not_repeated() -> None:
-    """A node annotated with our rescue of this add-on means it is under way: nothing new."""
+def rescue_record(
+    node_name: str, pod: str = "kube-system/dns", until: float = NOW + 60
+) -> TaintRecord:
+    """Our record on the Lease, holding a rescue of ``pod`` on ``node_name`` until ``until``."""
+    entry = RecordedTaint(rescue_value(pod), until, pod)
+    return TaintRecord().with_entries([(RecordKey(RESCUE_ANNOTATION, node_name), entry)])
+
+
+def _busy(name: str, value: str = "kube-system_dns") -> dict[str, Any]:
+    """A node with our rescue taint of ``value`` and our mark naming it."""
     busy = node(
-        "a",
-        taints=[{"key": "CriticalAddonsOnly", "value": "kube-system_dns", "effect": "NoSchedule"}],
+        name, taints=[{"key": "CriticalAddonsOnly", "value": value, "effect": "NoSchedule"}]
     )
-    busy["metadata"]["annotations"] = {RESCUE_ANNOTATION: rescue_value("kube-system/dns")}
-    items = [busy, node("b"), filler("b1", "b", "3"), addon()]
-    assert _outcome(_plan(None, *items)) == ([], [])
+    busy["metadata"]["annotations"] = {RESCUE_ANNOTATION: value}
+    return busy
+
+
+def test_rescue_under_way_is_not_repeated() -> None:
+    """Our record holds a rescue of this add-on: it is under way, nothing new is planned."""
+    items = [_busy("a"), node("b"), filler("b1", "b", "3"), addon()]
+    assert _outcome(_plan(None, *items, taint_record=rescue_record("a"))) == ([], [])
+
+
+def test_recorded_rescue_is_under_way_before_the_cache_shows_its_taint() -> None:
+    """The record alone says a rescue is under way: a node cache that has not yet seen the
+    taint does not make the add-on rescued twice."""
+    items = [node("a"), node("b"), filler("a1", "a", "3"), filler("b1", "b", "3"), addon()]
+    assert _outcome(_plan(None, *items, taint_record=rescue_record("a"))) == ([], [])
+
+
+def test_a_forged_mark_on_a_node_does_not_stop_the_rescue() -> None:
+    """A node carrying our rescue annotation for the add-on (any node may write its own) with
+    no record of it: the add-on is rescued all the same, on the cheapest node."""
+    forged = node("a")
+    forged["metadata"]["annotations"] = {RESCUE_ANNOTATION: rescue_value("kube-system/dns")}
+    items = [forged, node("b"), filler("a1", "a", "3"), filler("b1", "b", "3", priority=-1)]
+    assert _outcome(_plan(None, *items, addon())) == ([f"b:{TAINT}"], ["b1"])
+
+
+def test_a_forged_mark_with_its_taint_only_keeps_that_node_out() -> None:
+    """A node that carries a CriticalAddonsOnly taint and our mark, unrecorded, is not chosen
+    (it has such a taint), and the add-on is rescued elsewhere."""
+    items = [_busy("a"), node("b"), filler("b1", "b", "3"), addon()]
+    assert _outcome(_plan(None, *items)) == ([f"b:{TAINT}"], ["b1"])
+
+
+def test_a_rescue_past_its_end_is_no_longer_under_way() -> None:
+    """A recorded rescue whose end has passed (its entry outlived it) does not stop a new one."""
+    items = [node("a"), node("b"), filler("a1", "a", "3"), filler("b1", "b", "3"), addon()]
+    record = rescue_record("a", until=NOW)
+    assert _outcome(_plan(None, *items, taint_record=record)) == ([f"a:{TAINT}"], ["a1"])
+
+
+def test_another_addons_rescue_does_not_stop_this_one() -> None:
+    """A recorded rescue of another add-on leaves this one to be rescued."""
+    items = [node("a"), node("b"), filler("a1", "a", "3"), filler("b1", "b", "3"), addon()]
+    record = rescue_record("x", pod="kube-system/metrics")
+    assert _outcome(_plan(None, *items, taint_record=record)) == ([f"a:{TAINT}"], ["a1"])
 
 
 def test_taint_is_planned_before_its_evictions() -> None:

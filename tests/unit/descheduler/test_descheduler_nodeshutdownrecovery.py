@@ -9,6 +9,7 @@ import pytest
 from agent.config.errors import ConfigError
 from agent.descheduler.core.cycle import run_cycle
 from agent.descheduler.model.cluster import NodeUsage
+from agent.descheduler.model.taintrecord import RecordedTaint, RecordKey, TaintRecord
 from agent.kube.taintownership import OUT_OF_SERVICE_ANNOTATION
 from tests.harness.deschedulerstate import NOW, node, policy, snapshot
 
@@ -69,11 +70,23 @@ def report(
     )
 
 
+def recorded(*nodes: str) -> TaintRecord:
+    """Our record on the Lease, holding an out-of-service taint of ours on ``nodes``."""
+    key = OUT_OF_SERVICE_ANNOTATION
+    return TaintRecord().with_entries(
+        (RecordKey(key, name), RecordedTaint("nodeshutdown")) for name in nodes
+    )
+
+
 def _changes(
-    args: dict[str, Any] | None, items: list[dict[str, Any]], usage: dict[str, NodeUsage]
+    args: dict[str, Any] | None,
+    items: list[dict[str, Any]],
+    usage: dict[str, NodeUsage],
+    record: TaintRecord | None = None,
 ) -> list[str]:
     plan = run_cycle(
-        policy((RECOVERY, args)), snapshot(node("a"), node("b"), *items, node_usage=usage)
+        policy((RECOVERY, args)),
+        snapshot(node("a"), node("b"), *items, node_usage=usage, taint_record=record),
     )
     return [f"{'+' if c.add else '-'}{c.node}:{c.taint}" for c in plan.taints]
 
@@ -144,21 +157,11 @@ def _changes(
         pytest.param(None, [down(boot="")], {"down": report(boot="")}, [], id="no-boot-ids"),
         pytest.param(None, [down(ready=True)], {"down": report()}, [], id="ready-node"),
         pytest.param(
-            None, [down(ours=True, taints=[OOS_TAINT])], {"down": report()}, [], id="already-ours"
-        ),
-        pytest.param(
             None,
             [down(taints=[OOS_TAINT])],
             {"down": report()},
             [],
             id="operators-taint-left-alone",
-        ),
-        pytest.param(
-            None,
-            [down(ready=True, ours=True, taints=[OOS_TAINT])],
-            {"down": report()},
-            [f"-down:{OOS}"],
-            id="ready-again-removed",
         ),
         pytest.param(
             None, [down(ready=True, taints=[OOS_TAINT])], {}, [], id="ready-again-not-ours-kept"
@@ -173,6 +176,52 @@ def test_out_of_service_taint(
 ) -> None:
     """The taint goes on only with our evidence, and comes off only if we put it on."""
     assert _changes(args, items, usage) == changes
+
+
+@pytest.mark.parametrize(
+    ("items", "record", "changes"),
+    [
+        pytest.param(
+            [down(ours=True, taints=[OOS_TAINT])], recorded("down"), [], id="already-ours"
+        ),
+        pytest.param(
+            [down()], recorded("down"), [], id="recorded-not-yet-in-the-cache-not-added-twice"
+        ),
+        pytest.param(
+            [down(ready=True, ours=True, taints=[OOS_TAINT])],
+            recorded("down"),
+            [f"-down:{OOS}"],
+            id="ready-again-removed",
+        ),
+        pytest.param(
+            [down(ready=True, ours=True, taints=[OOS_TAINT])],
+            recorded(),
+            [],
+            id="forged-mark-beside-an-operators-taint-kept",
+        ),
+        pytest.param(
+            [down(ours=True, taints=[OOS_TAINT])],
+            recorded(),
+            [],
+            id="forged-mark-beside-an-operators-taint-not-ours-while-down",
+        ),
+        pytest.param(
+            [down(ours=True)], recorded(), [f"+down:{OOS}"], id="forged-mark-does-not-stop-it"
+        ),
+        pytest.param(
+            [down(ready=True, ours=True, taints=[OOS_TAINT])],
+            recorded("other"),
+            [],
+            id="another-nodes-entry-is-not-this-ones",
+        ),
+    ],
+)
+def test_only_our_record_says_the_taint_is_ours(
+    items: list[dict[str, Any]], record: TaintRecord, changes: list[str]
+) -> None:
+    """Whether an out-of-service taint is ours is the record's to say: a node's own mark
+    neither makes it ours (it is never removed for it) nor keeps ours off a node that is down."""
+    assert _changes(None, items, {"down": report()}, record) == changes
 
 
 def test_the_taints_reason_names_the_evidence() -> None:

@@ -27,8 +27,11 @@ Act: the plan gets the taint ``CriticalAddonsOnly=<namespace>_<pod>:NoSchedule``
 then the victims' evictions. The runtime applies the taint first and sends the evictions only
 once it holds, removes it when the add-on is bound (or after ``taintTimeoutSeconds``), and
 posts the Events (``agent.descheduler.rescue``). One rescue per node and per add-on at a time:
-a node carrying our rescue annotation is busy, and the add-on its value names is being
-rescued.
+a node with a ``CriticalAddonsOnly:NoSchedule`` taint is never chosen, and an add-on is being
+rescued while the descheduler's own record (``snapshot.taint_record``, kept on its Lease: see
+``model.taintrecord``) holds a rescue of it that has not reached its end. Never while a node
+merely carries our rescue annotation: any node may write its own Node's annotations, and one
+such mark once switched the rescue off for the whole cluster.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from agent.descheduler.core.errors import EvictionLimitReached
 from agent.descheduler.core.framework.types import Handle
 from agent.descheduler.model.cluster import NodeInfo, NodeUsage, PodInfo
 from agent.descheduler.model.keys import CRITICAL_POD_ANNOTATION, UNSCHEDULABLE_SINCE
+from agent.descheduler.model.taintrecord import TaintRecord
 from agent.descheduler.plan.shape import TaintChange
 from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
 from agent.kube.taintownership import (
@@ -213,6 +217,13 @@ def choose_node(  # noqa: PLR0917 - the pure core: every input is plain data
     return sorted(options, key=lambda option: option.rank)
 
 
+def rescues_in_flight(record: TaintRecord, now: float) -> set[str]:
+    """The rescue taint values our record holds, of rescues that have not reached their end
+    (a rescue is over at its end even if its entry outlived it)."""
+    rescues = record.on_nodes(RESCUE_ANNOTATION).values()
+    return {entry.value for entry in rescues if now < entry.until}
+
+
 class CriticalAddonRescue:
     name = NAME
 
@@ -249,11 +260,7 @@ class CriticalAddonRescue:
 
     def balance(self, nodes: Sequence[NodeInfo]) -> None:
         snapshot = self.handle.snapshot
-        in_flight = {
-            node.annotations[RESCUE_ANNOTATION]
-            for node in snapshot.nodes.values()
-            if RESCUE_ANNOTATION in node.annotations
-        }
+        in_flight = rescues_in_flight(snapshot.taint_record, snapshot.now)
         busy: set[str] = set()
         for addon in self.waiting_addons():
             if rescue_value(addon.key) in in_flight:

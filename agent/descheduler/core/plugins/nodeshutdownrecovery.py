@@ -29,10 +29,16 @@ Node's current uid, well-formed, plausible: ``agent.descheduler.cache.usage``):
 
 A node with no believed report, a report that never said ``completed``, a report from
 another boot, a report that is not the node's last word, or no known time of becoming
-NotReady is left alone. Act: add the taint, recorded as ours by an annotation
-(``agent.kube.ownedtaints``); the reason (and so the Event on the Node) names the evidence.
-Undo: once the node is Ready again, remove the taint, only if our annotation says we added
-it; an operator's own out-of-service taint is never touched.
+NotReady is left alone. Act: add the taint (the runtime records it as ours on the
+descheduler's Lease first, then marks it with our annotation on the node:
+``live.recordedtaints``); the reason (and so the Event on the Node) names the evidence.
+Undo: once the node is Ready again, remove the taint, only if the descheduler's own record
+(``snapshot.taint_record``) says we added it, and the runtime removes it only where the
+node's annotation names it too. Our annotation alone proves nothing (any node may write its
+own Node's annotations): a node carrying it without a record entry is judged as if it were
+not there, so an operator's own out-of-service taint is never touched, and a forged mark
+never keeps the taint off a node that is really down. Offline, where a snapshot carries no
+record, no out-of-service taint is taken for ours.
 
 Every node is looked at, not only the cycle's (those are Ready by definition), and the plugin
 runs even when the cycle is skipped for having fewer than two Ready nodes.
@@ -113,7 +119,7 @@ class NodeShutdownRecovery:
         snapshot = self.handle.snapshot
         owned = out_of_service_taint()
         for node in sorted(snapshot.nodes.values(), key=lambda n: n.name):
-            ours = OUT_OF_SERVICE_ANNOTATION in node.annotations
+            ours = snapshot.taint_record.get(OUT_OF_SERVICE_ANNOTATION, node.name) is not None
             foreign = not ours and any(
                 t.get("key") == owned.key and t.get("effect") == owned.effect for t in node.taints
             )

@@ -15,6 +15,7 @@ from typing import Literal
 
 from agent.config.errors import FieldError
 from agent.config.schema import DNS_LABEL, DNS_SUBDOMAIN, Duration, setting
+from agent.nodekeys import is_descheduler_key
 
 DEFAULT_STARTUP_TAINTS = (
     "node.kubernetes.io/not-ready",
@@ -88,6 +89,8 @@ class ReadinessConfig:
             errors.append(
                 FieldError("taintKey", "this prefix belongs to Kubernetes' own components")
             )
+        elif is_descheduler_key(self.taint_key):
+            errors.append(FieldError("taintKey", "this key belongs to the central descheduler"))
         for index, key in enumerate(self.startup_taints):
             if problem := qualified_name_problem(key):
                 errors.append(FieldError(f"startupTaints[{index}]", problem))

@@ -13,22 +13,21 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-RESCUE_TAINT_KEY = "CriticalAddonsOnly"
-RESCUE_ANNOTATION = "kubelet-companion.io/critical-addon-rescue"
-"""On a node we tainted ``CriticalAddonsOnly=<namespace>_<pod>:NoSchedule``; value: the
-taint's value."""
+from agent.nodekeys import (
+    DESCHEDULER_ANNOTATIONS,
+    EMPTYING_ANNOTATION,
+    EMPTYING_TAINT_KEY,
+    OUT_OF_SERVICE_ANNOTATION,
+    OUT_OF_SERVICE_TAINT_KEY,
+    RESCUE_ANNOTATION,
+    RESCUE_TAINT_KEY,
+)
+
 TAINT_VALUE_MAX = 63
 """A taint's value is a label value: at most 63 characters, no ``/``."""
-OUT_OF_SERVICE_TAINT_KEY = "node.kubernetes.io/out-of-service"
 OUT_OF_SERVICE_VALUE = "nodeshutdown"
-OUT_OF_SERVICE_ANNOTATION = "kubelet-companion.io/out-of-service"
-"""On a node we tainted ``node.kubernetes.io/out-of-service=nodeshutdown:NoExecute``."""
-EMPTYING_TAINT_KEY = "kubelet-companion.io/emptying"
 EMPTYING_VALUE = "HighNodeUtilization"
-EMPTYING_ANNOTATION = "kubelet-companion.io/emptying"
-"""On a node we tainted ``kubelet-companion.io/emptying=HighNodeUtilization:PreferNoSchedule``
-while HighNodeUtilization empties it; value: the taint's value."""
-OWNED_ANNOTATIONS = frozenset({RESCUE_ANNOTATION, OUT_OF_SERVICE_ANNOTATION, EMPTYING_ANNOTATION})
+OWNED_ANNOTATIONS = DESCHEDULER_ANNOTATIONS
 
 
 @dataclass(frozen=True)

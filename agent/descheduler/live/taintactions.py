@@ -38,14 +38,13 @@ from agent.descheduler.plan.shape import PlannedEviction, TaintChange
 from agent.kube.errors import KubeError
 from agent.kube.events import EventSink, ObjectRef
 from agent.kube.taintownership import (
-    EMPTYING_TAINT_KEY,
-    RESCUE_ANNOTATION,
     OwnedTaint,
     emptying_taint,
     out_of_service_taint,
     rescue_taint,
     rescue_taint_valued,
 )
+from agent.nodekeys import EMPTYING_TAINT_KEY, RESCUE_ANNOTATION
 
 PodLookup = Callable[[str], PodInfo | None]
 """``namespace/name`` -> the cached pod, ``None`` when there is none."""

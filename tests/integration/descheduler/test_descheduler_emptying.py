@@ -27,8 +27,9 @@ from agent.descheduler.live.options import RunOptions
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
 from agent.kube.leaderelection import ElectionTiming
-from agent.kube.taintownership import EMPTYING_ANNOTATION, emptying_taint
+from agent.kube.taintownership import emptying_taint
 from agent.kube.timestamps import rfc3339
+from agent.nodekeys import EMPTYING_ANNOTATION
 from tests.harness.deschedulerstate import node, pdb, pod, snapshot
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kubeobjects import owner_ref

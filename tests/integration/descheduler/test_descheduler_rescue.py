@@ -25,8 +25,9 @@ from agent.descheduler.model.taintrecord import RecordedTaint
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
 from agent.kube.leaderelection import ElectionTiming
-from agent.kube.taintownership import RESCUE_ANNOTATION, rescue_taint, rescue_taint_valued
+from agent.kube.taintownership import rescue_taint, rescue_taint_valued
 from agent.kube.timestamps import rfc3339
+from agent.nodekeys import RESCUE_ANNOTATION
 from agent.telemetry.metrics import new_registry
 from tests.harness.deschedulerstate import node, pod
 from tests.harness.fake_apiserver import FakeApiServer

@@ -27,8 +27,9 @@ from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
-from agent.kube.taintownership import OUT_OF_SERVICE_ANNOTATION, out_of_service_taint
+from agent.kube.taintownership import out_of_service_taint
 from agent.kube.timestamps import rfc3339
+from agent.nodekeys import OUT_OF_SERVICE_ANNOTATION
 from agent.telemetry.metrics import new_registry
 from tests.harness import kubeobjects
 from tests.harness.clock import HandClock

@@ -11,6 +11,7 @@ from agent.kube.patches import (
     metadata_map_ops,
     taint_ops,
 )
+from agent.nodekeys import DESCHEDULER_KEYS, RESCUE_ANNOTATION
 from agent.runtime.ownership import owned_keys
 
 OURS = "kubelet-companion.io/shutting-down"
@@ -104,6 +105,22 @@ def test_ownership_check_refuses_foreign_changes(ops: list[dict[str, object]]) -
     """Foreign labels, other fields, and dropping a foreign taint are refused before sending."""
     with pytest.raises(OwnershipError):
         check_ownership(node([{"key": "dedicated", "effect": "NoSchedule"}]), ops, owns)
+
+
+@pytest.mark.parametrize("key", sorted(DESCHEDULER_KEYS))
+def test_the_agent_owns_none_of_the_deschedulers_keys(key: str) -> None:
+    """A key the descheduler writes (its rescue, out-of-service and emptying taints and their
+    annotations) is never the agent's, even under our domain or named as an extra key."""
+    assert not owns(key)
+    assert not owned_keys([key])(key)
+
+
+def test_ownership_check_refuses_the_deschedulers_annotation() -> None:
+    """The agent's patch helper refuses to write the descheduler's record on its own Node."""
+    current = node([])
+    ops = metadata_map_ops(current, "annotations", set_values={RESCUE_ANNOTATION: "kube-system_x"})
+    with pytest.raises(OwnershipError):
+        check_ownership(current, ops, owns)
 
 
 def test_ownership_check_allows_our_own_changes() -> None:

@@ -39,12 +39,12 @@ from agent.kube.patches import Builder, NodePatcher
 from agent.kube.resources import NODES
 from agent.kube.taintownership import (
     OWNED_ANNOTATIONS,
-    RESCUE_TAINT_KEY,
     OwnedTaint,
     emptying_taint,
     out_of_service_taint,
     rescue_taint,
 )
+from agent.nodekeys import RESCUE_TAINT_KEY
 from agent.readiness import node_writes
 from agent.readiness.presets import PRESETS, gate_keys
 from agent.shutdown.taint import add_taint, remove_taint

@@ -66,6 +66,8 @@ def test_a_taint_key_override_is_used_and_owned() -> None:
         ("readiness: {resyncPeriod: 1s}", "readiness.resyncPeriod"),
         ("readiness: {taintKey: 'a/b/c'}", "readiness.taintKey"),
         ("readiness: {taintKey: node.kubernetes.io/not-ready}", "readiness.taintKey"),
+        ("readiness: {taintKey: CriticalAddonsOnly}", "readiness.taintKey"),
+        ("readiness: {taintKey: kubelet-companion.io/emptying}", "readiness.taintKey"),
         ("readiness: {startupTaints: ['-bad']}", "readiness.startupTaints[0]"),
         ("readiness: {bogus: 1}", "readiness.bogus"),
     ],

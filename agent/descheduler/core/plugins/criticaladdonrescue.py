@@ -49,13 +49,9 @@ from agent.descheduler.model.keys import CRITICAL_POD_ANNOTATION, UNSCHEDULABLE_
 from agent.descheduler.model.taintrecord import TaintRecord
 from agent.descheduler.plan.shape import TaintChange
 from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
-from agent.kube.taintownership import (
-    RESCUE_ANNOTATION,
-    RESCUE_TAINT_KEY,
-    rescue_taint,
-    rescue_value,
-)
+from agent.kube.taintownership import rescue_taint, rescue_value
 from agent.kube.tolerations import NO_SCHEDULE, tolerates, untolerated
+from agent.nodekeys import RESCUE_ANNOTATION, RESCUE_TAINT_KEY
 
 NAME = "CriticalAddonRescue"
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000

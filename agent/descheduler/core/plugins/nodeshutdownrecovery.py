@@ -53,7 +53,8 @@ from agent.config.schema import setting
 from agent.descheduler.core.framework.types import Handle
 from agent.descheduler.model.cluster import CLOCK_SKEW_SECONDS, NodeInfo, NodeUsage
 from agent.descheduler.plan.shape import TaintChange
-from agent.kube.taintownership import OUT_OF_SERVICE_ANNOTATION, out_of_service_taint
+from agent.kube.taintownership import out_of_service_taint
+from agent.nodekeys import OUT_OF_SERVICE_ANNOTATION
 
 NAME = "NodeShutdownRecovery"
 

@@ -188,7 +188,7 @@ class PodCgroup:
     """As the tree names it, with systemd's ``_`` turned back into ``-``."""
     qos: PodQOSDir
     path: str
-    """Relative to the cgroup mount, ``/``-separated."""
+    """Relative to its hierarchy (the cgroup2 mount, or v1's ``memory``...), ``/``-separated."""
     fd: int
     """The pod directory, open only until the walk moves on to the next pod."""
 
@@ -201,7 +201,7 @@ class PodEntry:
     """As the tree names it, with systemd's ``_`` turned back into ``-``."""
     qos: PodQOSDir
     path: str
-    """Relative to the cgroup mount, ``/``-separated."""
+    """Relative to its hierarchy (the cgroup2 mount, or v1's ``memory``...), ``/``-separated."""
     parent_fd: int
     """The directory holding it, open only until the listing moves on."""
     name: str

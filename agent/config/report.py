@@ -1,8 +1,9 @@
 """``report``: how often the agent samples its node and when it writes its NodeReport.
 
 The defaults keep a 5,000-node cluster at about 83 writes/s: a sample every 5 s smoothed
-with the upstream descheduler's ``0.9*prev + 0.1*new``, a write only when node CPU or memory
-moves by ``threshold`` of capacity or a state changes, and otherwise a heartbeat.
+with the upstream descheduler's ``0.9*prev + 0.1*new``, a write only when node CPU or memory,
+or one pod's, moves by ``threshold`` of capacity (at most once per ``minWriteInterval``) or a
+state changes, and otherwise a heartbeat.
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ class ReportConfig:
     smoothing: float = setting(0.1, minimum=0.0, maximum=1.0)
     """Weight of the newest sample in the EWMA (``prev*(1-w) + new*w``); 1 turns it off."""
     threshold_percent: float = setting(5.0, minimum=0.0, maximum=100.0)
-    """A move of node CPU or memory by this many percentage points of capacity is written."""
+    """A move of node CPU or memory, or of one pod's, by this many percentage points of the
+    node's capacity is written."""
+    min_write_interval: Duration = setting(Duration(15.0), minimum=0)
+    """At most one write for a usage move per this long (state changes are not held; longer
+    than ``heartbeat``, usage moves wait for the heartbeat)."""
     heartbeat: Duration = setting(Duration(60.0), minimum=1)
     heartbeat_jitter: float = setting(0.1, minimum=0.0, maximum=0.5)
     """Each heartbeat comes ``heartbeat*(1-jitter*random)`` after the last write."""

@@ -16,10 +16,20 @@ from agent.config.schema import ByteQuantity, Duration, setting
 
 _DEVICE = re.compile(r"^\d{1,10}:\d{1,10}$")
 
+SwapBehavior = Literal["NoSwap", "LimitedSwap"]
+"""kubelet's ``memorySwap.swapBehavior`` values (``UnlimitedSwap`` was removed in v1.30)."""
+NO_SWAP: SwapBehavior = "NoSwap"
+LIMITED_SWAP: SwapBehavior = "LimitedSwap"
+DEFAULT_SWAP_BEHAVIOR: SwapBehavior = NO_SWAP
+"""kubelet's own default since v1.30: an unset ``swapBehavior`` means ``NoSwap``. (Before,
+in v1.28 and v1.29 with the NodeSwap feature gate on, it meant ``UnlimitedSwap``, which we
+do not model: set ``swapBehavior`` to what the node's kubelet uses.) The one definition:
+``docs/swap.md`` is checked against it."""
+
 
 @dataclass(frozen=True)
 class MemorySwapConfig:
-    swap_behavior: Literal["NoSwap", "LimitedSwap"] = setting("NoSwap")
+    swap_behavior: SwapBehavior = setting(DEFAULT_SWAP_BEHAVIOR)
     reserved_swap: ByteQuantity = setting(ByteQuantity(0), minimum=0)
     """Swap kept back from pods (KEP 2400's system-reserved swap). 0 reproduces kubelet."""
     cgroup_driver: Literal["auto", "systemd", "cgroupfs"] = setting("auto")

@@ -1,4 +1,5 @@
-"""Gathering what ``doctor`` shows: node facts, logind, and whether the cluster answers."""
+"""Gathering what ``doctor`` shows: node facts, the kubepods tree (where the one cgroup finder
+finds it), logind, and whether the cluster answers."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from agent.logind.dropin import scan_dropins
 from agent.logind.dropin_order import Override, overriding_dropins
 from agent.logind.facts import read_logind_facts
 from agent.node.facts import collect_node_facts
+from agent.node.kubepods import KubepodsFinder
 from agent.node.paths import HostPaths
 
 
@@ -59,6 +61,10 @@ def find_dropin_overrides(config: AgentConfig, paths: HostPaths) -> list[Overrid
 def gather(config: AgentConfig, node_name: str) -> DoctorReport:
     paths = HostPaths.from_config(config.host_paths)
     facts = collect_node_facts(paths)
+    swap = config.memory_swap
+    finder = KubepodsFinder(
+        paths.cgroup_root, driver=swap.cgroup_driver, cgroup_root=swap.cgroup_root
+    )
     logind = asyncio.run(read_logind_facts(timeout=config.shutdown.dbus_call_timeout))
     report = build_report(
         config,
@@ -67,6 +73,7 @@ def gather(config: AgentConfig, node_name: str) -> DoctorReport:
         logind,
         check_cluster(config, node_name),
         dropin_overrides=find_dropin_overrides(config, paths),
+        kubepods=finder.find(),
     )
     rows, warnings = report_section(config)
     report.sections["report"] = rows

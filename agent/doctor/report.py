@@ -8,9 +8,12 @@ from typing import Any
 
 from agent.config import AgentConfig
 from agent.config.durations import format_duration
+from agent.config.swap import LIMITED_SWAP
 from agent.logind.dropin_order import Override
 from agent.logind.facts import LogindFacts, kubelet_shutdown_delay_locks
+from agent.node.cgroups import LIMITED_SWAP_NEEDS_V2, CgroupFacts
 from agent.node.facts import NodeFacts
+from agent.node.kubepods import KubepodsRoot
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,9 @@ def build_report(
     cluster: ClusterStatus,
     *,
     dropin_overrides: Sequence[Override] = (),
+    kubepods: KubepodsRoot | None = None,
 ) -> DoctorReport:
+    """``kubepods``: where the one cgroup finder found the tree (``None``: nowhere)."""
     memory, cgroups, kernel, noswap = facts.memory, facts.cgroups, facts.kernel, facts.tmpfs_noswap
     budget = sum(b.shutdown_grace_period_seconds for b in config.shutdown_buckets)
     sections: dict[str, dict[str, Any]] = {
@@ -72,7 +77,10 @@ def build_report(
         },
         "cgroups": {
             "mode": cgroups.mode.value,
-            "swap_controller": cgroups.swap_controller,
+            "limited_swap": cgroups.limited_swap,
+            "swap_controller": cgroups.swap_controller_line(),
+            "memsw_accounting": cgroups.memsw_accounting,
+            "kubepods": kubepods.describe() if kubepods is not None else "not found",
             "own_cgroup": cgroups.own_cgroup,
         },
         "logind": {
@@ -106,15 +114,19 @@ def build_report(
         warnings.append(
             "swap is on but tmpfs noswap is unsupported: memory-backed volumes may reach disk"
         )
-    if memory.swap_on and not cgroups.v2:
+    limited = config.memory_swap.swap_behavior == LIMITED_SWAP
+    v1 = cgroups.v1 or (kubepods is not None and kubepods.version == 1)
+    if v1:
+        warnings.append(cgroup_v1_warning(cgroups, swap_on=memory.swap_on, limited=limited))
+    elif memory.swap_on and not cgroups.v2:
         warnings.append(
             f"swap is on but cgroups are {cgroups.mode.value}: Kubernetes supports swap "
             "only on cgroup v2, so pods cannot be limited"
         )
-    if config.memory_swap.swap_behavior == "LimitedSwap":
+    if limited:
         if not memory.swap_on:
             warnings.append("memorySwap.swapBehavior is LimitedSwap but swap is off")
-        if not (cgroups.v2 and cgroups.swap_controller):
+        if not v1 and not cgroups.limited_swap:
             warnings.append(
                 "memorySwap.swapBehavior is LimitedSwap but cgroup v2 with the swap "
                 "controller is missing: every container gets no swap"
@@ -138,6 +150,25 @@ def build_report(
         warnings.append(cluster.credential_problem)
     warnings.extend(dropin_order_warnings(config, dropin_overrides))
     return DoctorReport(sections=sections, warnings=warnings)
+
+
+def cgroup_v1_warning(cgroups: CgroupFacts, *, swap_on: bool, limited: bool) -> str:
+    """What a cgroup v1 (or hybrid) node means: no LimitedSwap, and what is still checked."""
+    mode = cgroups.mode.value if cgroups.v1 else "v1 (the kubepods tree is in v1 hierarchies)"
+    asked = " (memorySwap.swapBehavior LimitedSwap cannot apply)" if limited else ""
+    swapping = (
+        "; swap is on, and pods can still swap: up to their memory limit, or without bound "
+        "when they have none"
+        if swap_on
+        else ""
+    )
+    return (
+        f"{LIMITED_SWAP_NEEDS_V2}: cgroups are {mode}, so the kubelet sets no per-container "
+        f"swap limits here{asked} and the swap audit compares none (memory.memsw caps "
+        f"memory+swap, it is no swap limit){swapping}; still checked: swap presence and tmpfs "
+        "noswap, per-pod usage for the NodeReport (v1 memory and cpuacct files), graceful "
+        "shutdown"
+    )
 
 
 def dropin_order_warnings(config: AgentConfig, overrides: Sequence[Override]) -> list[str]:

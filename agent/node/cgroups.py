@@ -7,7 +7,10 @@
 
 LimitedSwap needs v2 and the memory swap controller: kubelet checks that its own cgroup has
 ``memory.swap.max``. The root cgroup never has that file, so when we run in the root cgroup
-we look at a child that does.
+we look at a child that does. On v1 and hybrid hosts kubelet's own check looks for
+``memory.memsw.limit_in_bytes`` instead, but only to cap a container's memory+swap at its
+memory limit: that is no LimitedSwap, and no swap controller the kubelet can use for it. So
+``swap_controller`` is never set there; ``memsw_accounting`` says whether v1 has memsw.
 """
 
 from __future__ import annotations
@@ -32,15 +35,48 @@ class CgroupMode(StrEnum):
     UNKNOWN = "unknown"
 
 
+LIMITED_SWAP_NEEDS_V2 = "LimitedSwap needs cgroup v2"
+"""What every command says of a v1 or hybrid node (doctor, ``swap report``, the audit's log)."""
+
+
 @dataclass(frozen=True)
 class CgroupFacts:
     mode: CgroupMode
     swap_controller: bool
+    """cgroup v2's ``memory.swap.max``, the controller kubelet's LimitedSwap writes; never on
+    v1 or hybrid hosts."""
     own_cgroup: str
+    memsw_accounting: bool = False
+    """v1 and hybrid only: ``memory.memsw.*`` exists (memory+swap accounting)."""
 
     @property
     def v2(self) -> bool:
         return self.mode is CgroupMode.V2
+
+    @property
+    def v1(self) -> bool:
+        """v1 controllers, hybrid or not: the kubelet cannot apply LimitedSwap."""
+        return self.mode in (CgroupMode.V1, CgroupMode.HYBRID)
+
+    @property
+    def limited_swap(self) -> bool:
+        """Whether the kubelet can apply LimitedSwap here: cgroup v2 with the swap controller."""
+        return self.v2 and self.swap_controller
+
+    def swap_controller_line(self) -> str:
+        """The swap controller as ``doctor`` and ``swap report`` show it."""
+        if self.v1:
+            what = (
+                "memory.memsw only (cgroup v1 memory+swap accounting)"
+                if self.memsw_accounting
+                else "none (cgroup v1 without swap accounting)"
+            )
+            return f"{what}: not usable by the kubelet for LimitedSwap"
+        if not self.v2:
+            return "none found (cgroup mode unknown)"
+        if self.swap_controller:
+            return "memory.swap.max (cgroup v2): usable by the kubelet for LimitedSwap"
+        return "none: no memory.swap.max (swap accounting off?), so no LimitedSwap"
 
 
 def mode_from_magic(root_magic: int | None, unified_magic: int | None) -> CgroupMode:
@@ -74,10 +110,9 @@ def read_cgroups(paths: HostPaths, fs_magic: FsMagic = statfs_magic) -> CgroupFa
     root = paths.cgroup_root
     mode = mode_from_magic(fs_magic(root), fs_magic(root / "unified"))
     cgroup = own_cgroup(paths)
-    if mode is CgroupMode.V2:
-        swap = _v2_swap_controller(root, cgroup)
-    elif mode in (CgroupMode.V1, CgroupMode.HYBRID):
-        swap = (root / "memory" / "memory.memsw.limit_in_bytes").exists()
-    else:
-        swap = False
-    return CgroupFacts(mode=mode, swap_controller=swap, own_cgroup=cgroup)
+    swap = mode is CgroupMode.V2 and _v2_swap_controller(root, cgroup)
+    memsw = (
+        mode in (CgroupMode.V1, CgroupMode.HYBRID)
+        and (root / "memory" / "memory.memsw.limit_in_bytes").exists()
+    )
+    return CgroupFacts(mode=mode, swap_controller=swap, own_cgroup=cgroup, memsw_accounting=memsw)

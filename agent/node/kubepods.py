@@ -1,6 +1,18 @@
-"""The kubepods cgroup v2 tree: find every container's cgroup, read and (safely) set its swap.
+"""The kubepods tree: where it is, on cgroup v2 or v1, and the one walk of its pod cgroups.
 
-Layouts, for kubelet's two cgroup drivers (``cgroupRoot`` ``/``)::
+``KubepodsFinder`` is the one cgroup finder every command and controller uses (the swap
+audit and enforcement, ``swap report``, the NodeReport's usage sampler, ``doctor``):
+
+- cgroup v2 (``/sys/fs/cgroup`` is cgroup2, known by its ``cgroup.controllers``): the tree
+  is right under the mount and holds every controller's files;
+- cgroup v1, hybrid or not (``/sys/fs/cgroup`` is a tmpfs of one hierarchy per
+  controller): the kubelet makes the same tree in each hierarchy, so it is found in the
+  ``memory`` hierarchy (memory files) and the cpuacct one (CPU time). A hybrid host's
+  cgroup2 mount at ``unified`` is never used: runc joins it too, but no memory or CPU
+  controller is there (hugetlb at most), so its tree has none of the files we read.
+
+Layouts, for kubelet's two cgroup drivers (``cgroupRoot`` ``/``), the same in every
+hierarchy::
 
     systemd:  kubepods.slice/kubepods-pod<uid_>.slice/cri-containerd-<id>.scope       Guaranteed
               kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice/<scope>
@@ -11,15 +23,14 @@ Layouts, for kubelet's two cgroup drivers (``cgroupRoot`` ``/``)::
 (``<uid_>`` is the pod UID with ``-`` escaped to ``_``; scopes are ``cri-containerd-``,
 ``crio-`` or ``docker-<id>.scope``; CRI-O on cgroupfs names the directory ``crio-<id>``.)
 
-The scan walks directories through file descriptors and never follows a symlink, so what
-it reports is what is really in the tree. The writer accepts only a path shaped like a
-container cgroup of that layout, walks it the same way (see ``cgroupfiles``) and only ever
-writes ``memory.swap.max``. Pod UIDs and container IDs from the API never reach it: paths
-come from the scan, and the audit matches the API's values against them as plain strings.
+Walks go through file descriptors and never follow a symlink, so what they report is what
+is really in the tree; a directory that is not a pod cgroup of the layout is never read.
+Pod UIDs and container IDs from the API never build a path here: paths come from listings.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Container, Iterator, Sequence
@@ -29,19 +40,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from agent.node.cgroupfiles import (
-    DIRECTORY_FLAGS,
-    CgroupPathError,
-    open_directory,
-    read_file,
-    write_file,
-)
-
-SWAP_MAX = "memory.swap.max"
-SWAP_CURRENT = "memory.swap.current"
-
-SwapMax = int | Literal["max"] | None
-"""A ``memory.swap.max`` value: bytes, ``"max"`` (unlimited) or ``None`` (missing/garbled)."""
+from agent.node.cgroupfiles import DIRECTORY_FLAGS, CgroupPathError, open_directory
 
 
 class CgroupDriver(StrEnum):
@@ -53,30 +52,6 @@ class PodQOSDir(StrEnum):
     GUARANTEED = "guaranteed"
     BURSTABLE = "burstable"
     BEST_EFFORT = "besteffort"
-
-
-@dataclass(frozen=True)
-class CgroupReading:
-    """One container cgroup found in the tree."""
-
-    path: str
-    """Relative to the cgroup2 mount, ``/``-separated."""
-    qos: PodQOSDir
-    pod_uid: str
-    """As the tree names it, with systemd's ``_`` turned back into ``-``."""
-    container_id: str
-    runtime: str
-    swap_max: SwapMax
-    swap_current: int | None
-
-
-@dataclass(frozen=True)
-class KubepodsScan:
-    driver: CgroupDriver | None
-    """The layout found, ``None`` when there is no kubepods tree."""
-    root: str | None
-    containers: tuple[CgroupReading, ...] = ()
-    problem: str | None = None
 
 
 _SYSTEMD_SCOPE = re.compile(
@@ -171,19 +146,7 @@ class KubepodsLayout:
             raise CgroupPathError(f"{rest[1]!r} is not a container cgroup name")
 
 
-def parse_swap_max(text: str | None) -> SwapMax:
-    value = (text or "").strip()
-    if value == "max":
-        return "max"
-    return int(value) if value.isdigit() else None
-
-
-def _parse_int(text: str | None) -> int | None:
-    value = (text or "").strip()
-    return int(value) if value.isdigit() else None
-
-
-def _subdirectories(fd: int) -> list[tuple[str, int]]:
+def subdirectories(fd: int) -> list[tuple[str, int]]:
     """Names and inode numbers of real (non-symlink) subdirectories of an open directory
     (both come with the listing: no further system call)."""
     with os.scandir(fd) as entries:
@@ -192,8 +155,8 @@ def _subdirectories(fd: int) -> list[tuple[str, int]]:
         ]
 
 
-class _Subdirectory:
-    """``with _Subdirectory(parent, name) as fd``: its fd for the block (``None`` if it
+class Subdirectory:
+    """``with Subdirectory(parent, name) as fd``: its fd for the block (``None`` if it
     vanished since the listing, the pod being gone, or was swapped for a symlink), closed on
     the way out.
 
@@ -225,7 +188,7 @@ class PodCgroup:
     """As the tree names it, with systemd's ``_`` turned back into ``-``."""
     qos: PodQOSDir
     path: str
-    """Relative to the cgroup mount, ``/``-separated."""
+    """Relative to its hierarchy (the cgroup2 mount, or v1's ``memory``...), ``/``-separated."""
     fd: int
     """The pod directory, open only until the walk moves on to the next pod."""
 
@@ -238,7 +201,7 @@ class PodEntry:
     """As the tree names it, with systemd's ``_`` turned back into ``-``."""
     qos: PodQOSDir
     path: str
-    """Relative to the cgroup mount, ``/``-separated."""
+    """Relative to its hierarchy (the cgroup2 mount, or v1's ``memory``...), ``/``-separated."""
     parent_fd: int
     """The directory holding it, open only until the listing moves on."""
     name: str
@@ -259,13 +222,13 @@ def list_pods(
     """
     qos_dirs = {layout.qos_dir(qos): qos for qos in (PodQOSDir.BURSTABLE, PodQOSDir.BEST_EFFORT)}
     root_path = "/".join(layout.root)
-    for name, inode in _subdirectories(root_fd):
+    for name, inode in subdirectories(root_fd):
         if name in qos_dirs:
             qos = qos_dirs[name]
-            with _Subdirectory(root_fd, name) as qos_fd:
+            with Subdirectory(root_fd, name) as qos_fd:
                 if qos_fd is None:
                     continue
-                for pod_name, pod_inode in _subdirectories(qos_fd):
+                for pod_name, pod_inode in subdirectories(qos_fd):
                     uid = layout.pod_uid(pod_name, qos)
                     if uid is None or (only is not None and uid not in only):
                         continue
@@ -282,73 +245,112 @@ def walk_pods(
 ) -> Iterator[PodCgroup]:
     """``list_pods``, each pod's directory open while the caller handles it.
 
-    The swap scan goes on to the containers, the usage reader reads the pod's own files. A
-    pod that vanishes between the listing and its opening is skipped.
+    The container scan goes on to the containers, the usage reader reads the pod's own
+    files. A pod that vanishes between the listing and its opening is skipped.
     """
     for entry in list_pods(layout, root_fd, only):
-        with _Subdirectory(entry.parent_fd, entry.name) as pod_fd:
+        with Subdirectory(entry.parent_fd, entry.name) as pod_fd:
             if pod_fd is not None:
                 yield PodCgroup(entry.uid, entry.qos, entry.path, pod_fd)
 
 
-class KubepodsTree:
-    """Scan and write one node's kubepods tree below ``mount`` (the cgroup2 mount)."""
+V1_MEMORY = "memory"
+"""The v1 hierarchy the tree is found in: the memory files are there."""
+V1_CPU_HIERARCHIES = ("cpu,cpuacct", "cpuacct,cpu", "cpuacct")
+"""Where a v1 host mounts cpuacct: with cpu (``cpu`` and ``cpuacct`` then link to it) or alone."""
+_UNIFIED_MARKER = "cgroup.controllers"
+"""In every cgroup2 directory, and in no v1 hierarchy or tmpfs."""
+
+
+@dataclass(frozen=True)
+class KubepodsRoot:
+    """Where this node's kubepods tree is (from ``KubepodsFinder.find``)."""
+
+    version: Literal[1, 2]
+    layout: KubepodsLayout
+    memory: Path
+    """The hierarchy whose tree holds the memory files: the cgroup2 mount (v2),
+    ``<mount>/memory`` (v1)."""
+    cpu: Path | None
+    """The hierarchy whose tree holds CPU time: the cgroup2 mount (v2), the cpuacct one
+    (v1); ``None`` when no cpuacct hierarchy has the tree."""
+
+    @property
+    def driver(self) -> CgroupDriver:
+        return self.layout.driver
+
+    @property
+    def prefix(self) -> str:
+        """What goes before a path in the tree to make it relative to ``/sys/fs/cgroup``:
+        ``""`` on v2, ``"memory/"`` on v1."""
+        return "" if self.version == 2 else f"{V1_MEMORY}/"
+
+    @property
+    def path(self) -> str:
+        """The kubepods cgroup relative to ``/sys/fs/cgroup``: ``kubepods.slice``,
+        ``memory/kubepods``..."""
+        return self.prefix + "/".join(self.layout.root)
+
+    def describe(self) -> str:
+        """``memory/kubepods (cgroupfs, cgroup v1)``: for people."""
+        return f"{self.path} ({self.driver}, cgroup v{self.version})"
+
+    def open(self, hierarchy: Path | None = None) -> contextlib.AbstractContextManager[int]:
+        """An fd of the kubepods directory in ``hierarchy`` (default: the memory one).
+
+        Raises ``CgroupPathError`` or ``OSError`` when it went away since it was found.
+        """
+        return open_directory(self.memory if hierarchy is None else hierarchy, self.layout.root)
+
+
+class KubepodsFinder:
+    """Finds the kubepods tree below ``mount`` (the host's ``/sys/fs/cgroup``) for kubelet's
+    ``cgroupDriver`` (``auto``: either) and ``cgroupRoot``; the one finder (module doc)."""
 
     def __init__(self, mount: Path, *, driver: str = "auto", cgroup_root: str = "/") -> None:
         self.mount = mount
         drivers = list(CgroupDriver) if driver == "auto" else [CgroupDriver(driver)]
-        self.layouts = [KubepodsLayout(each, cgroup_root) for each in drivers]
+        self.layouts = tuple(KubepodsLayout(each, cgroup_root) for each in drivers)
 
-    def scan(self, pod_uids: Container[str] | None = None) -> KubepodsScan:
-        """Every container cgroup in the tree; with ``pod_uids``, only those pods' (the swap
-        audit's incremental pass, after pod events)."""
-        for layout in self.layouts:
+    @property
+    def unified(self) -> bool:
+        """Whether ``mount`` is a cgroup2 (v2) mount rather than v1's tmpfs of hierarchies."""
+        return (self.mount / _UNIFIED_MARKER).is_file()
+
+    def find(self) -> KubepodsRoot | None:
+        """Where the tree is now, ``None`` when there is none (see ``missing``)."""
+        if self.unified:
+            layout = self._layout_in(self.mount)
+            return None if layout is None else KubepodsRoot(2, layout, self.mount, self.mount)
+        memory = self.mount / V1_MEMORY
+        layout = self._layout_in(memory)
+        if layout is None:
+            return None
+        cpu = next(
+            (
+                self.mount / name
+                for name in V1_CPU_HIERARCHIES
+                if self._layout_in(self.mount / name, (layout,)) is not None
+            ),
+            None,
+        )
+        return KubepodsRoot(1, layout, memory, cpu)
+
+    def missing(self) -> str:
+        """Why ``find`` found nothing, for a report."""
+        wanted = " or ".join(repr("/".join(layout.root)) for layout in self.layouts)
+        where = self.mount if self.unified else self.mount / V1_MEMORY
+        return f"no kubepods cgroup {wanted} under {where}"
+
+    def _layout_in(
+        self, hierarchy: Path, layouts: Sequence[KubepodsLayout] | None = None
+    ) -> KubepodsLayout | None:
+        """The first layout whose kubepods directory is in ``hierarchy``."""
+        for layout in self.layouts if layouts is None else layouts:
             try:
-                with open_directory(self.mount, layout.root) as fd:
-                    containers = tuple(self._scan_root(layout, fd, pod_uids))
-            except (CgroupPathError, FileNotFoundError, NotADirectoryError):
+                with open_directory(hierarchy, layout.root):
+                    pass
+            except (CgroupPathError, OSError):
                 continue
-            return KubepodsScan(layout.driver, "/".join(layout.root), containers)
-        wanted = " or ".join(f"{'/'.join(layout.root)!r}" for layout in self.layouts)
-        return KubepodsScan(None, None, problem=f"no kubepods cgroup {wanted} under {self.mount}")
-
-    def _scan_root(
-        self, layout: KubepodsLayout, root_fd: int, only: Container[str] | None
-    ) -> Iterator[CgroupReading]:
-        for pod in walk_pods(layout, root_fd, only):
-            yield from self._scan_containers(layout, pod)
-
-    def _scan_containers(self, layout: KubepodsLayout, pod: PodCgroup) -> Iterator[CgroupReading]:
-        for name, _inode in _subdirectories(pod.fd):
-            parsed = layout.container(name)
-            if parsed is None:
-                continue
-            with _Subdirectory(pod.fd, name) as fd:
-                if fd is None:
-                    continue
-                yield CgroupReading(
-                    path=f"{pod.path}/{name}",
-                    qos=pod.qos,
-                    pod_uid=pod.uid,
-                    container_id=parsed[1],
-                    runtime=parsed[0],
-                    swap_max=parse_swap_max(read_file(fd, SWAP_MAX)),
-                    swap_current=_parse_int(read_file(fd, SWAP_CURRENT)),
-                )
-
-    def write_swap_max(self, path: str, value: int) -> None:
-        """Set one container's ``memory.swap.max``; ``CgroupPathError`` if the path is refused."""
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise CgroupPathError(f"refusing swap limit {value!r}")
-        components = path.split("/")
-        problems = []
-        for layout in self.layouts:
-            try:
-                layout.check_container_path(components)
-            except CgroupPathError as error:
-                problems.append(str(error))
-                continue
-            with open_directory(self.mount, components) as fd:
-                write_file(fd, SWAP_MAX, str(value))
-            return
-        raise CgroupPathError("; ".join(problems))
+            return layout
+        return None

@@ -66,7 +66,8 @@ class NodeFactsCollector(Collector):
         yield mode
         yield _gauge(
             "kubelet_companion_swap_controller_available",
-            "1 when the memory swap controller is available to containers.",
+            "1 when cgroup v2's memory swap controller (memory.swap.max), which kubelet's "
+            "LimitedSwap needs, is available; 0 on cgroup v1 and hybrid nodes.",
             1 if facts.cgroups.swap_controller else 0,
         )
         yield _gauge(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.node.cgroupfiles import open_directory, read_file, write_file
-from agent.node.kubepods import SWAP_MAX, parse_swap_max
+from agent.node.containercgroups import SWAP_MAX, parse_swap_max
 from agent.node.memory import SwapDevice
 from agent.node.paths import HostPaths, read_text
 

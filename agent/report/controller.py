@@ -6,8 +6,10 @@ Two loops in one root task, on the event loop thread:
   is down, so the tracker always holds the latest values;
 - the writer wakes on a new sample, on a status-board change (gate, shutdown, swap drift:
   published by those controllers, so the write goes out at once, not at the next sample)
-  and on its retry timer. It builds the document *when it writes*, so after an outage only
-  the latest report is sent: there is no queue to drain, ever.
+  and on its retry timer. It asks the policy (``agent.report.policy``) whether a write is
+  due: a state change, a move of node usage or of one pod's (each pod's smoothed values as
+  the report would carry them), or the heartbeat. It builds the document *when it writes*,
+  so after an outage only the latest report is sent: there is no queue to drain, ever.
 
 After each write attempt the record file (``agent.node.reportrecord``) is saved atomically
 with the write's outcome and the status board's sections, for ``doctor`` and ``report``.
@@ -36,9 +38,16 @@ from agent.kube.errors import KubeError
 from agent.kube.jsontypes import JsonObject
 from agent.kube.reportwriter import NodeReportWriter
 from agent.node.reportrecord import ReportRecord, save_report_record
-from agent.report.document import Capacity, Identity, board_sections, build_status, state_key
+from agent.report.document import (
+    Capacity,
+    Identity,
+    board_sections,
+    build_status,
+    pod_entries,
+    state_key,
+)
 from agent.report.metrics import ReportMetrics
-from agent.report.policy import Observed, Published, WritePolicy, WriteReason
+from agent.report.policy import Observed, PodShares, Published, WritePolicy, WriteReason
 from agent.report.sampling import NodeSampler, UsageSource
 from agent.report.usage import UsageTracker
 from agent.runtime.context import AgentContext
@@ -86,6 +95,7 @@ class ReportController:
             threshold=config.threshold_percent / 100,
             heartbeat=config.heartbeat,
             jitter=config.heartbeat_jitter,
+            min_interval=config.min_write_interval,
         )
         self.tracker = UsageTracker(weight=config.smoothing)
         self.published: Published | None = None
@@ -147,7 +157,19 @@ class ReportController:
                 usage.memory_working_set / node.memory_total if node.memory_total else 0.0
             ),
             state=state_key(self.board.snapshot()),
+            pods=self._pod_shares(node.cpus, node.memory_total),
         )
+
+    def _pod_shares(self, cpus: int, memory: int) -> PodShares:
+        """Each reported pod's smoothed CPU and memory as shares of the node's capacity, taken
+        from the entries the report would carry (cgroups no pod claims are not in it)."""
+        return {
+            entry["uid"]: (
+                entry["cpu"] / cpus if cpus else 0.0,
+                entry["memory"] / memory if memory else 0.0,
+            )
+            for entry in pod_entries(self.tracker.pods_smoothed, self.pods())
+        }
 
     async def write_if_due(self) -> WriteReason | None:
         """Write once if the policy asks for it; return why, ``None`` when nothing was due."""
@@ -196,6 +218,7 @@ class ReportController:
                     state=observed.state,
                     at=monotonic,
                     next_heartbeat=self.policy.next_heartbeat(monotonic, self.random_fraction()),
+                    pods=observed.pods,
                 )
                 self._failures, self._retry_at = 0, None
             else:

@@ -9,8 +9,8 @@ class ReportMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.writes = Counter(
             "kubelet_companion_report_writes",
-            "NodeReport status writes by reason (first, state, threshold, heartbeat, retry, "
-            "stop) and result (success, error).",
+            "NodeReport status writes by reason (first, state, threshold, pod, heartbeat, "
+            "retry, stop) and result (success, error).",
             ["reason", "result"],
             registry=registry,
         )

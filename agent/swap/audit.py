@@ -6,6 +6,10 @@ as unmapped and never touched. The kernel stores the limit in pages and reads it
 rounded down, so a value is in sync when it equals the expected bytes or their page-aligned
 floor.
 
+On a cgroup v1 kubepods tree there is no ``memory.swap.max`` and kubelet sets no swap limit
+(LimitedSwap needs cgroup v2), so nothing is compared there: each container is listed with
+the values v1 has (working set, swap in use) and the state ``not-compared``.
+
 Expected limits use the swap capacity kubelet computes with: the one it read at start-up and
 reports in ``status.nodeInfo.swap.capacity``, or ``SwapTotal`` where the Node does not report
 it. While the two disagree (swap was resized after kubelet started) the plan to enforce is
@@ -22,7 +26,7 @@ from typing import Any
 
 from agent.kube.pods import is_finished
 from agent.kube.qos import QOSClass
-from agent.node.kubepods import CgroupReading, KubepodsScan, SwapMax
+from agent.node.containercgroups import CgroupReading, KubepodsScan, SwapMax
 from agent.swap.limits import SwapLimit, SwapNode, container_swap_limit
 from agent.swap.pods import ContainerKind, PodView, pod_view
 
@@ -36,6 +40,8 @@ class DriftState(StrEnum):
     """The cgroup exists but has no readable ``memory.swap.max``."""
     NO_CGROUP = "no-cgroup"
     """Not running (yet, or any more), so there is nothing to compare."""
+    NOT_COMPARED = "not-compared"
+    """A cgroup v1 container: kubelet sets no swap limit there, so none is compared."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,8 @@ class ContainerAudit:
     usage: int | None
     cgroup: str | None
     state: DriftState
+    memory_working_set: int | None = None
+    """cgroup v1 only (see ``CgroupReading``)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -69,6 +77,7 @@ class ContainerAudit:
             "expected_error": self.expected.error,
             "actual": self.actual,
             "usage_bytes": self.usage,
+            "memory_working_set_bytes": self.memory_working_set,
             "cgroup": self.cgroup,
             "state": self.state.value,
         }
@@ -83,6 +92,8 @@ class UnmappedCgroup:
     container_id: str
     swap_max: SwapMax
     swap_current: int | None
+    memory_working_set: int | None = None
+    """cgroup v1 only (see ``CgroupReading``)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -91,6 +102,7 @@ class UnmappedCgroup:
             "container_id": self.container_id,
             "actual": self.swap_max,
             "usage_bytes": self.swap_current,
+            "memory_working_set_bytes": self.memory_working_set,
         }
 
 
@@ -110,6 +122,7 @@ class NodeSummary:
     swap_total_bytes: int
     """``SwapTotal`` from ``/proc/meminfo``: the node's swap now."""
     cgroup_mode: str
+    """``CgroupMode`` of ``/sys/fs/cgroup``."""
     noswap_supported: bool
     noswap_reason: str
     page_size: int
@@ -118,6 +131,21 @@ class NodeSummary:
     kubepods_problem: str | None = None
     kubelet_swap_capacity_bytes: int | None = None
     """What kubelet reports in ``node.status.nodeInfo.swap.capacity``, when known."""
+    kubepods_version: int | None = None
+    """The cgroup version of the kubepods tree found (``None``: none found)."""
+    swap_controller_detail: str = ""
+    """``CgroupFacts.swap_controller_line``: which controller, usable for LimitedSwap or not."""
+
+    @property
+    def cgroup_v1(self) -> bool:
+        """A v1 or hybrid node, or a kubepods tree found in v1 hierarchies."""
+        return self.cgroup_mode in ("v1", "hybrid") or self.kubepods_version == 1
+
+    @property
+    def limits_compared(self) -> bool:
+        """Whether containers' swap limits are compared: not on a cgroup v1 kubepods tree,
+        which has no ``memory.swap.max``."""
+        return self.kubepods_version != 1
 
     @property
     def capacity_source(self) -> CapacitySource:
@@ -160,12 +188,15 @@ class NodeSummary:
             "memory_total_bytes": node.memory_total_bytes,
             "cgroup_mode": self.cgroup_mode,
             "swap_controller": node.swap_controller,
+            "swap_controller_detail": self.swap_controller_detail,
             "tmpfs_noswap_supported": self.noswap_supported,
             "tmpfs_noswap_reason": self.noswap_reason,
             "page_size_bytes": self.page_size,
             "cgroup_driver": self.driver,
             "kubepods_cgroup": self.kubepods_root,
+            "kubepods_cgroup_version": self.kubepods_version,
             "kubepods_problem": self.kubepods_problem,
+            "swap_limits_compared": self.limits_compared,
             "kubelet_swap_capacity_bytes": self.kubelet_swap_capacity_bytes,
         }
 
@@ -196,12 +227,15 @@ def in_sync(actual: SwapMax, expected: int, page_size: int) -> bool:
     return actual in (expected, expected - expected % page_size)
 
 
-def _state(reading: CgroupReading | None, expected: int, page_size: int) -> DriftState:
+def _state(reading: CgroupReading | None, expected: int, summary: NodeSummary) -> DriftState:
     if reading is None:
         return DriftState.NO_CGROUP
+    if not summary.limits_compared:
+        return DriftState.NOT_COMPARED
     if reading.swap_max is None:
         return DriftState.UNKNOWN
-    return DriftState.OK if in_sync(reading.swap_max, expected, page_size) else DriftState.DRIFT
+    in_step = in_sync(reading.swap_max, expected, summary.page_size)
+    return DriftState.OK if in_step else DriftState.DRIFT
 
 
 def audit_containers(
@@ -245,12 +279,15 @@ def audit_containers(
                     actual=reading.swap_max if reading else None,
                     usage=reading.swap_current if reading else None,
                     cgroup=reading.path if reading else None,
-                    state=_state(reading, expected.bytes, summary.page_size),
+                    state=_state(reading, expected.bytes, summary),
+                    memory_working_set=reading.memory_working_set if reading else None,
                 )
             )
     rows.sort(key=row_order)
     unmapped = tuple(
-        UnmappedCgroup(r.path, r.pod_uid, r.container_id, r.swap_max, r.swap_current)
+        UnmappedCgroup(
+            r.path, r.pod_uid, r.container_id, r.swap_max, r.swap_current, r.memory_working_set
+        )
         for key, r in sorted(by_key.items())
         if key not in claimed
     )

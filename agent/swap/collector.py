@@ -30,7 +30,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from agent.swap.audit import AuditReport
+from agent.swap.audit import AuditReport, DriftState
 
 LABELS = ["container", "pod", "namespace"]
 
@@ -106,7 +106,8 @@ class SwapAuditCollector(Collector):
                 if row.cgroup is None:
                     continue
                 labels = [row.container, row.pod, row.namespace]
-                expected.add_metric(labels, row.expected.bytes)
+                if row.state is not DriftState.NOT_COMPARED:  # cgroup v1: kubelet sets none
+                    expected.add_metric(labels, row.expected.bytes)
                 if row.usage is not None:
                     usage.add_metric(labels, row.usage)
                 if row.actual == "max":

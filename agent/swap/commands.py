@@ -16,9 +16,9 @@ from typing import Any
 
 from agent.config import AgentConfig, load_agent_config
 from agent.kube.errors import KubeConfigError, KubeError
+from agent.node.containercgroups import KubepodsTree
 from agent.node.facts import collect_node_facts
 from agent.node.kubeletconfig import KubeletConfigError, read_kubelet_eviction
-from agent.node.kubepods import KubepodsTree
 from agent.node.paths import HostPaths
 from agent.swap.audit import AuditReport, build_report
 from agent.swap.eviction import check_eviction_threshold

@@ -43,9 +43,9 @@ from agent.kube.events import ObjectRef
 from agent.kube.jsontypes import JsonObject
 from agent.kube.reflector import Listener
 from agent.node.cgroupfiles import CgroupPathError
+from agent.node.containercgroups import KubepodsScan, KubepodsTree
 from agent.node.facts import NodeFacts
 from agent.node.kubeletconfig import KubeletEvictionSettings
-from agent.node.kubepods import KubepodsScan, KubepodsTree
 from agent.node.memory import MemoryFacts, read_memory
 from agent.node.paths import HostPaths
 from agent.node.systemslice import SystemSlice

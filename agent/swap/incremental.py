@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agent.node.kubepods import KubepodsScan
+from agent.node.containercgroups import KubepodsScan
 from agent.swap.audit import (
     AuditReport,
     NodeSummary,

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent.config.swap import LIMITED_SWAP
 from agent.kube.qos import QOSClass
 from agent.swap.pods import ContainerView, PodView
 
-LIMITED_SWAP = "LimitedSwap"
 KUBELET_CALC_ERROR = "cannot calculate swap allocation amount; disallowing swap"
 
 

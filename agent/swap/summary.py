@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agent.config.swap import MemorySwapConfig
-from agent.node.cgroups import CgroupFacts
-from agent.node.kubepods import KubepodsScan
+from agent.config.swap import LIMITED_SWAP, MemorySwapConfig
+from agent.node.cgroups import LIMITED_SWAP_NEEDS_V2, CgroupFacts
+from agent.node.containercgroups import KubepodsScan
 from agent.node.memory import MemoryFacts
 from agent.node.tmpfs import NoswapSupport
 from agent.swap.audit import AuditReport, NodeSummary
-from agent.swap.limits import LIMITED_SWAP, SwapNode
+from agent.swap.limits import SwapNode
 
 NOSWAP_EVENT_REASON = "PossibleMemoryBackedVolumesOnDisk"
 NOSWAP_EVENT_MESSAGE = (
@@ -62,6 +62,8 @@ def node_summary(
         kubepods_root=scan.root,
         kubepods_problem=scan.problem,
         kubelet_swap_capacity_bytes=kubelet_capacity,
+        kubepods_version=scan.version,
+        swap_controller_detail=cgroups.swap_controller_line(),
     )
 
 
@@ -70,13 +72,37 @@ def noswap_warning_due(summary: NodeSummary) -> bool:
     return summary.swap_on and not summary.noswap_supported
 
 
+def cgroup_v1_warning(summary: NodeSummary) -> str:
+    """What the audit does and does not do on a cgroup v1 node, said plainly."""
+    tree = (
+        f" (kubepods tree {summary.kubepods_root}, cgroup v1)"
+        if summary.kubepods_version == 1
+        else ""
+    )
+    asked = (
+        " (memorySwap.swapBehavior is LimitedSwap: the kubelet cannot apply it here)"
+        if summary.node.behavior == LIMITED_SWAP
+        else ""
+    )
+    return (
+        f"{LIMITED_SWAP_NEEDS_V2}: this node's cgroups are {summary.cgroup_mode}{tree}, where "
+        f"the kubelet sets no memory.swap.max{asked}, so no swap limit is compared or "
+        "enforced. Listed per container: working set and swap in use "
+        "(memory.memsw.usage_in_bytes - memory.usage_in_bytes). Not compared: "
+        "memory.memsw.limit_in_bytes, which caps memory+swap together (the kubelet sets it "
+        "to the memory limit) and is not the kubelet's swap limit"
+    )
+
+
 def node_warnings(summary: NodeSummary) -> list[str]:
     """Problems with the node itself; each stays true until the node changes."""
     node = summary.node
     warnings = []
     if noswap_warning_due(summary):
         warnings.append(f"{NOSWAP_EVENT_REASON}: {NOSWAP_EVENT_MESSAGE}")
-    if node.behavior == LIMITED_SWAP and not (node.cgroup_v2 and node.swap_controller):
+    if summary.cgroup_v1:
+        warnings.append(cgroup_v1_warning(summary))
+    elif node.behavior == LIMITED_SWAP and not (node.cgroup_v2 and node.swap_controller):
         warnings.append(
             "swapBehavior is LimitedSwap but cgroup v2 with the swap controller is missing: "
             "every container gets no swap"

@@ -22,8 +22,8 @@ from typing import Any
 
 from agent.config.swap import MemorySwapConfig  # after the path set-up above
 from agent.node.cgroups import CgroupFacts, CgroupMode
+from agent.node.containercgroups import KubepodsTree
 from agent.node.kernel import read_kernel
-from agent.node.kubepods import KubepodsTree
 from agent.node.memory import read_memory
 from agent.node.paths import HostPaths
 from agent.node.tmpfs import NoswapSupport

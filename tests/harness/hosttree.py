@@ -101,6 +101,22 @@ class HostTree:
                 (directory / "memory.swap.max").write_text("max\n")
                 directory = directory.parent
 
+    def own_cgroup_v1(
+        self, path: str = "/system.slice/kubelet-companion.service", *, hybrid: bool = True
+    ) -> None:
+        """``/proc/self/cgroup`` of a v1 host: one line per hierarchy, plus the unified
+        ``0::`` line on a hybrid one."""
+        lines = [
+            "12:hugetlb:/",
+            f"11:memory:{path}",
+            f"10:cpu,cpuacct:{path}",
+            f"9:pids:{path}",
+            f"1:name=systemd:{path}",
+        ]
+        if hybrid:
+            lines.append(f"0::{path}")
+        self.write("proc/self/cgroup", "\n".join(lines) + "\n")
+
     def standard(self, **memory: int) -> HostTree:
         self.memory(**memory)
         self.swaps()

@@ -1,8 +1,10 @@
 """The NodeReport rig: the real writer over HTTP to the fake API server with our CRD registered.
 
 ``report_rig`` builds a ``ReportController`` exactly as ``root_tasks`` does, except for the
-clock (a fake one the test moves) and the host paths (a fixture ``/proc`` whose counters the
-test rewrites), so a test drives samples and writes one step at a time, with no sleeps.
+clock (a fake one the test moves), the host paths (a fixture ``/proc`` and cgroup v2 tree
+whose counters the test rewrites) and the pods (this node's, read from the fake API server
+where NodeState would hold them), so a test drives samples and writes one step at a time,
+with no sleeps.
 ``start_agent`` instead runs capabilities under the real ``Supervisor``, as the agent does.
 """
 
@@ -31,6 +33,7 @@ from agent.report.sampling import NodeSampler
 from agent.runtime.status import StatusBoard
 from agent.telemetry.health import Health
 from tests.harness.agent_rig import InProcessAgent
+from tests.harness.cgroups import CgroupTreeBuilder
 from tests.harness.clock import HandClock
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree
@@ -59,6 +62,8 @@ class ReportRig:
     proc: NodeProc
     board: StatusBoard
     kube: AsyncKube
+    cgroups: CgroupTreeBuilder
+    """The node's kubepods tree (cgroup v2, systemd driver): pod cgroups the sampler reads."""
 
     def report(self) -> JSON:
         return self.server.get("nodereports", NODE)
@@ -103,6 +108,7 @@ async def report_rig(report_server: FakeApiServer, tmp_path: Path) -> AsyncItera
         host = HostTree(tmp_path / "host")
         host.kernel()
         proc = NodeProc(host)
+        cgroups = CgroupTreeBuilder(host.paths.cgroup_root, "systemd")
         clock = HandClock(epoch=1_790_000_000.0)
         board = StatusBoard()
         controller = ReportController(
@@ -116,8 +122,9 @@ async def report_rig(report_server: FakeApiServer, tmp_path: Path) -> AsyncItera
             record_path=config.report_state_file,
             random_fraction=lambda: 0.0,
             node=lambda: report_server.try_get("nodes", NODE),  # what NodeState would hold
+            pods=lambda: report_server.list("pods", field_selector=f"spec.nodeName={NODE}"),
         )
-        return ReportRig(report_server, controller, clock, proc, board, kube)
+        return ReportRig(report_server, controller, clock, proc, board, kube, cgroups)
 
     yield make
     for kube in kubes:

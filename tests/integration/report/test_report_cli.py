@@ -11,7 +11,14 @@ from typing import Any
 from agent.kube.timestamps import rfc3339
 from agent.node.reportrecord import ReportRecord, save_report_record
 from agent.runtime.status import ReadinessStatus, ShutdownStatus, SwapStatus
-from tests.harness.cgroups import MIB, CgroupTreeBuilder, pod_object
+from tests.harness.cgroups import (
+    MIB,
+    QOS,
+    CgroupTreeBuilder,
+    CgroupV1TreeBuilder,
+    container_id,
+    pod_object,
+)
 from tests.harness.cli import run_cli
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree
@@ -21,6 +28,7 @@ from tests.integration.report.conftest import MakeRig
 NODE = "node-1"
 WEB = "1f0e4a3b-7c2d-4e5f-8a9b-0c1d2e3f4a5b"
 STRAY = "3b2c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e"
+DB = "2a1b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"
 
 
 def _run(config: Path, *args: str) -> Any:
@@ -155,3 +163,34 @@ def test_doctor_shows_the_last_report_write(tmp_path: Path) -> None:
         "last_error": "boom",
     }
     assert any("NodeReport write" in warning for warning in document["warnings"])
+
+
+def test_report_and_swap_report_find_the_same_pods_on_a_hybrid_v1_node(tmp_path: Path) -> None:
+    """One cgroup finder for every command: on a hybrid cgroup v1 node (cgroupfs driver) the
+    NodeReport command lists every pod cgroup with its v1 usage, and ``swap report`` finds the
+    containers of exactly those pods."""
+    host = HostTree(tmp_path / "host")
+    host.swaps()
+    host.kernel()
+    host.user_namespace(False)
+    host.own_cgroup_v1()
+    NodeProc(host).set(cpu_fraction=0.5, memory_fraction=0.25)
+    tree = CgroupV1TreeBuilder(host.paths.cgroup_root, "cgroupfs")
+    placements: dict[str, QOS] = {WEB: "burstable", STRAY: "besteffort", DB: "guaranteed"}
+    for seed, (uid, qos) in enumerate(placements.items(), start=1):
+        tree.add_container(uid, qos, container_id(seed), usage_in_bytes=seed * MIB)
+        tree.pod_usage(uid, qos, usage_ns=10**9, usage_in_bytes=64 * MIB, total_inactive_file=0)
+    config = tmp_path / "agent.yaml"
+    paths = {"proc": str(host.paths.proc), "sys": str(host.paths.sys)}
+    config.write_text(json.dumps({"nodeName": NODE, "hostPaths": paths}))
+
+    report = _run(config, "report", "--json", "--interval", "50ms")
+    assert report.returncode == 0, report.stderr
+    pods = json.loads(report.stdout)["status"]["pods"]
+    assert {pod["uid"] for pod in pods} == set(placements)
+    assert all(pod["memory"] == 64 * MIB for pod in pods)
+    swap = _run(config, "swap", "report", "--json")
+    assert swap.returncode == 0, swap.stderr
+    found = json.loads(swap.stdout)
+    assert found["node"]["kubepods_cgroup"] == "memory/kubepods"
+    assert {cgroup["pod_uid"] for cgroup in found["unmapped_cgroups"]} == set(placements)

@@ -8,6 +8,7 @@ import pytest
 
 from agent.report.controller import root_tasks as report_tasks
 from agent.report.policy import WriteReason
+from tests.harness.cgroups import MIB, pod_object
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree
 from tests.integration.report.conftest import NODE, REPORT_PATH, MakeRig, NodeProc, StartAgent
@@ -83,7 +84,7 @@ async def test_api_down_then_back_sends_exactly_one_write_with_the_latest_values
 ) -> None:
     """While the API is down the agent keeps sampling; when it is back it sends one write,
     with the latest values, and no backlog."""
-    rig = await report_rig()
+    rig = await report_rig(minWriteInterval="5s")  # each 5 s step's move is due
     rig.proc.set(cpu_fraction=0.1, memory_fraction=0.1)
     await rig.controller.sample_once()
     assert await rig.step(cpu_fraction=0.1, memory_fraction=0.1) is WriteReason.FIRST
@@ -135,3 +136,61 @@ async def test_agent_stopped_on_stop_and_cleared_at_the_next_start(
     stopped_at = written.index(True)
     assert written[stopped_at + 1] is False  # the next start's first write
     assert written.count(True) == 1
+
+
+async def test_a_pods_burst_and_its_end_are_written_before_the_heartbeat(
+    report_rig: MakeRig, report_server: FakeApiServer
+) -> None:
+    """One pod's start-up burst (2 of 4 cores) and its end reach the report through pod
+    writes, while node usage stays put, instead of waiting for the 60 s heartbeat: each as
+    soon as the pod's smoothed value has moved 5 points of capacity and 15 s have passed
+    since the last write."""
+    rig = await report_rig()
+    report_server.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
+    uid = report_server.create(pod_object("web", None, namespace="shop", node=NODE))["metadata"][
+        "uid"
+    ]
+    cpu_seconds = 0.0
+
+    def pod_cpu(cores: float, seconds: float = 5.0) -> None:
+        nonlocal cpu_seconds
+        cpu_seconds += cores * seconds
+        rig.cgroups.pod_usage(
+            uid,
+            "burstable",
+            usage_usec=round(cpu_seconds * 1e6),
+            memory_current=100 * MIB,
+            inactive_file=0,
+        )
+
+    def web_cpu() -> float:
+        (entry,) = rig.report()["status"]["pods"]
+        assert (entry["namespace"], entry["name"], entry["uid"]) == ("shop", "web", uid)
+        return float(entry["cpu"])
+
+    quiet = {"cpu_fraction": 0.1, "memory_fraction": 0.3}
+    pod_cpu(0.0)
+    rig.proc.set(**quiet)
+    await rig.controller.sample_once()
+    pod_cpu(0.0)
+    assert await rig.step(**quiet) is WriteReason.FIRST
+    assert web_cpu() == 0.0
+
+    reasons = []
+    for _ in range(3):  # the burst: held for the minimum interval, then written
+        pod_cpu(2.0)
+        reasons.append(await rig.step(**quiet))
+    assert reasons == [None, None, WriteReason.POD]
+    assert web_cpu() == pytest.approx(2.0 * (1 - 0.9**3), abs=0.001)  # smoothed, 0.1 weight
+
+    # The burst is over. The smoothed value falls by a tenth of itself per sample; it is
+    # written again as soon as it has fallen 5 points of capacity (0.2 cores): 5 samples on.
+    reasons = []
+    for _ in range(5):
+        pod_cpu(0.0)
+        reasons.append(await rig.step(**quiet))
+    assert reasons == [None, None, None, None, WriteReason.POD]
+    assert web_cpu() == pytest.approx(2.0 * (1 - 0.9**3) * 0.9**5, abs=0.001)
+    assert all(
+        request.body["status"]["usage"]["cpuPercent"] == 10 for request in rig.status_writes()
+    )

@@ -1,9 +1,10 @@
 """A swap node for integration tests: a fixture /proc and cgroup2 tree, and a real controller.
 
-``swap_node`` builds a host tree (meminfo, /proc/swaps, kernel sysctls) and a cgroup tree
-for one cgroup driver in a tmp dir; the node's facts are collected from it with the real
-readers, the cgroup2 filesystem magic being the one thing injected (a tmp dir is not a
-cgroup2 mount). ``start_swap_agent`` wires the real controller the way the agent does:
+``make_swap_node`` builds a host tree (meminfo, /proc/swaps, kernel sysctls) and a cgroup v2
+tree for one cgroup driver in a tmp dir, ``make_swap_node_v1`` a hybrid cgroup v1 host; the
+node's facts are collected from it with the real readers, the filesystem magic being the one
+thing injected (a tmp dir is not a cgroup2 or tmpfs mount). ``start_swap_agent`` wires the
+real controller the way the agent does:
 ``build_cluster`` against the fake API server (real client, NodeState watches, EventRecorder,
 NodePatcher), with the watches supervised on the test's loop.
 """
@@ -24,7 +25,6 @@ from agent.clock import SystemClock
 from agent.config import AgentConfig, parse_document
 from agent.daemon import build_cluster
 from agent.node.facts import NodeFacts, collect_node_facts
-from agent.node.filesystems import CGROUP2_SUPER_MAGIC
 from agent.node.metrics import NodeFactsCollector
 from agent.node.paths import HostPaths
 from agent.runtime.supervisor import RootTask
@@ -32,7 +32,7 @@ from agent.swap.collector import SwapAuditCollector
 from agent.swap.controller import SwapController
 from agent.telemetry.health import Health
 from tests.harness.agent_rig import InProcessAgent
-from tests.harness.cgroups import GIB, CgroupTreeBuilder, Driver
+from tests.harness.cgroups import GIB, CgroupTreeBuilder, CgroupV1TreeBuilder, Driver
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree
 
@@ -50,10 +50,7 @@ class SwapNode:
         return self.host.paths
 
     def facts(self) -> NodeFacts:
-        root = self.paths.cgroup_root
-        return collect_node_facts(
-            self.paths, fs_magic=lambda path: CGROUP2_SUPER_MAGIC if path == root else None
-        )
+        return collect_node_facts(self.paths, fs_magic=self.cgroups.fs_magic)
 
     def swap(self, total: int, free: int | None = None) -> None:
         """Turn swap on (a 4 GiB device by default) or off (``total=0``) in the fixture /proc."""
@@ -94,6 +91,42 @@ def make_swap_node(tmp_path: Path) -> MakeSwapNode:
         node.swap(swap)
         node.cgroups.system_slice()
         node.cgroups.kubepods  # noqa: B018 - creating the kubepods root is the point
+        return node
+
+    return make
+
+
+@dataclass
+class SwapNodeV1:
+    """A hybrid cgroup v1 node (``CgroupV1TreeBuilder``: kubepods in each v1 hierarchy)."""
+
+    host: HostTree
+    cgroups: CgroupV1TreeBuilder
+
+    @property
+    def paths(self) -> HostPaths:
+        return self.host.paths
+
+    def facts(self) -> NodeFacts:
+        return collect_node_facts(self.paths, fs_magic=self.cgroups.fs_magic)
+
+
+MakeSwapNodeV1 = Callable[..., SwapNodeV1]
+
+
+@pytest.fixture
+def make_swap_node_v1(tmp_path: Path) -> MakeSwapNodeV1:
+    def make(
+        driver: Driver = "cgroupfs", *, hybrid: bool = True, swap: int = 4 * GIB
+    ) -> SwapNodeV1:
+        host = HostTree(tmp_path / "host")
+        host.kernel()
+        host.user_namespace(False)
+        host.own_cgroup_v1(hybrid=hybrid)
+        node = SwapNodeV1(host, CgroupV1TreeBuilder(host.paths.cgroup_root, driver, hybrid=hybrid))
+        host.memory(total=16 * GIB, swap_total=swap)
+        host.swaps(("/swapfile", "file", swap // 1024, 0, -2))
+        node.cgroups.kubepods  # noqa: B018 - creating the kubepods roots is the point
         return node
 
     return make
@@ -141,7 +174,7 @@ async def start_swap_agent(
     agents: list[SwapAgent] = []
 
     async def start(
-        node: SwapNode | RealNode,
+        node: SwapNode | SwapNodeV1 | RealNode,
         swap: JSON | None = None,
         *,
         loop: bool = False,

@@ -9,10 +9,10 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from tests.harness.cgroups import ContainerFixture, container_id, pod_object
+from tests.harness.cgroups import GIB, MIB, ContainerFixture, container_id, pod_object
 from tests.harness.cli import run_cli
 from tests.harness.fake_apiserver import FakeApiServer
-from tests.integration.swap.conftest import NODE, MakeSwapNode, node_object
+from tests.integration.swap.conftest import NODE, MakeSwapNode, MakeSwapNodeV1, node_object
 
 
 def run_report(config: Path, *args: str) -> Any:
@@ -75,7 +75,7 @@ def test_table_output_and_node_only_mode(make_swap_node: MakeSwapNode, tmp_path:
     assert result.returncode == 0, result.stderr
     assert "container cgroups no pod claims: 1" in result.stdout
     assert "podsSwapAvailable" in result.stdout
-    assert re.search(r"kubepods cgroup +kubepods \(cgroupfs\)", result.stdout)
+    assert re.search(r"kubepods cgroup +kubepods \(cgroupfs, cgroup v2\)", result.stdout)
 
 
 def test_unreachable_cluster_prints_the_node_and_exits_1(
@@ -112,3 +112,75 @@ def test_bad_config_exits_2(tmp_path: Path) -> None:
     result = run_report(config)
     assert result.returncode == 2
     assert "memorySwap.swapBehavior" in result.stderr
+
+
+def test_report_on_cgroup_v1_lists_every_pod_with_v1_values_and_says_limited_swap_needs_v2(
+    fake_apiserver: FakeApiServer, make_swap_node_v1: MakeSwapNodeV1, tmp_path: Path
+) -> None:
+    """On a hybrid cgroup v1 node (cgroupfs driver, kubepods in each v1 hierarchy) every pod
+    and container is found, with the values v1 has (working set, swap in use from memsw),
+    nothing is judged as drift, and the report says plainly that LimitedSwap needs v2."""
+    node = make_swap_node_v1("cgroupfs")
+    fake_apiserver.create(node_object(swap_capacity=4 * GIB))
+    fake_apiserver.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
+    pods = {
+        "web": ("burstable", ContainerFixture("app", container_id(1), {"memory": "1Gi"})),
+        "db": (
+            "guaranteed",
+            ContainerFixture(
+                "postgres",
+                container_id(2),
+                {"memory": "1Gi", "cpu": "1"},
+                {"memory": "1Gi", "cpu": "1"},
+            ),
+        ),
+        "batch": ("besteffort", ContainerFixture("job", container_id(3))),
+    }
+    for seed, (name, (qos, fixture)) in enumerate(pods.items(), start=1):
+        created = fake_apiserver.create(pod_object(name, None, fixture, namespace="shop"))
+        node.cgroups.add_container(
+            created["metadata"]["uid"],
+            qos,  # type: ignore[arg-type]
+            container_id(seed),
+            usage_in_bytes=seed * 100 * MIB,
+            total_inactive_file=10 * MIB,
+            memsw_usage=seed * 100 * MIB + seed * MIB,
+        )
+    kubeconfig = fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig")
+    config = write_config(tmp_path, node.host.root, str(kubeconfig))
+
+    result = run_report(config, "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    rows = {row["pod"]: row for row in data["containers"]}
+    assert set(rows) == {"web", "db", "batch"}
+    for seed, name in enumerate(pods, start=1):
+        row = rows[name]
+        assert row["cgroup"] is not None
+        assert row["cgroup"].startswith("memory/kubepods/")
+        assert row["memory_working_set_bytes"] == seed * 100 * MIB - 10 * MIB
+        assert row["usage_bytes"] == seed * MIB  # memsw usage - usage
+        assert row["actual"] is None  # v1 has no memory.swap.max
+        assert row["state"] == "not-compared"
+    assert rows["db"]["cgroup"] == f"memory/kubepods/pod{rows['db']['pod_uid']}/{container_id(2)}"
+    assert data["drifted_containers"] == 0
+    assert (data["node"]["kubepods_cgroup"], data["node"]["cgroup_driver"]) == (
+        "memory/kubepods",
+        "cgroupfs",
+    )
+    assert data["node"]["kubepods_cgroup_version"] == 1
+    assert data["node"]["swap_limits_compared"] is False
+    assert not any("no kubepods cgroup" in warning for warning in data["warnings"])
+    (v1,) = [w for w in data["warnings"] if "LimitedSwap needs cgroup v2" in w]
+    assert "memory.memsw" in v1  # what is not compared, and why
+
+    table = run_report(config)
+    assert table.returncode == 0, table.stderr
+    out = table.stdout
+    assert "pod shop/web" in out
+    assert "pod shop/db" in out
+    assert "pod shop/batch" in out
+    assert re.search(r"CONTAINER +KIND +QOS +REQUEST +LIMIT +WORKING SET +SWAP USED", out)
+    assert "DRIFT" not in out.split("[node]")[0]
+    assert re.search(r"kubepods cgroup +memory/kubepods \(cgroupfs, cgroup v1\)", out)
+    assert "LimitedSwap needs cgroup v2" in out

@@ -27,6 +27,7 @@ from tests.harness.waiting import wait_until
 from tests.integration.swap.conftest import (
     NODE,
     MakeSwapNode,
+    MakeSwapNodeV1,
     StartSwapAgent,
     node_object,
 )
@@ -364,3 +365,52 @@ async def test_resized_pod_is_audited_by_its_allocated_resources(
     assert (row.memory_request, row.expected.bytes, row.state.value) == (GIB, 268435456, "ok")
     assert changed_files(before, node.cgroups.snapshot()) == {}
     assert agent.metric("kubelet_companion_swap_limit_drift_containers") == 0
+
+
+async def test_on_cgroup_v1_the_controller_lists_every_container_and_writes_nothing(
+    fake_apiserver: FakeApiServer,
+    make_swap_node_v1: MakeSwapNodeV1,
+    start_swap_agent: StartSwapAgent,
+) -> None:
+    """A hybrid v1 node (cgroupfs driver) with enforcement asked for: the agent's controller
+    finds every container through the one finder, exports their swap in use, compares and
+    writes nothing, publishes no expected limit and says once why (LimitedSwap needs v2)."""
+    node = make_swap_node_v1("cgroupfs")
+    agent = await start_swap_agent(node, {**LIMITED, "enforce": True})
+    web = fake_apiserver.create(
+        pod_object("web", None, ContainerFixture("app", container_id(1), {"memory": "1Gi"}))
+    )
+    db = fake_apiserver.create(
+        pod_object(
+            "db",
+            None,
+            ContainerFixture("pg", container_id(2), {"memory": "1Gi"}, {"memory": "1Gi"}),
+        )
+    )
+    node.cgroups.add_container(
+        web["metadata"]["uid"],
+        "burstable",
+        container_id(1),
+        usage_in_bytes=GIB,
+        memsw_usage=GIB + 4096,
+    )
+    node.cgroups.add_container(db["metadata"]["uid"], "guaranteed", container_id(2))
+    await agent.synced_with(lambda pods: len(pods) == 2)
+    before = node.cgroups.snapshot()
+
+    with capture_logs() as logs:
+        report = await agent.controller.run_once()
+        await agent.controller.run_once()
+
+    assert report is not None
+    assert changed_files(before, node.cgroups.snapshot()) == {}
+    assert {(row.pod, row.state.value) for row in report.containers} == {
+        ("web", "not-compared"),
+        ("db", "not-compared"),
+    }
+    assert report.summary.kubepods_root == "memory/kubepods"
+    labels = {"container": "app", "pod": "web", "namespace": "default"}
+    assert agent.metric("container_swap_usage_bytes", **labels) == 4096
+    assert agent.metric("kubelet_companion_container_swap_limit_expected_bytes", **labels) is None
+    assert agent.metric("kubelet_companion_swap_limit_writes_total", result="success") == 0
+    assert sum("LimitedSwap needs cgroup v2" in entry["event"] for entry in logs) == 1

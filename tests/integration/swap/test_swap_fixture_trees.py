@@ -18,7 +18,7 @@ import pytest
 
 from agent.config.swap import MemorySwapConfig
 from agent.node.cgroupfiles import CgroupPathError
-from agent.node.kubepods import KubepodsTree
+from agent.node.containercgroups import KubepodsTree
 from agent.swap.audit import AuditReport, DriftState, build_report, enforce_plan
 from agent.swap.summary import node_summary
 from tests.harness.cgroups import (
@@ -217,6 +217,7 @@ def test_kubelet_cgroup_root_is_honoured(tmp_path: Path) -> None:
         / f"cri-containerd-{container_id(1)}.scope"
     )
     scope.mkdir(parents=True)
+    (mount / "cgroup.controllers").write_text("memory\n")  # a cgroup2 mount, as on a v2 host
     (scope / "memory.swap.max").write_text("max\n")
     tree = KubepodsTree(mount, driver="systemd", cgroup_root="/kubelet")
     (reading,) = tree.scan().containers

@@ -1,5 +1,7 @@
 """doctor's rows and warnings, built from plain facts (no machine needed)."""
 
+import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -33,7 +35,12 @@ def facts(
             0,
             (SWAPFILE,) if swap else (),
         ),
-        cgroups=CgroupFacts(mode, swap_controller=mode is CgroupMode.V2, own_cgroup="/"),
+        cgroups=CgroupFacts(
+            mode,
+            swap_controller=mode is CgroupMode.V2,
+            own_cgroup="/",
+            memsw_accounting=mode in (CgroupMode.V1, CgroupMode.HYBRID),
+        ),
         kernel=KernelFacts("6.1.0", (6, 1, 0), 67584, "boot", False),
         tmpfs_noswap=NoswapSupport(noswap, "probe"),
     )
@@ -59,12 +66,47 @@ def test_a_healthy_node_has_no_warnings() -> None:
     assert build_report(AgentConfig(), "n1", facts(), LOGIND, NODE_ONLY).warnings == []
 
 
-def test_swap_on_cgroup_v1_warns() -> None:
-    """Kubernetes limits swap only on cgroup v2."""
-    report = build_report(
-        AgentConfig(), "n1", facts(swap=True, mode=CgroupMode.HYBRID), LOGIND, NODE_ONLY
+@pytest.mark.parametrize("mode", [CgroupMode.V1, CgroupMode.HYBRID])
+@pytest.mark.parametrize("swap", [False, True], ids=["swap-off", "swap-on"])
+@pytest.mark.parametrize("behavior", ["NoSwap", "LimitedSwap"])
+def test_cgroup_v1_warns_once_with_what_it_means(
+    mode: CgroupMode, swap: bool, behavior: str
+) -> None:
+    """On v1 and hybrid, swap on or off, whatever the behaviour: one warning that LimitedSwap
+    needs cgroup v2, and what is still checked; no second LimitedSwap-on-v2 warning."""
+    config = parse_document(AgentConfig, f"memorySwap: {{swapBehavior: {behavior}}}", "x")
+    report = build_report(config, "n1", facts(swap=swap, mode=mode), LOGIND, NODE_ONLY)
+    (warning,) = [w for w in report.warnings if "cgroup v2" in w]
+    assert warning.startswith(f"LimitedSwap needs cgroup v2: cgroups are {mode.value},")
+    assert "still checked: swap presence and tmpfs noswap, per-pod usage" in warning
+    assert ("swap is on" in warning) is swap
+    assert ("memorySwap.swapBehavior LimitedSwap cannot apply" in warning) is (
+        behavior == "LimitedSwap"
     )
-    assert any("only on cgroup v2" in w for w in report.warnings)
+
+
+@pytest.mark.parametrize("mode", [CgroupMode.V1, CgroupMode.HYBRID])
+def test_no_usable_swap_controller_is_reported_on_cgroup_v1(mode: CgroupMode) -> None:
+    """memsw on a v1 node is shown, in the table and the JSON, as not usable by the kubelet
+    for LimitedSwap; never as a swap controller (``yes``)."""
+    report = build_report(AgentConfig(), "n1", facts(mode=mode), LOGIND, NODE_ONLY)
+    cgroups = report.sections["cgroups"]
+    assert cgroups["limited_swap"] is False
+    assert cgroups["swap_controller"] == (
+        "memory.memsw only (cgroup v1 memory+swap accounting): not usable by the kubelet for "
+        "LimitedSwap"
+    )
+    table = render_table(report)
+    assert re.search(r"\n  limited_swap +no\n", table)
+    assert re.search(r"\n  swap_controller +memory\.memsw only .*not usable by the kubelet", table)
+    assert json.loads(render_json(report))["sections"]["cgroups"] == cgroups
+
+
+def test_cgroup_v2_reports_its_usable_swap_controller() -> None:
+    """On v2 with memory.swap.max the controller is named, usable for LimitedSwap."""
+    report = build_report(AgentConfig(), "n1", facts(), LOGIND, NODE_ONLY)
+    assert report.sections["cgroups"]["limited_swap"] is True
+    assert "usable by the kubelet for LimitedSwap" in report.sections["cgroups"]["swap_controller"]
 
 
 def test_limited_swap_without_swap_warns() -> None:

@@ -9,6 +9,7 @@ from agent.node.facts import collect_node_facts
 from agent.node.filesystems import CGROUP2_SUPER_MAGIC, TMPFS_MAGIC
 from agent.node.kernel import in_user_namespace, parse_kernel_version, read_kernel
 from agent.node.memory import parse_proc_swaps, read_memory
+from tests.harness.cgroups import CgroupV1TreeBuilder
 from tests.harness.hosttree import GIB, HostTree
 
 
@@ -129,3 +130,21 @@ def test_facts_bundle_applies_the_noswap_rule(tmp_path: Path) -> None:
     facts = collect_node_facts(tree.paths, fs_magic=_v2)
     assert not facts.tmpfs_noswap.supported
     assert facts.tmpfs_noswap.reason == "running in a user namespace"
+
+
+@pytest.mark.parametrize("hybrid", [True, False], ids=["hybrid", "v1"])
+@pytest.mark.parametrize("memsw", [True, False], ids=["memsw", "no-memsw"])
+def test_cgroup_v1_never_has_a_swap_controller(tmp_path: Path, hybrid: bool, memsw: bool) -> None:
+    """On v1 and hybrid hosts memsw is recorded as memsw, never as the swap controller the
+    kubelet's LimitedSwap needs (kubelet's own check would say yes to memsw)."""
+    tree = HostTree(tmp_path).standard()
+    tree.own_cgroup_v1(hybrid=hybrid)
+    cgroups = CgroupV1TreeBuilder(tree.paths.cgroup_root, hybrid=hybrid, memsw=memsw)
+    facts = read_cgroups(tree.paths, cgroups.fs_magic)
+    assert facts.mode is (CgroupMode.HYBRID if hybrid else CgroupMode.V1)
+    assert (facts.swap_controller, facts.limited_swap, facts.memsw_accounting) == (
+        False,
+        False,
+        memsw,
+    )
+    assert facts.swap_controller_line().endswith(": not usable by the kubelet for LimitedSwap")

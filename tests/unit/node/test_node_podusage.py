@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from agent.node.cgroupstats import stat_field
 from agent.node.nodeusage import NodeCounters
-from agent.node.podusage import PodScan, PodUsageReader, stat_field
+from agent.node.podusage import PodScan, PodUsageReader
 from agent.report.document import pod_entries
 from agent.report.usage import Sample, UsageTracker
 from tests.harness.cgroups import GIB, MIB, CgroupTreeBuilder, CgroupV1TreeBuilder, pod_object

@@ -4,7 +4,8 @@ from dataclasses import replace
 
 import pytest
 
-from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir, SwapMax
+from agent.node.containercgroups import CgroupReading, KubepodsScan, SwapMax
+from agent.node.kubepods import PodQOSDir
 from agent.swap.audit import DriftState, build_report, enforce_plan, in_sync
 from tests.harness.cgroups import GIB, ContainerFixture, container_id, pod_object
 from tests.unit.swap.node_summary import V2_LIMITED_SWAP_NODE

@@ -9,7 +9,8 @@ from prometheus_client import CollectorRegistry
 
 from agent.config.swap import MemorySwapConfig
 from agent.node.cgroups import CgroupFacts, CgroupMode
-from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir
+from agent.node.containercgroups import CgroupReading, KubepodsScan
+from agent.node.kubepods import PodQOSDir
 from agent.node.memory import MemoryFacts
 from agent.node.tmpfs import NoswapSupport
 from agent.swap.audit import AuditReport, CapacitySource, build_report, enforce_plan

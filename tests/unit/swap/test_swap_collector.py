@@ -5,7 +5,8 @@ from dataclasses import replace
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir, SwapMax
+from agent.node.containercgroups import CgroupReading, KubepodsScan, SwapMax
+from agent.node.kubepods import PodQOSDir
 from agent.swap.audit import AuditReport, build_report
 from agent.swap.collector import AuditStats, SwapAuditCollector
 from tests.harness.cgroups import ContainerFixture, container_id, pod_object

@@ -14,9 +14,10 @@ from agent.config.swap import MemorySwapConfig
 from agent.kube.reflector import Listener
 from agent.node.cgroupfiles import CgroupPathError
 from agent.node.cgroups import CgroupFacts, CgroupMode
+from agent.node.containercgroups import CgroupReading, KubepodsScan
 from agent.node.facts import NodeFacts
 from agent.node.kernel import KernelFacts
-from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir
+from agent.node.kubepods import PodQOSDir
 from agent.node.memory import read_memory
 from agent.node.tmpfs import NoswapSupport
 from agent.swap.collector import SwapAuditCollector
@@ -208,7 +209,8 @@ def test_only_pod_changes_call_for_an_audit(obj: dict[str, Any] | None, wakes: b
 
 
 async def test_no_enforcement_without_cgroup_v2(tmp_path: Path) -> None:
-    """Where kubelet would not set swap limits (no cgroup v2), neither do we; said once."""
+    """Where kubelet would not set swap limits (no cgroup v2), neither do we; the refusal
+    and what a cgroup v1 node means for the audit are each said once."""
     tree = FakeTree()
     tree.readings = (DRIFTED,)
     swap = controller(
@@ -220,7 +222,8 @@ async def test_no_enforcement_without_cgroup_v2(tmp_path: Path) -> None:
     assert report is not None
     assert len(report.drifted) == 1  # still audited and reported
     assert tree.writes == []
-    assert sum("needs cgroup v2" in entry["event"] for entry in logs) == 1
+    assert sum("enforcement needs cgroup v2" in entry["event"] for entry in logs) == 1
+    assert sum("LimitedSwap needs cgroup v2" in entry["event"] for entry in logs) == 1
 
 
 async def test_kubelets_calculation_error_is_logged_once_while_it_lasts(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agent.kube.pods import MIRROR_ANNOTATION
-from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir, SwapMax
+from agent.node.containercgroups import CgroupReading, KubepodsScan, SwapMax
+from agent.node.kubepods import PodQOSDir
 from agent.swap.audit import AuditReport, NodeSummary, build_report
 from agent.swap.incremental import affected_uids, update_report
 from agent.swap.wakeups import AuditInputs

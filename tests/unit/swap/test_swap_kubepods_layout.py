@@ -3,7 +3,8 @@
 import pytest
 
 from agent.node.cgroupfiles import CgroupPathError
-from agent.node.kubepods import CgroupDriver, KubepodsLayout, PodQOSDir, parse_swap_max
+from agent.node.containercgroups import parse_swap_max
+from agent.node.kubepods import CgroupDriver, KubepodsLayout, PodQOSDir
 
 UID = "0a1b2c3d-0000-4000-8000-00000000abcd"
 CID = "c" * 64

@@ -3,7 +3,8 @@
 import json
 from dataclasses import replace
 
-from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir, SwapMax
+from agent.node.containercgroups import CgroupReading, KubepodsScan, SwapMax
+from agent.node.kubepods import PodQOSDir
 from agent.swap.audit import AuditReport, NodeSummary, build_report
 from agent.swap.render import render_json, render_table
 from agent.swap.summary import NOSWAP_EVENT_REASON, kubelet_swap_capacity, report_warnings

@@ -16,7 +16,8 @@ from agent.descheduler.plan import render as plan_render
 from agent.descheduler.plan.shape import Plan, PlannedEviction, TaintChange
 from agent.doctor import render as doctor_render
 from agent.doctor.report import DoctorReport
-from agent.node.kubepods import CgroupReading, KubepodsScan, PodQOSDir
+from agent.node.containercgroups import CgroupReading, KubepodsScan
+from agent.node.kubepods import PodQOSDir
 from agent.readiness import report as readiness_report
 from agent.readiness.checks import assess
 from agent.readiness.gate import GateView

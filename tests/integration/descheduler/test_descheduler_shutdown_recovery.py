@@ -19,9 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent.descheduler.core.policy import load_policy
 from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
+from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.taintownership import OUT_OF_SERVICE_ANNOTATION
 from agent.kube.timestamps import rfc3339

@@ -17,10 +17,12 @@ server's, and kubelet's where upstream calls theirs):
 - a Node's capacity for the plugins is ``status.allocatable``, or ``status.capacity`` when
   allocatable is empty (upstream's ``referencedResourceListForNodeCapacity``).
 
-Input is checked as the API server would have: a quantity that does not parse, is negative,
-or is beyond what an int64 holds in its base unit (millicores for cpu), and a timestamp that
-is not RFC 3339, raise ``ProjectionError`` naming the field's path. The live caches skip such
-an object (counted); the offline plan refuses its file (exit 2).
+Input is checked as the API server would have: a quantity that does not parse (ASCII digits
+only, at most ``quantities.MAX_LENGTH`` characters), is negative, or is beyond what an int64
+holds in its base unit (millicores for cpu), an integer beyond its int32 or int64 field
+(priorities, image sizes), a sub-object the API server's validation refuses (``shapes``), and
+a timestamp that is not RFC 3339, raise ``ProjectionError`` naming the field's path. The live
+caches skip such an object (counted); the offline plan refuses its file (exit 2).
 
 Pure: dicts in, frozen model objects out.
 """

@@ -22,11 +22,14 @@ report's own ``observedTime`` is the only time offline of when it changed; it ca
 report older, never newer than the capture.
 
 Hostile input is refused, never half-read: a file larger than ``--max-snapshot-bytes``
-(default ``DEFAULT_MAX_BYTES``, well above a 150,000-pod cluster's ``kubectl get -o json``) or
-a gzip that expands past it; JSON nested deeper than the decoder allows; an object twice
-(both paths named); a quantity or timestamp the API server would not have stored
-(``projection.ProjectionError``). Bad input raises ``ConfigError`` naming every bad item with
-its path (``items[3].metadata.name``): exit 2.
+(default ``DEFAULT_MAX_BYTES``, well above a 150,000-pod cluster's ``kubectl get -o json``),
+counted as read (``agent.config.boundedread``: a FIFO or ``/dev/zero`` says 0 to ``stat``), or
+a gzip that expands past it (its members decoded in linear work, ``_gunzip``); JSON nested
+deeper than the decoder allows; an object twice, or two objects with one uid (both paths
+named); metadata, sub-objects, quantities, integers or timestamps the API server would not
+have stored (``shapes.object_meta_problems``, ``projection.ProjectionError``). Bad input
+raises ``ConfigError`` naming every bad item with its path (``items[3].metadata.name``):
+exit 2.
 """
 
 from __future__ import annotations

@@ -170,7 +170,8 @@ def _descheduler_plan_flags(parser: argparse.ArgumentParser) -> None:
         "--max-snapshot-bytes",
         type=int,
         metavar="N",
-        help="refuse a file (or what a gzip expands to) larger than N bytes (default 8 GiB)",
+        help="refuse a snapshot or NodeReports file (or what a gzip expands to) larger than N "
+        "bytes, counted as read (FIFOs too); N >= 1 (default 8 GiB; 0 is refused)",
     )
 
 

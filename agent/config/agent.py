@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Literal
 
 from agent.config.errors import FieldError
+from agent.config.names import dns_subdomain_problem
 from agent.config.readiness import ReadinessConfig
 from agent.config.report import ReportConfig
-from agent.config.schema import DNS_SUBDOMAIN, Duration, HostPort, setting
+from agent.config.schema import Duration, HostPort, setting
 from agent.config.shutdown import (
     PriorityBucket,
     ShutdownOptions,
@@ -84,7 +85,7 @@ class AgentConfig:
         errors = validate_grace_periods(
             *self.grace_periods, self.shutdown_grace_period_by_pod_priority
         )
-        if self.node_name and not DNS_SUBDOMAIN.match(self.node_name):
+        if self.node_name and dns_subdomain_problem(self.node_name):
             errors.append(FieldError("nodeName", "must be a lowercase DNS subdomain"))
         if not self.state_dir.startswith("/"):
             errors.append(FieldError("stateDir", "must be an absolute path"))

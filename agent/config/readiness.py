@@ -9,12 +9,12 @@ the node only by them is waited for rather than skipped.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
 from agent.config.errors import FieldError
-from agent.config.schema import DNS_LABEL, DNS_SUBDOMAIN, Duration, setting
+from agent.config.names import dns_label_problem, qualified_name_problem
+from agent.config.schema import Duration, setting
 from agent.nodekeys import is_descheduler_key
 
 DEFAULT_STARTUP_TAINTS = (
@@ -22,21 +22,6 @@ DEFAULT_STARTUP_TAINTS = (
     "node.kubernetes.io/network-unavailable",
     "node.cloudprovider.kubernetes.io/uninitialized",
 )
-
-_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-
-
-def qualified_name_problem(key: str) -> str | None:
-    """Why ``key`` is not a valid taint/label key (``[prefix/]name``), or ``None``."""
-    prefix, _, name = key.rpartition("/")
-    if "/" in prefix:
-        return "must be [prefix/]name with a single '/'"
-    if prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix)):
-        return "prefix must be a lowercase DNS subdomain"
-    if not name or len(name) > 63 or not _NAME_PART.match(name):
-        return "name must be 1-63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric"
-    return None
-
 
 _CORE_TAINT_PREFIXES = frozenset(
     {
@@ -78,7 +63,7 @@ class ReadinessConfig:
             errors.append(FieldError("namespaces", "must name at least one namespace"))
         seen: set[str] = set()
         for index, namespace in enumerate(self.namespaces):
-            if len(namespace) > 63 or not DNS_LABEL.match(namespace):
+            if dns_label_problem(namespace):
                 errors.append(FieldError(f"namespaces[{index}]", "must be a DNS label"))
             elif namespace in seen:
                 errors.append(FieldError(f"namespaces[{index}]", f"duplicate {namespace!r}"))

@@ -9,6 +9,7 @@ in ``metadata``; the loader walks the type hints and collects errors instead of 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import types
 import typing
@@ -69,11 +70,9 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-"""RFC 1123 label, as Kubernetes checks namespace names (length is checked apart)."""
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-"""RFC 1123 subdomain, as Kubernetes checks node names and key prefixes."""
-
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+"""Every integer of a config or policy fits in an int64, as in the Go structs they mirror: a
+10^400 from YAML would otherwise reach float arithmetic (``OverflowError``)."""
 _HOST_PORT = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[^:\s\[\]]*):(\d{1,5})$")
 
 
@@ -107,10 +106,16 @@ def _parse_scalar(hint: Any, value: Any) -> Any:  # noqa: PLR0911, PLR0912 - one
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError("must be an integer")
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise ValueError("must fit in an int64")
         return value
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError("must be a number")
+        if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+            raise ValueError("must fit in an int64")
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
         return float(value)
     if hint is str:
         if not isinstance(value, str):

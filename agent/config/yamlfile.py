@@ -1,27 +1,29 @@
 """Bytes in, one parsed YAML document out, or a ``ConfigError``: never a parser traceback.
 
-Every file an operator hands us (the agent's config, the descheduler's policy files) goes
-through here, so bad input always ends the same way: a ``ConfigError`` with a reason, exit 2.
-PyYAML rejects most bad input with ``YAMLError``, but not all of it: an empty ``!!float``
-raises ``IndexError`` inside the constructor, a bare ``!!timestamp`` ``AttributeError``, and
-deep nesting ``RecursionError``. Whatever the parser raises on a document is the document's
-fault, so any exception from it is reported as "not valid YAML". Text must be UTF-8 (an
-optional byte-order mark is allowed), as YAML 1.2 and kubelet's own config loader expect.
+Every YAML file an operator hands us (the agent's config, the descheduler's policy,
+``--scheduler-config``, kubelet's config) goes through here, so bad input always ends the
+same way: a ``ConfigError`` with a reason, exit 2. PyYAML rejects most bad input with
+``YAMLError``, but not all of it: an empty ``!!float`` raises ``IndexError`` inside the
+constructor, a bare ``!!timestamp`` ``AttributeError``, and deep nesting ``RecursionError``.
+Whatever the parser raises on a document is the document's fault, so any exception from it
+is reported as "not valid YAML". Text must be UTF-8 (an optional byte-order mark is
+allowed), as YAML 1.2 and kubelet's own config loader expect.
 
-A document is also refused when it is too deep or too big to walk (``shape_problem``): a
-config nests under ten levels and holds a few hundred values, while YAML aliases can make a
-small file hold billions (each alias counts again where it is used), and everything after
-the parser reads them all.
+A file is read through ``boundedread``: at most ``MAX_CONFIG_BYTES``, counted as read, so a
+FIFO or a device cannot feed it without end. A document is also refused when it is too deep
+or too big to walk (``shape_problem``): a config nests under ten levels and holds a few
+hundred values, while YAML aliases can make a small file hold billions (each alias counts
+again where it is used), and everything after the parser reads them all.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import yaml
 
+from agent.config.boundedread import CONFIG_LIMIT_HINT, MAX_CONFIG_BYTES, read_limited
 from agent.config.errors import ConfigError, FieldError
 
 MAX_NESTING = 32
@@ -73,7 +75,9 @@ def parse_yaml(data: bytes | str, source: str) -> Any:
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        reason = f"not valid YAML ({_where(error)}): {error}"
+        # The problem alone: ``str(error)`` repeats the line with a caret, over several lines.
+        problem = getattr(error, "problem", None) or str(error).partition("\n")[0]
+        reason = f"not valid YAML ({_where(error)}): {problem}"
     # Not only YAMLError: PyYAML's constructors fail on some inputs with IndexError,
     # AttributeError or RecursionError (see the module docstring); all mean "bad input".
     except Exception as error:  # noqa: BLE001 - any parser failure is the document's fault
@@ -86,10 +90,7 @@ def parse_yaml(data: bytes | str, source: str) -> Any:
 
 
 def read_yaml(path: str | os.PathLike[str]) -> Any:
-    """Read and parse the YAML file at ``path``; raise ``ConfigError`` if that fails."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        reason = f"cannot read: {error.strerror or error}"
-        raise ConfigError(str(path), [FieldError("", reason)]) from None
+    """Read (at most ``MAX_CONFIG_BYTES``, whatever the file is) and parse the YAML file at
+    ``path``; raise ``ConfigError`` if that fails."""
+    data = read_limited(path, MAX_CONFIG_BYTES, hint=CONFIG_LIMIT_HINT)
     return parse_yaml(data, str(path))

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
-_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+from agent.config.names import label_value_problem, qualified_name_problem
+
+OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 
 
 class SelectorError(ValueError):
@@ -55,10 +55,10 @@ def matches(selector: Selector, labels: Mapping[str, str]) -> bool:
 
 
 def _checked(key: str, operator: str, values: list[str]) -> Requirement:
-    if not _KEY.match(key):
+    if qualified_name_problem(key):
         raise SelectorError(f"invalid label key {key!r}")
     for value in values:
-        if not _VALUE.match(value):
+        if label_value_problem(value):
             raise SelectorError(f"invalid label value {value!r} for key {key!r}")
     if operator in ("In", "NotIn") and not values:
         raise SelectorError(f"{key} {operator} needs at least one value")
@@ -76,7 +76,7 @@ def from_label_selector(raw: Mapping[str, Any] | None) -> Selector | None:
         requirements.append(_checked(str(key), "In", [str(value)]))
     for expression in raw.get("matchExpressions") or []:
         operator = str(expression.get("operator") or "")
-        if operator not in _OPERATORS:
+        if operator not in OPERATORS:
             raise SelectorError(f"unknown operator {operator!r}")
         values = [str(value) for value in expression.get("values") or []]
         requirements.append(_checked(str(expression.get("key") or ""), operator, values))

@@ -2,7 +2,9 @@
 
 Only what the swap guide's eviction check needs is read: ``evictionHard``, ``evictionSoft``
 and ``mergeDefaultEvictionSettings``. Thresholds given as kubelet flags instead of in the
-file are not visible here.
+file are not visible here. The file is read as every config file is (``agent.config``'s
+bounded read and YAML reader): a parser failure is a ``KubeletConfigError``, never a
+traceback.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from agent.config.boundedread import CONFIG_LIMIT_HINT, MAX_CONFIG_BYTES, read_limited
+from agent.config.errors import ConfigError
+from agent.config.yamlfile import parse_yaml
 
 KIND = "KubeletConfiguration"
 
@@ -39,11 +43,15 @@ def _thresholds(document: Mapping[str, Any], key: str, path: Path) -> Mapping[st
     return {str(signal): threshold for signal, threshold in value.items()}
 
 
-def parse_kubelet_eviction(text: str, path: Path) -> KubeletEvictionSettings:
+def _said(error: ConfigError) -> str:
+    return "; ".join(str(each) for each in error.errors)
+
+
+def parse_kubelet_eviction(text: str | bytes, path: Path) -> KubeletEvictionSettings:
     try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise KubeletConfigError(f"{path}: not valid YAML: {error}") from None
+        document = parse_yaml(text, str(path))
+    except ConfigError as error:
+        raise KubeletConfigError(f"{path}: {_said(error)}") from None
     if not isinstance(document, Mapping):
         raise KubeletConfigError(f"{path}: not a KubeletConfiguration (not a mapping)")
     kind = document.get("kind")
@@ -59,8 +67,10 @@ def parse_kubelet_eviction(text: str, path: Path) -> KubeletEvictionSettings:
 
 
 def read_kubelet_eviction(path: Path) -> KubeletEvictionSettings:
+    """Read with the config files' bounds (``agent.config.boundedread``) and YAML reader."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise KubeletConfigError(f"cannot read {path}: {error.strerror}") from None
-    return parse_kubelet_eviction(text, path)
+        data = read_limited(path, MAX_CONFIG_BYTES, hint=CONFIG_LIMIT_HINT)
+    except ConfigError as error:
+        reason = _said(error).removeprefix("cannot read: ")
+        raise KubeletConfigError(f"cannot read {path}: {reason}") from None
+    return parse_kubelet_eviction(data, path)

@@ -111,7 +111,7 @@ def child_size(directory: Path, decoding: str) -> None:
     growth exponent."""
     from agent.descheduler.cache.state import ClusterState, projections  # noqa: PLC0415
     from agent.descheduler.core.cycle import CycleOptions, run_cycle  # noqa: PLC0415
-    from agent.descheduler.core.policy import parse_policy_text  # noqa: PLC0415
+    from agent.descheduler.policyfile import parse_policy_text  # noqa: PLC0415
 
     policy = parse_policy_text(POLICY, "bench")
     state = ClusterState(None, projections(with_status=policy.reads_pod_status), decoding=decoding)  # type: ignore[arg-type]  # never connects
@@ -265,7 +265,7 @@ def child_cold_start(path: Path, pod_status: str) -> dict[str, Any]:
         ClusterState,
         projections,
     )
-    from agent.descheduler.core.policy import parse_policy_text  # noqa: PLC0415
+    from agent.descheduler.policyfile import parse_policy_text  # noqa: PLC0415
 
     lean = projections(with_status=parse_policy_text(POLICY, "b").reads_pod_status)
     chosen = PROJECTIONS if pod_status == "full" else lean
@@ -461,9 +461,9 @@ def eviction_throughput_separate(
 async def cold_start_first_cycle(nodes: int) -> tuple[float, int, float]:
     """Process start of the descheduler (dry run, one shot) -> its first cycle done; and how
     long seeding the fake took (``seed``: ``create`` one at a time is quadratic there)."""
-    from agent.descheduler.core.policy import parse_policy_text  # noqa: PLC0415
     from agent.descheduler.live.app import run_descheduler  # noqa: PLC0415
     from agent.descheduler.live.options import RunOptions  # noqa: PLC0415
+    from agent.descheduler.policyfile import parse_policy_text  # noqa: PLC0415
     from agent.kube.api import KubeApi  # noqa: PLC0415
     from agent.kube.connection import connect  # noqa: PLC0415
     from tests.harness.fake_apiserver import FakeApiServer  # noqa: PLC0415

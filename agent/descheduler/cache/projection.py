@@ -17,10 +17,12 @@ server's, and kubelet's where upstream calls theirs):
 - a Node's capacity for the plugins is ``status.allocatable``, or ``status.capacity`` when
   allocatable is empty (upstream's ``referencedResourceListForNodeCapacity``).
 
-Input is checked as the API server would have: a quantity that does not parse, is negative,
-or is beyond what an int64 holds in its base unit (millicores for cpu), and a timestamp that
-is not RFC 3339, raise ``ProjectionError`` naming the field's path. The live caches skip such
-an object (counted); the offline plan refuses its file (exit 2).
+Input is checked as the API server would have: a quantity that does not parse (ASCII digits
+only, at most ``quantities.MAX_LENGTH`` characters), is negative, or is beyond what an int64
+holds in its base unit (millicores for cpu), an integer beyond its int32 or int64 field
+(priorities, image sizes), a sub-object the API server's validation refuses (``shapes``), and
+a timestamp that is not RFC 3339, raise ``ProjectionError`` naming the field's path. The live
+caches skip such an object (counted); the offline plan refuses its file (exit 2).
 
 Pure: dicts in, frozen model objects out.
 """
@@ -31,8 +33,19 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agent.config.quantities import parse_quantity
-from agent.descheduler.cache.shapes import AFFINITY, SELECTOR, SPREAD, TAINTS, TOLERATIONS, misfit
+from agent.config.quantities import MAX_LENGTH, parse_quantity
+from agent.config.schema import INT64_MAX
+from agent.descheduler.cache.shapes import (
+    AFFINITY,
+    BUDGET_SPEC,
+    BUDGET_STATUS,
+    INT32_MAX,
+    SPREAD,
+    TAINTS,
+    TOLERATIONS,
+    int_problem,
+    misfit,
+)
 from agent.descheduler.model.cluster import (
     CPU,
     EMPTY_MAP,
@@ -90,6 +103,19 @@ def shaped(value: Any, shape: Any, path: str) -> Any:
     return value
 
 
+def checked_int32(value: Any, path: str) -> int:
+    """``value`` if it is an integer an int32 API field holds; ``ProjectionError`` if not."""
+    if problem := int_problem(value, -INT32_MAX - 1, INT32_MAX):
+        raise ProjectionError(path, problem)
+    return int(value)
+
+
+def priority_class_value(obj: JsonObject) -> int:
+    """A PriorityClass's ``value`` (an int32; absent: 0)."""
+    value = obj.get("value")
+    return 0 if value is None else checked_int32(value, "value")
+
+
 def _pod_level(name: str) -> bool:
     return name in POD_LEVEL_RESOURCES or name.startswith("hugepages-")
 
@@ -119,8 +145,8 @@ def fast_amount(value: Any, *, millis: bool) -> int | None:
     """
     if type(value) is int:
         return value * 1000 if millis else value
-    if type(value) is not str or not value.isascii():
-        return None
+    if type(value) is not str or len(value) > MAX_LENGTH or not value.isascii():
+        return None  # (too long: the exact path refuses it unparsed)
     if value[-1:] == "m":
         digits, scale = value[:-1], 0
     elif value[-1:] == "i":
@@ -370,6 +396,8 @@ def project_pod(pod: JsonObject, *, with_status: bool = True) -> PodInfo:
     kept = {key: str(annotations[key]) for key in KEPT_ANNOTATIONS if key in annotations}
     local_storage, claims = _volumes(spec)
     priority = spec.get("priority")
+    if priority is not None:
+        checked_int32(priority, "spec.priority")
     created = parse_timestamp(metadata.get("creationTimestamp"), "metadata.creationTimestamp")
     created = created or 0.0
     extra: dict[str, Any] = {}
@@ -446,16 +474,19 @@ def project_node(node: JsonObject, *, with_images: bool = False) -> NodeInfo:
 
 def _images(listed: Any) -> Mapping[str, int]:
     """``status.images`` as the scheduler's image states read them: every name of every
-    image, with the image's size (a size that is not a non-negative integer counts 0)."""
+    image, with the image's size (a size that is not a non-negative integer counts 0; one
+    beyond the field's int64, which the API server cannot have stored, is an error)."""
     if not isinstance(listed, list):
         return EMPTY_MAP
     sizes: dict[str, int] = {}
-    for image in listed:
+    for index, image in enumerate(listed):
         if not isinstance(image, dict):
             continue
         size = image.get("sizeBytes")
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             size = 0
+        elif size > INT64_MAX:
+            raise ProjectionError(f"status.images[{index}].sizeBytes", "beyond int64")
         for name in image.get("names") or ():
             if isinstance(name, str):
                 sizes.setdefault(sys.intern(name), size)
@@ -472,11 +503,13 @@ def project_disruption_budget(pdb: JsonObject) -> DisruptionBudget:
     metadata = pdb.get("metadata") or {}
     spec = pdb.get("spec") or {}
     status = pdb.get("status") or {}
+    shaped(spec, BUDGET_SPEC, "spec")
+    shaped(status, BUDGET_STATUS, "status")
     allowed = status.get("disruptionsAllowed")
     return DisruptionBudget(
         namespace=str(metadata.get("namespace") or ""),
         name=str(metadata.get("name") or ""),
-        selector=shaped(spec.get("selector"), SELECTOR, "spec.selector"),
+        selector=spec.get("selector"),
         min_available=_int_or_percent(spec.get("minAvailable")),
         max_unavailable=_int_or_percent(spec.get("maxUnavailable")),
         disruptions_allowed=allowed if isinstance(allowed, int) else 0,

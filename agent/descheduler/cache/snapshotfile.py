@@ -22,11 +22,14 @@ report's own ``observedTime`` is the only time offline of when it changed; it ca
 report older, never newer than the capture.
 
 Hostile input is refused, never half-read: a file larger than ``--max-snapshot-bytes``
-(default ``DEFAULT_MAX_BYTES``, well above a 150,000-pod cluster's ``kubectl get -o json``) or
-a gzip that expands past it; JSON nested deeper than the decoder allows; an object twice
-(both paths named); a quantity or timestamp the API server would not have stored
-(``projection.ProjectionError``). Bad input raises ``ConfigError`` naming every bad item with
-its path (``items[3].metadata.name``): exit 2.
+(default ``DEFAULT_MAX_BYTES``, well above a 150,000-pod cluster's ``kubectl get -o json``),
+counted as read (``agent.config.boundedread``: a FIFO or ``/dev/zero`` says 0 to ``stat``), or
+a gzip that expands past it (its members decoded in linear work, ``_gunzip``); JSON nested
+deeper than the decoder allows; an object twice, or two objects with one uid (both paths
+named); metadata, sub-objects, quantities, integers or timestamps the API server would not
+have stored (``shapes.object_meta_problems``, ``projection.ProjectionError``). Bad input
+raises ``ConfigError`` naming every bad item with its path (``items[3].metadata.name``):
+exit 2.
 """
 
 from __future__ import annotations
@@ -36,15 +39,16 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import msgspec
 
+from agent.config.boundedread import read_limited, too_large
 from agent.config.errors import ConfigError, FieldError
 from agent.descheduler.cache import projection
 from agent.descheduler.cache.podlist import PodListProjector
 from agent.descheduler.cache.projection import ProjectionError
+from agent.descheduler.cache.shapes import object_meta_problems
 from agent.descheduler.cache.sharing import Sharing
 from agent.descheduler.cache.usage import Distrusted, judge_all
 from agent.descheduler.cache.wire import codec_for
@@ -61,7 +65,6 @@ from agent.kube.nodereports import NodeUsageReport
 GZIP_MAGIC = b"\x1f\x8b"
 DEFAULT_MAX_BYTES = 8 * 2**30
 """8 GiB: a ``kubectl get -o json`` of a 150,000-pod cluster is about 1.5 GiB (10 KiB a pod)."""
-_CHUNK = 4 * 2**20
 MAX_LISTED_ERRORS = 20
 """A file with thousands of bad items names the first ones and counts the rest."""
 NODE_REPORT = "NodeReport"
@@ -74,6 +77,8 @@ class _ManagedField(msgspec.Struct):
 class _Meta(msgspec.Struct, rename="camel"):
     name: Any = None
     namespace: Any = None
+    uid: Any = None
+    labels: Any = None
     creation_timestamp: Any = None
     deletion_timestamp: Any = None
     managed_fields: list[_ManagedField] | None = None
@@ -96,11 +101,10 @@ _DOCUMENT = msgspec.json.Decoder(_Document)
 _HEAD = msgspec.json.Decoder(_Head)
 
 
-def _too_large(source: str, limit: int) -> ConfigError:
-    return ConfigError(
-        source,
-        [FieldError("", f"larger than {limit} bytes (--max-snapshot-bytes); refused unread")],
-    )
+LIMIT_HINT = "raise --max-snapshot-bytes to read it"
+_FIRST_FEED = 64
+"""Bytes of compressed input first given to each gzip member's decoder (doubling after)."""
+_MAX_FEED = 4 * 2**20
 
 
 def _gunzip(data: bytes, source: str, limit: int) -> bytes:
@@ -108,41 +112,48 @@ def _gunzip(data: bytes, source: str, limit: int) -> bytes:
 
     ``max_length`` bounds what each call may produce, so a bomb (a few hundred KB that expand
     to gigabytes) costs at most ``limit`` bytes before it is refused.
+
+    The cost is linear in the input, however many members it has. A decoder that reaches the
+    end of its member copies what it was given past that end (``unused_data``), so handing
+    each member the rest of the input would copy the rest once per member: 8 MB of empty
+    members took 42 s. Here each member is fed slices of a view that start small and double,
+    so what is copied past a member's end is at most about twice the member itself.
     """
     out = bytearray()
-    rest = data
+    view = memoryview(data)
+    at = 0
     while True:
         stream = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        out += stream.decompress(rest, limit + 1 - len(out))
-        while stream.unconsumed_tail and len(out) <= limit:
-            out += stream.decompress(stream.unconsumed_tail, limit + 1 - len(out))
-        if len(out) > limit:
-            raise _too_large(source, limit)
-        if not stream.eof:
-            raise zlib.error("the compressed data ends early")
-        rest = stream.unused_data
-        if rest[:2] != GZIP_MAGIC:
-            return bytes(
-                out
-            )  # done; trailing bytes after the last member are ignored, as gzip(1) does
+        feed = _FIRST_FEED
+        while not stream.eof:
+            if at >= len(view):
+                raise zlib.error("the compressed data ends early")
+            piece = view[at : at + feed]
+            at += len(piece)
+            # ``limit + 1 - len(out)`` is at least 1 here: 0 would mean "no limit" to zlib.
+            out += stream.decompress(piece, limit + 1 - len(out))
+            while stream.unconsumed_tail and len(out) <= limit:
+                out += stream.decompress(stream.unconsumed_tail, limit + 1 - len(out))
+            if len(out) > limit:
+                raise too_large(source, limit, LIMIT_HINT, doing="gunzipping")
+            feed = min(feed * 2, _MAX_FEED)
+        at -= len(stream.unused_data)
+        if view[at : at + 2] != GZIP_MAGIC:
+            # Done; trailing bytes after the last member are ignored, as gzip(1) does.
+            return bytes(out)
 
 
 def read_bytes(path: str | os.PathLike[str], *, limit: int = DEFAULT_MAX_BYTES) -> bytes:
     """The file's bytes, gunzipped when they start with gzip's magic bytes; never more than
-    ``limit`` bytes, compressed or not."""
-    source = str(path)
-    try:
-        if Path(path).stat().st_size > limit:
-            raise _too_large(source, limit)
-        data = Path(path).read_bytes()
-    except OSError as error:
-        raise ConfigError(source, [FieldError("", f"cannot read: {error.strerror}")]) from error
+    ``limit`` bytes read, nor more than ``limit`` bytes gunzipped, whatever the file is (a
+    FIFO or a device too: counted as read, see ``agent.config.boundedread``)."""
+    data = read_limited(path, limit, hint=LIMIT_HINT)
     if data[:2] == GZIP_MAGIC:
         try:
-            return _gunzip(data, source, limit)
+            return _gunzip(data, str(path), limit)
         except (OSError, EOFError, zlib.error) as error:
             reason = f"not a valid gzip file: {error}"
-            raise ConfigError(source, [FieldError("", reason)]) from error
+            raise ConfigError(str(path), [FieldError("", reason)]) from error
     return data
 
 
@@ -169,6 +180,12 @@ class _Errors:
             self.found.append(error)
         else:
             self.more += 1
+
+    def add_all(self, prefix: str, problems: list[tuple[str, str]]) -> bool:
+        """Add each ``(path within the item at prefix, reason)``; whether there was one."""
+        for path, reason in problems:
+            self.add(FieldError(f"{prefix}.{path}", reason))
+        return bool(problems)
 
     def raise_any(self) -> None:
         if self.found:
@@ -233,6 +250,9 @@ class SnapshotReader:
         self._decoders: dict[str, Callable[[bytes], Any]] = {}
         self._first: dict[tuple[str, str], str] = {}
         """(kind, namespace/name) -> where the object was first read (``file: items[i]``)."""
+        self._uids: dict[str, str] = {}
+        """uid -> where the object with it was first read: the API server gives every object
+        a uid of its own, and evictions are keyed by it."""
 
     def _decode(self, kind: str, raw: bytes) -> Any:
         decode = self._decoders.get(kind)
@@ -259,8 +279,8 @@ class SnapshotReader:
             if not isinstance(kind, str) or not kind:
                 errors.add(FieldError(f"{prefix}.kind", "is required"))
                 continue
-            meta = head.metadata
-            name = meta.name if meta is not None else None
+            meta = head.metadata or _Meta()
+            name = meta.name
             if not isinstance(name, str) or not name:
                 errors.add(FieldError(f"{prefix}.metadata.name", "is required"))
                 continue
@@ -270,14 +290,7 @@ class SnapshotReader:
             if kind not in KINDS:
                 self.ignored[kind] += 1
                 continue
-            namespace = meta.namespace if meta is not None else None
-            key = f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
-            where = f"{source}: {prefix}"
-            first = self._first.setdefault((kind, key), where)
-            if first != where:
-                errors.add(
-                    FieldError(f"{prefix}.metadata.name", f"{kind} {key} again (first at {first})")
-                )
+            if errors.add_all(prefix, self._refused(kind, meta, name, f"{source}: {prefix}")):
                 continue
             try:
                 self._note_stamps(meta)
@@ -292,6 +305,25 @@ class SnapshotReader:
             except (TypeError, ValueError, AttributeError, OverflowError) as error:
                 errors.add(FieldError(prefix, f"cannot be read as a {kind}: {error}"))
         errors.raise_any()
+
+    def _refused(self, kind: str, meta: _Meta, name: str, where: str) -> list[tuple[str, str]]:
+        """``(path, reason)`` for each reason the API server would not have stored the item
+        at ``where`` beside the others: its metadata (``shapes.object_meta_problems``), or
+        a kind and name, or a uid, already read. Empty when it is to be read."""
+        namespace = meta.namespace
+        problems = object_meta_problems(kind, name, namespace, meta.labels)
+        if problems:
+            return problems
+        key = f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
+        first = self._first.setdefault((kind, key), where)
+        if first != where:
+            return [("metadata.name", f"{kind} {key} again (first at {first})")]
+        uid = meta.uid
+        if isinstance(uid, str) and uid:
+            first = self._uids.setdefault(uid, where)
+            if first != where:
+                return [("metadata.uid", f"uid {uid!r:.80} again (first at {first})")]
+        return []
 
     def _note_stamps(self, meta: _Meta | None) -> None:
         if meta is None:
@@ -338,7 +370,8 @@ class SnapshotReader:
             self.claims[f"{claim.namespace}/{claim.name}"] = claim
         elif kind == "PriorityClass":
             obj = self._decode(kind, raw)
-            self.priority_classes[str(obj["metadata"]["name"])] = int(obj.get("value") or 0)
+            value = projection.priority_class_value(obj)
+            self.priority_classes[str(obj["metadata"]["name"])] = value
         else:  # NODE_REPORT
             report = nodereports.project(msgspec.json.decode(raw))
             self.reports[report.node] = report
@@ -427,8 +460,8 @@ def load_snapshot(
             [
                 FieldError(
                     "",
-                    "ran out of memory reading it: lower --max-snapshot-bytes to refuse "
-                    "such a file early, or give the process more memory",
+                    "ran out of memory reading it: give the process more memory (a "
+                    "--max-snapshot-bytes below what it has refuses such a file up front)",
                 )
             ],
         ) from error

@@ -136,9 +136,6 @@ class ClusterState:
             labels = (obj.get("metadata") or {}).get("labels") or {}
             return label_sharing.labels({str(k): str(v) for k, v in labels.items()})
 
-        def priority_value(obj: JsonObject) -> int:
-            return int(obj.get("value") or 0)
-
         def cache(
             resource: Resource,
             kind: str,
@@ -172,7 +169,9 @@ class ClusterState:
             POD_DISRUPTION_BUDGETS, "PodDisruptionBudget", projections.disruption_budget
         )
         self.claims = cache(PERSISTENT_VOLUME_CLAIMS, "PersistentVolumeClaim", projections.claim)
-        self.priority_classes = cache(PRIORITY_CLASSES, "PriorityClass", priority_value)
+        self.priority_classes = cache(
+            PRIORITY_CLASSES, "PriorityClass", projection.priority_class_value
+        )
 
     @property
     def reflectors(self) -> tuple[ProjectingReflector[Any], ...]:

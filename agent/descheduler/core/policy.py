@@ -2,12 +2,13 @@
 
 An operator points us at the policy file they already run, unchanged. Every problem is
 reported at once, each with its path (``profiles[0].pluginConfig[1].args.thresholds.cpu``),
-and ``load_policy`` raises ``ConfigError`` (the CLI's exit 2) instead of stopping at the first,
-as upstream aggregates its ``errorsInPolicy``. Checked, as upstream does: an unknown plugin
+and ``parse_policy`` raises ``ConfigError`` (the CLI's exit 2) instead of stopping at the
+first, as upstream aggregates its ``errorsInPolicy``. Checked, as upstream does: an unknown plugin
 (in ``pluginConfig`` or any ``plugins`` list); a plugin enabled at an extension point it does
 not implement; each plugin's args (its ``validate()``); metrics providers configured twice,
-a Prometheus provider without a URL, or an authToken without both secret names; and a file
-that is not UTF-8 or not YAML.
+a Prometheus provider without a URL, or an authToken without both secret names. Reading the
+file is not done here (the planner does no I/O): ``agent.descheduler.policyfile`` reads it
+with the config files' YAML reader and hands the document to ``parse_policy``.
 
 Where we differ on purpose: unknown fields are errors (upstream's strict decoding drops some
 silently), and an upstream plugin we do not implement yet is named as such.
@@ -15,13 +16,9 @@ silently), and an upstream plugin we do not implement yet is named as such.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal, TypeVar
-
-import yaml
 
 from agent.config.errors import ConfigError, FieldError
 from agent.config.schema import load, setting
@@ -351,32 +348,3 @@ def parse_policy(raw: Any, source: str) -> DeschedulerPolicy:
         metrics_providers=document.metrics_providers,
         priority_class_refs=tuple(priority_refs),
     )
-
-
-def parse_policy_text(data: bytes | str, source: str) -> DeschedulerPolicy:
-    """Bytes or text of a policy file -> the policy; any parser failure is a ``ConfigError``."""
-    try:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-    except UnicodeDecodeError as error:
-        raise ConfigError(source, [FieldError("", f"not UTF-8 (byte {error.start})")]) from error
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
-        problem = getattr(error, "problem", None) or type(error).__name__
-        raise ConfigError(
-            source, [FieldError("", f"not valid YAML ({where}): {problem}")]
-        ) from error
-    except (ValueError, RecursionError) as error:  # e.g. a timestamp PyYAML cannot build
-        raise ConfigError(source, [FieldError("", f"not valid YAML: {error}")]) from error
-    return parse_policy(raw, source)
-
-
-def load_policy(path: str | os.PathLike[str]) -> DeschedulerPolicy:
-    """Read and validate the policy file at ``path`` (``--policy-config-file``)."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        raise ConfigError(str(path), [FieldError("", f"cannot read: {error.strerror}")]) from error
-    return parse_policy_text(data, str(path))

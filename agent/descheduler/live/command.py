@@ -17,9 +17,9 @@ import structlog
 from agent.config import ConfigError, DeschedulerConfig, FieldError, load_file
 from agent.config.durations import parse_duration
 from agent.config.schema import Duration, HostPort
-from agent.descheduler.core.policy import load_policy
 from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
+from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.connection import DESCHEDULER, connect
 from agent.kube.errors import KubeConfigError

@@ -29,12 +29,12 @@ from agent.descheduler.cache.snapshotfile import DEFAULT_MAX_BYTES, load_snapsho
 from agent.descheduler.core.cycle import CycleOptions, run_cycle
 from agent.descheduler.core.placement import place, with_destinations
 from agent.descheduler.core.placement.profile import DEFAULT_PROFILE, SchedulerProfile
-from agent.descheduler.core.policy import load_policy
 from agent.descheduler.model.cluster import ClusterSnapshot
 from agent.descheduler.offline.schedulerconfig import load_scheduler_config
 from agent.descheduler.plan.destinations import PlacementResult
 from agent.descheduler.plan.render import render_json, render_plan_table
 from agent.descheduler.plan.shape import Plan
+from agent.descheduler.policyfile import load_policy
 from agent.kube.timestamps import parse_rfc3339
 from agent.node.atomicwrite import write_atomic
 from agent.telemetry.logs import configure_logging
@@ -74,6 +74,18 @@ def _captured_at(value: str | None, errors: list[FieldError]) -> float | None:
         return None
 
 
+def _max_bytes(value: int | None, errors: list[FieldError]) -> int:
+    """``--max-snapshot-bytes``: its default when not given; 0 or less is refused (a limit
+    of 0 is no default and no "unlimited": the flag's help and docs/commands.md say so)."""
+    if value is None:
+        return DEFAULT_MAX_BYTES
+    if value < 1:
+        reason = f"must be at least 1 byte, not {value} (leave it out for the default, 8 GiB)"
+        errors.append(FieldError("--max-snapshot-bytes", reason))
+        return 0
+    return value
+
+
 def _say(stream: TextIO, lines: Iterable[str]) -> None:
     stream.write(render_lines(f"kubelet-companion descheduler plan: {line}" for line in lines))
 
@@ -88,15 +100,20 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
         else DEFAULT_PROFILE
     )
     captured_at = _captured_at(getattr(args, "captured_at", None), errors)
-    loaded = _collect(
-        errors,
-        lambda: load_snapshot(
-            args.snapshot,
-            now=time.time(),
-            node_reports=args.node_reports,
-            captured_at=captured_at,
-            max_bytes=getattr(args, "max_snapshot_bytes", None) or DEFAULT_MAX_BYTES,
-        ),
+    max_bytes = _max_bytes(getattr(args, "max_snapshot_bytes", None), errors)
+    loaded = (
+        _collect(
+            errors,
+            lambda: load_snapshot(
+                args.snapshot,
+                now=time.time(),
+                node_reports=args.node_reports,
+                captured_at=captured_at,
+                max_bytes=max_bytes,
+            ),
+        )
+        if max_bytes
+        else None
     )
     if policy is not None and loaded is not None:
         classes = loaded.snapshot.priority_classes

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent.descheduler.core.policy import load_policy
 from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
+from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.evictionmemory import RECENT_EVICTIONS_ANNOTATION
 from tests.harness.fake_apiserver import FakeApiServer

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from agent.descheduler.core.policy import load_policy
 from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
+from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer

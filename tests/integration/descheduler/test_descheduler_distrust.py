@@ -12,9 +12,9 @@ from typing import Any
 
 from structlog.testing import capture_logs
 
-from agent.descheduler.core.policy import load_policy, parse_policy_text
 from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
+from agent.descheduler.policyfile import load_policy, parse_policy_text
 from agent.kube.api import KubeApi
 from agent.kube.timestamps import rfc3339
 from agent.telemetry.metrics import new_registry

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from agent.descheduler.cache.projection import project_pod
-from agent.descheduler.core.policy import load_policy
 from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.emptying import EmptyingTracker
 from agent.descheduler.live.options import RunOptions
+from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
 from agent.kube.leaderelection import ElectionTiming

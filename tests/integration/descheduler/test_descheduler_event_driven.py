@@ -8,9 +8,9 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from agent.descheduler.core.policy import load_policy
 from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
+from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.telemetry.metrics import new_registry
 from tests.harness import kubeobjects

@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.descheduler.core.policy import load_policy
 from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
+from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.evictionmemory import RECENT_EVICTIONS_ANNOTATION
 from agent.kube.leaderelection import ElectionTiming

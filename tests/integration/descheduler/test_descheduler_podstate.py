@@ -3,9 +3,9 @@ list+watch caches, decide evictions sent through the eviction API."""
 
 from pathlib import Path
 
-from agent.descheduler.core.policy import load_policy
 from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
+from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.integration.descheduler.conftest import owned_pod

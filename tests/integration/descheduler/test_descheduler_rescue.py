@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.descheduler.core.policy import load_policy
 from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
 from agent.descheduler.live.taintactions import RescueTracker
 from agent.descheduler.model.taintrecord import RecordedTaint
+from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
 from agent.kube.leaderelection import ElectionTiming

@@ -4,9 +4,9 @@ import asyncio
 import urllib.request
 from pathlib import Path
 
-from agent.descheduler.core.policy import load_policy
 from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
+from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.ports import free_port

@@ -12,9 +12,9 @@ from prometheus_client import CollectorRegistry
 from agent.clock import SystemClock
 from agent.config import AgentConfig, parse_document
 from agent.daemon import assemble, build_cluster
-from agent.descheduler.core.policy import load_policy
 from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.options import RunOptions
+from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.connection import connect
 from agent.node.facts import collect_node_facts

@@ -6,7 +6,9 @@ from fractions import Fraction
 import pytest
 from kubernetes.utils import parse_quantity as client_parse_quantity
 
-from agent.config.quantities import parse_quantity, quantity_to_bytes
+from agent.config import quantities
+from agent.config.quantities import MAX_LENGTH, parse_quantity, quantity_to_bytes
+from agent.descheduler.cache.projection import fast_amount
 
 VALID = [
     pytest.param("512Mi", id="binary"),
@@ -71,3 +73,54 @@ def test_a_yaml_float_is_taken_as_written() -> None:
     """0.1 from YAML is one tenth here, the client reads its binary expansion."""
     assert parse_quantity(0.1) == Fraction(1, 10)
     assert Fraction(client_parse_quantity(0.1)) != Fraction(1, 10)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("\u0661\u0660\u0660m", id="arabic-indic-digits"),
+        pytest.param("1\u0660", id="one-arabic-indic-zero"),
+        pytest.param("\uff11Gi", id="fullwidth-digit"),
+        pytest.param("1e\u0663", id="arabic-indic-exponent"),
+        pytest.param("1.\u0665", id="arabic-indic-decimal"),
+        pytest.param("1 00", id="inner-space"),
+        pytest.param("1 Gi", id="space-before-the-suffix"),
+        pytest.param("1\u00a0Gi", id="inner-no-break-space"),
+        pytest.param("\x1c1", id="a-separator-go-does-not-trim"),
+    ],
+)
+def test_only_ascii_digits_and_no_inner_whitespace(text: str) -> None:
+    """The API server's scanner reads '0'-'9' only and trims only the ends: Python's
+    ``\\d``, ``int()`` and ``Decimal`` take any Unicode digit (Arabic-Indic "100m" was 100m)."""
+    with pytest.raises(ValueError, match="invalid quantity"):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize("text", [" 100m", "100m\n", "\u3000100m\t", "\u2028100m\u0085"])
+def test_whitespace_at_the_ends_is_trimmed_as_the_api_server_trims_it(text: str) -> None:
+    """``Quantity.UnmarshalJSON`` trims ``unicode.IsSpace`` from both ends before parsing."""
+    assert parse_quantity(text) == Fraction(1, 10)
+
+
+def test_a_quantity_longer_than_the_limit_is_refused_before_it_is_parsed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """800,000 digits (a 0.9 MB file) took 18 s of exact arithmetic, quadratic in the
+    digits: anything over ``MAX_LENGTH`` characters is refused before ``Decimal`` (or the
+    pattern) sees it, so parsing costs at most what 100 characters cost."""
+
+    def no_decimal(text: str) -> Decimal:
+        raise AssertionError(f"parsed {len(text)} characters")
+
+    monkeypatch.setattr(quantities, "Decimal", no_decimal)
+    for text in ("1" * 800_000, "0." + "1" * 800_000, "1" * (MAX_LENGTH + 1)):
+        with pytest.raises(ValueError, match=f"longer than {MAX_LENGTH} characters"):
+            parse_quantity(text)
+    assert fast_amount("1" * 800_000, millis=True) is None  # left to the exact path: refused
+
+
+def test_the_longest_quantity_allowed_still_parses() -> None:
+    """``MAX_LENGTH`` characters of a valid quantity parse exactly (zeros written by hand)."""
+    text = "0" * (MAX_LENGTH - 3) + "1Mi"
+    assert len(text) == MAX_LENGTH
+    assert parse_quantity(text) == 2**20

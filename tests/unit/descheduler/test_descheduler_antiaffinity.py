@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+import msgspec
 import pytest
 
 from agent.descheduler.cache.projection import project_node, project_pod
@@ -76,7 +77,9 @@ def test_a_pod_never_violates_its_own_anti_affinity() -> None:
 
 
 def test_broken_selector_is_no_violation_but_no_fit() -> None:
-    """A term that does not parse reports no violation in place, and no node fits the pod."""
+    """A term that does not parse reports no violation in place, and no node fits the pod.
+
+    (The projection refuses such a term where it enters; the rule still copes with one.)"""
     broken = {
         "podAntiAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -84,7 +87,7 @@ def test_broken_selector_is_no_violation_but_no_fit() -> None:
             ]
         }
     }
-    candidate = _web("candidate", "n1", affinity=broken)
+    candidate = msgspec.structs.replace(_web("candidate", "n1"), affinity=broken)
     other = _web("other", "n1")
     assert violated_by(candidate, NODES, _by_namespace(candidate, other)) is None
     assert forbidden_by_pods_on(candidate, NODES["n2"], [])

@@ -1,5 +1,8 @@
 """Fuzzing ``descheduler plan``: whatever the snapshot, the reports and the policy, the answer
-is a plan with exit 0 or a message with exit 2; never a traceback, never exit 1.
+is a plan with exit 0 or a message with exit 2; never a traceback, never exit 1. And the
+inputs' bounds: a snapshot through a FIFO or a file is refused exactly when it holds more
+than the limit, and the costs that could grow faster than the input (gzip members, long
+quantities) are checked by counting work, never by timing it.
 
 Inputs start from valid objects of every kind a snapshot reads (nodes, pods with every field
 a rule reads, budgets, namespaces, priority classes, NodeReports) and valid policies of
@@ -10,19 +13,27 @@ repeatable; ``HYPOTHESIS_PROFILE=deep`` runs many more with fresh randomness.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import gzip
 import json
 import os
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.cli import main
+from agent.config import quantities
+from agent.config.quantities import MAX_LENGTH, parse_quantity
+from agent.descheduler.cache.snapshotfile import _gunzip
 from tests.harness.deschedulerstate import node, pdb, pod
+from tests.harness.fifo import fed_fifo
 from tests.harness.kubeobjects import owner_ref
 
 _DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
@@ -278,8 +289,39 @@ def _mutated(draw: st.DrawFn, document: Any, max_changes: int = 4) -> Any:
     return document
 
 
+_TAGGED = st.sampled_from(
+    [
+        "!!float ''", "!!int ''", "!!timestamp ''", "!!float '.'", "!!int '0x'", "!!int '-'",
+        "!!timestamp 2026-13-45", "!!timestamp 2026-01-01T25:61:00Z", "!!binary '%%%'",
+        "!!bool maybe", "!!null x", "!!str 7", "!!float 1e400", "!!int 1" + "0" * 400,
+        "!!python/object:os.system x", "!!python/name:os.system", "!!set {a: 1}", "!!omap [a]",
+        "!!pairs 7", "!!map [1]", "!!seq {a: 1}", "*undefined", "!<tag:example.invalid,1:x> 1",
+        "'\\ud800'", "\"\\ud800\"", "[a, *b]", "{? [a]: b}", ".inf", ".nan", "0o777", "1_000",
+    ]
+)  # fmt: skip
+"""Tagged and odd scalars: PyYAML's constructors raise IndexError, ValueError, TypeError or
+AttributeError on some of them, YAMLError on others."""
+
+
 @st.composite
-def _inputs(draw: st.DrawFn) -> tuple[Any, Any]:
+def _policy_text(draw: st.DrawFn, policy: Any) -> str:
+    """``policy`` written as YAML, with up to two values replaced by (or keys added with)
+    tagged scalars, sometimes after a byte-order mark."""
+    lines = yaml.safe_dump(policy, sort_keys=False).splitlines()
+    for _ in range(draw(st.integers(0, 2))):
+        tagged = draw(_TAGGED)
+        values = [i for i, line in enumerate(lines) if ": " in line]
+        if values and draw(st.booleans()):
+            index = draw(st.sampled_from(values))
+            lines[index] = lines[index].partition(": ")[0] + ": " + tagged
+        else:
+            key = draw(st.sampled_from(["maxNoOfPodsToEvictPerNode", "nodeSelector", "x"]))
+            lines.append(f"{key}: {tagged}")
+    return ("\ufeff" if draw(st.booleans()) else "") + "\n".join(lines) + "\n"
+
+
+@st.composite
+def _inputs(draw: st.DrawFn) -> tuple[Any, str]:
     items = draw(_mutated(_templates(), max_changes=6))
     if isinstance(items, list) and items and draw(st.booleans()):
         items.append(copy.deepcopy(draw(st.sampled_from(items))))  # an object twice
@@ -292,7 +334,7 @@ def _inputs(draw: st.DrawFn) -> tuple[Any, Any]:
         )
     )
     policy = draw(_mutated(_policy(plugins, evictor), max_changes=2))
-    return snapshot, policy
+    return snapshot, draw(_policy_text(policy))
 
 
 @FUZZ
@@ -300,13 +342,14 @@ def _inputs(draw: st.DrawFn) -> tuple[Any, Any]:
 def test_any_snapshot_and_policy_give_a_plan_or_exit_2(
     capsys: pytest.CaptureFixture[str], inputs: tuple[Any, Any]
 ) -> None:
-    """Exit 0 with a JSON plan, or exit 2 with a message; nothing else, no traceback."""
+    """Exit 0 with a JSON plan, or exit 2 with a message; nothing else, no traceback (the
+    policy is YAML with tags PyYAML's constructors cannot build)."""
     snapshot, policy = inputs
     with tempfile.TemporaryDirectory() as directory:
         snapshot_file = Path(directory) / "snapshot.json"
         snapshot_file.write_text(json.dumps(snapshot))
         policy_file = Path(directory) / "policy.yaml"
-        policy_file.write_text(json.dumps(policy))  # JSON is YAML
+        policy_file.write_bytes(policy.encode("utf-8", "surrogatepass"))
         argv = ["descheduler", "plan", "--snapshot", str(snapshot_file), "--output", "json"]
         code = main([*argv, "--policy-config-file", str(policy_file)])
     captured = capsys.readouterr()
@@ -317,3 +360,103 @@ def test_any_snapshot_and_policy_give_a_plan_or_exit_2(
     else:
         assert captured.out == ""
         assert captured.err.strip()
+
+
+BOUNDS = settings(
+    max_examples=300 if _DEEP else 25,
+    derandomize=not _DEEP,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+
+@BOUNDS
+@given(
+    st.lists(st.sampled_from(_templates()), min_size=1, max_size=8, unique_by=json.dumps),
+    st.booleans(),
+    st.booleans(),
+    st.integers(1, 3000),
+)
+def test_a_snapshot_from_a_fifo_or_a_file_is_bounded_by_the_bytes_it_has(
+    capsys: pytest.CaptureFixture[str],
+    items: list[dict[str, Any]],
+    through_fifo: bool,
+    gzipped: bool,
+    limit: int,
+) -> None:
+    """Whether the snapshot is a file or a FIFO (``stat`` says 0), gzipped or not, it is
+    refused (exit 2, the limit named) exactly when it, or what it expands to, holds more
+    than ``--max-snapshot-bytes``; otherwise planned on (exit 0)."""
+    raw = json.dumps({"apiVersion": "v1", "kind": "List", "items": items}).encode()
+    data = gzip.compress(raw) if gzipped else raw
+    policy = yaml.safe_dump(_policy([_POLICIES[2]], {}))
+    with tempfile.TemporaryDirectory() as directory:
+        policy_file = Path(directory) / "policy.yaml"
+        policy_file.write_text(policy)
+        argv = ["descheduler", "plan", "--policy-config-file", str(policy_file)]
+        argv += ["--max-snapshot-bytes", str(limit), "--output", "json", "--snapshot"]
+        if through_fifo:
+            with fed_fifo(Path(directory) / "fifo", data) as fifo:
+                code = main([*argv, str(fifo)])
+        else:
+            (Path(directory) / "snapshot").write_bytes(data)
+            code = main([*argv, str(Path(directory) / "snapshot")])
+    captured = capsys.readouterr()
+    too_large = max(len(raw), len(data)) > limit
+    assert code == (2 if too_large else 0), captured.err
+    if too_large:
+        assert f"larger than {limit} bytes" in captured.err
+
+
+@FUZZ
+@given(st.lists(st.integers(0, 3000), min_size=1, max_size=300), st.randoms(use_true_random=False))
+def test_gzip_decoding_work_is_linear_in_the_input(
+    monkeypatch: pytest.MonkeyPatch, sizes: list[int], random: Any
+) -> None:
+    """However the input is split into gzip members (many empty ones, a few large), the
+    bytes handed to the decoders stay within a few times the input plus a little per
+    member, and the output is every member's content: work linear in the input."""
+    members = [random.randbytes(size // 2) + b"a" * (size - size // 2) for size in sizes]
+    data = b"".join(gzip.compress(member) for member in members)
+    handed = 0
+    make = zlib.decompressobj
+
+    class Counted:
+        def __init__(self, wbits: int) -> None:
+            self.stream = make(wbits)
+
+        def decompress(self, piece: Any, max_length: int = 0) -> bytes:
+            nonlocal handed
+            handed += len(piece)
+            return self.stream.decompress(piece, max_length)  # type: ignore[no-any-return]
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.stream, name)
+
+    monkeypatch.setattr(zlib, "decompressobj", Counted)
+    assert _gunzip(data, "members.gz", limit=len(data) + sum(sizes) + 1) == b"".join(members)
+    assert handed <= 4 * len(data) + 256 * len(members)
+
+
+@FUZZ
+@given(
+    st.text(alphabet="0123456789.eE+-KMGTPEikmnu \u0660\u00a0", min_size=0, max_size=40),
+    st.integers(0, 5000),
+)
+def test_quantity_parsing_reads_at_most_max_length_characters(
+    monkeypatch: pytest.MonkeyPatch, text: str, repeat: int
+) -> None:
+    """A quantity of any length, of digits of any script: ``parse_quantity`` answers or
+    raises ``ValueError``, and its exact arithmetic never sees more than ``MAX_LENGTH``
+    characters (longer ones are refused first: their cost does not grow with them)."""
+    seen: list[int] = []
+    exact = quantities.Decimal
+
+    def decimal(number: str) -> Any:
+        seen.append(len(number))
+        return exact(number)
+
+    monkeypatch.setattr(quantities, "Decimal", decimal)
+    with contextlib.suppress(ValueError):
+        parse_quantity(text * max(repeat // max(len(text), 1), 1))
+    assert all(length <= MAX_LENGTH for length in seen)

@@ -13,7 +13,8 @@ import pytest
 
 from agent.cli import main
 from agent.descheduler.core.plugins.removeduplicates import RemoveDuplicates
-from tests.harness.deschedulerstate import node, pod
+from tests.harness.deschedulerstate import node, pdb, pod
+from tests.harness.fifo import fed_fifo
 from tests.harness.kubeobjects import owner_ref
 
 CREATED = "2026-11-01T10:00:30Z"
@@ -223,7 +224,8 @@ class TestRefusedWithExit2:
         assert len(bomb) < 100_000
         code, _, err = _plan(tmp_path, capsys, raw=bomb, extra=("--max-snapshot-bytes", "10000000"))
         assert code == 2
-        assert "larger than 10000000 bytes (--max-snapshot-bytes)" in err
+        assert "larger than 10000000 bytes: refused after gunzipping 10000000 bytes" in err
+        assert "raise --max-snapshot-bytes to read it" in err
 
     def test_a_file_over_the_limit_is_refused_unread(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -275,6 +277,237 @@ class TestRefusedWithExit2:
         code, _, err = _plan(tmp_path, capsys, _cluster(), policy=policy)
         assert code == 2
         assert expected in err
+
+
+def _spread(**constraint: Any) -> dict[str, Any]:
+    """A DoNotSchedule zone spread of ``app=web`` with ``constraint`` on top."""
+    return {
+        "maxSkew": 1,
+        "topologyKey": "zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "web"}},
+        **constraint,
+    }
+
+
+def _budget(*expressions: dict[str, Any]) -> dict[str, Any]:
+    return pdb("web", match_labels={"app": "web"}) | {
+        "spec": {"selector": {"matchExpressions": list(expressions)}}
+    }
+
+
+def _web(index: int, **fields: Any) -> dict[str, Any]:
+    fields.setdefault("cpu", "120m")
+    return pod(f"web-{index}", "hot", owner=owner_ref("ReplicaSet", "rs"), **fields)
+
+
+class TestWhatTheApiServerWouldRefuseIsRefused:
+    """Objects the API server would never have stored are exit 2 at their path, not a plan
+    made on them (a plan of 27 evictions shrunk to 1 by a shared uid, a budget that protects
+    nothing) and not a traceback from float arithmetic on 10^400."""
+
+    @pytest.mark.parametrize(
+        ("extra", "expected"),
+        [
+            pytest.param(
+                [_budget({"key": "app", "operator": "Bogus", "values": ["web"]})],
+                "items[8].spec.selector.matchExpressions[0]: operator 'Bogus' is not one of",
+                id="unknown-operator",
+            ),
+            pytest.param(
+                [_budget({"key": "app", "operator": "Exists", "values": ["web"]})],
+                "matchExpressions[0]: operator Exists takes no values",
+                id="exists-with-values",
+            ),
+            pytest.param(
+                [_budget({"key": "app", "operator": "In"})],
+                "matchExpressions[0]: operator In needs at least one value",
+                id="in-without-values",
+            ),
+            pytest.param(
+                [_web(9, topology_spread=[_spread(maxSkew=0)])],
+                "items[8].spec.topologySpreadConstraints[0].maxSkew: Expected `int` >= 1",
+                id="max-skew-0",
+            ),
+            pytest.param(
+                [_web(9, topology_spread=[_spread(minDomains=0)])],
+                "items[8].spec.topologySpreadConstraints[0].minDomains: Expected `int` >= 1",
+                id="min-domains-0",
+            ),
+            pytest.param(
+                [_web(9, topology_spread=[_spread(maxSkew=10**400)])],
+                "items[8].spec.topologySpreadConstraints[0].maxSkew: Expected `int` <= 2147483647",
+                id="max-skew-10e400",
+            ),
+            pytest.param(
+                [node("idle-4", images={"registry/app:1": 10**400})],
+                "items[8].status.images[0].sizeBytes: beyond int64",
+                id="image-size-10e400",
+            ),
+            pytest.param(
+                [_web(9, priority=2**31)],
+                "items[8].spec.priority: 2.15e+09 is outside -2147483648..2147483647",
+                id="priority-beyond-int32",
+            ),
+            pytest.param(
+                [node("idle\u200b4")],
+                "items[8].metadata.name: 'idle\\u200b4' must be a DNS subdomain",
+                id="zero-width-space-in-a-name",
+            ),
+            pytest.param(
+                [node("idle-4", labels={"zone": "a" * 64})],
+                "items[8].metadata.labels.zone: ",
+                id="label-value-too-long",
+            ),
+            pytest.param(
+                [node("idle-4", labels={"bad key": "a"})],
+                "items[8].metadata.labels.bad key: key name must be",
+                id="label-key-with-a-space",
+            ),
+            pytest.param(
+                [_web(9, cpu="\u0661\u0662\u0660m")],
+                "items[8].spec.containers[0].resources.requests.cpu: not a quantity",
+                id="arabic-indic-digits",
+            ),
+            pytest.param(
+                [_web(9, memory="1 Gi")],
+                "items[8].spec.containers[0].resources.requests.memory: not a quantity",
+                id="inner-whitespace",
+            ),
+            pytest.param(
+                [node("idle-4", memory="1" * 800_000)],
+                "items[8].status.allocatable.memory: not a quantity",
+                id="quantity-of-800000-digits",
+            ),
+        ],
+    )
+    def test_refused_at_its_path(
+        self,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        extra: list[dict[str, Any]],
+        expected: str,
+    ) -> None:
+        """Each is exit 2 with the offending field's path; the rest of the file is fine."""
+        code, plan, err = _plan(tmp_path, capsys, [*_cluster(), *extra], policy=DUPLICATES)
+        assert (code, plan) == (2, None), err
+        assert expected in err
+
+    def test_two_objects_with_one_uid_name_both_places(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Evictions are keyed by uid: a second object with the same uid is refused, both
+        paths named, instead of 27 planned evictions becoming 1."""
+        items = [*_cluster(), _web(9, uid="uid-default-web-0")]
+        code, _, err = _plan(tmp_path, capsys, items)
+        assert code == 2
+        assert "items[8].metadata.uid: uid 'uid-default-web-0' again (first at" in err
+        assert "items[4])" in err
+
+    @pytest.mark.parametrize(
+        "tagged",
+        [
+            pytest.param("!!float ''", id="empty-float"),
+            pytest.param("!!int ''", id="empty-int"),
+            pytest.param("!!timestamp ''", id="empty-timestamp"),
+            pytest.param("!!timestamp 2026-13-45", id="impossible-timestamp"),
+            pytest.param("!!float '.'", id="float-of-a-dot"),
+        ],
+    )
+    @pytest.mark.parametrize("command", ["plan", "live"])
+    def test_a_yaml_tag_the_parser_cannot_build_is_exit_2(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], tagged: str, command: str
+    ) -> None:
+        """``x: !!float ''`` and its kind crash PyYAML's constructors (IndexError and
+        others): the policy is refused with exit 2 by ``plan`` and by the live command before
+        it connects, never a traceback."""
+        policy = DUPLICATES + f"maxNoOfPodsToEvictPerNode: {tagged}\n"
+        if command == "plan":
+            code, _, err = _plan(tmp_path, capsys, _cluster(), policy=policy)
+        else:
+            policy_file = tmp_path / "policy.yaml"
+            policy_file.write_text(policy)
+            code = main(["descheduler", "--policy-config-file", str(policy_file)])
+            err = capsys.readouterr().err
+        assert code == 2
+        assert "Traceback" not in err
+        assert "not valid YAML" in err
+
+    def test_a_policy_with_a_byte_order_mark_is_read(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """UTF-8 with a byte-order mark (what some editors write) is UTF-8, as for the config."""
+        code, _, err = _plan(tmp_path, capsys, _cluster(), policy="\ufeff" + DUPLICATES)
+        assert code == 0, err
+
+    def test_an_integer_beyond_int64_in_the_policy_is_refused(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A policy integer no Go field holds (10^400) is an error at its path."""
+        policy = DUPLICATES + "maxNoOfPodsToEvictPerNode: " + "1" + "0" * 400 + "\n"
+        code, _, err = _plan(tmp_path, capsys, _cluster(), policy=policy)
+        assert code == 2
+        assert "maxNoOfPodsToEvictPerNode: must fit in an int64" in err
+
+
+class TestEveryInputIsBoundedByBytesRead:
+    """``stat`` says 0 for a FIFO or a device: the limits count bytes as they are read."""
+
+    @pytest.mark.parametrize(
+        ("flag", "expected"),
+        [
+            pytest.param("--snapshot", "larger than 1000 bytes", id="snapshot"),
+            pytest.param("--node-reports", "larger than 1000 bytes", id="node-reports"),
+            pytest.param("--policy-config-file", f"larger than {4 * 2**20} bytes", id="policy"),
+            pytest.param("--scheduler-config", f"larger than {4 * 2**20} bytes", id="scheduler"),
+        ],
+    )
+    def test_dev_zero_is_refused_at_the_limit(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, expected: str
+    ) -> None:
+        """Any input pointed at ``/dev/zero`` is exit 2 once past its limit, with the file,
+        the limit and how to raise it (not lower it), instead of reading until memory runs
+        out. (``--max-snapshot-bytes 1000`` bounds the snapshot and the NodeReports; the
+        policy and the scheduler's config have a fixed limit.)"""
+        snapshot = tmp_path / "snapshot.json"
+        snapshot.write_bytes(json.dumps({"kind": "List", "items": []}).encode())
+        policy = tmp_path / "policy.yaml"
+        policy.write_text(DUPLICATES)
+        files = {
+            "--snapshot": str(snapshot),
+            "--policy-config-file": str(policy),
+            flag: "/dev/zero",
+        }
+        argv = ["descheduler", "plan", *(part for pair in files.items() for part in pair)]
+        code = main([*argv, "--max-snapshot-bytes", "1000"])
+        err = capsys.readouterr().err
+        assert code == 2
+        assert f"/dev/zero: {expected}: refused after reading" in err
+        how = "raise --max-snapshot-bytes to read it" if "1000 " in expected else "limit is fixed"
+        assert how in err
+
+    @pytest.mark.parametrize("limit", ["0", "-1"])
+    def test_a_limit_below_one_byte_is_refused(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], limit: str
+    ) -> None:
+        """``--max-snapshot-bytes 0`` used to mean the default, silently: it is exit 2."""
+        code, _, err = _plan(tmp_path, capsys, _cluster(), extra=("--max-snapshot-bytes", limit))
+        assert code == 2
+        assert f"--max-snapshot-bytes: must be at least 1 byte, not {limit}" in err
+
+    def test_a_snapshot_from_a_fifo_is_planned_on(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """``--snapshot <(kubectl get ... -o json)`` works within the limit: the same plan as
+        from a file."""
+        raw = json.dumps({"kind": "List", "items": _cluster()}).encode()
+        code, from_file, _ = _plan(tmp_path, capsys, raw=raw)
+        policy = tmp_path / "policy.yaml"
+        with fed_fifo(tmp_path / "fifo", raw) as fifo:
+            argv = ["descheduler", "plan", "--snapshot", str(fifo), "--output", "json"]
+            fifo_code = main([*argv, "--policy-config-file", str(policy)])
+        assert (fifo_code, code) == (0, 0)
+        assert json.loads(capsys.readouterr().out) == from_file
 
 
 def test_a_plugin_that_raises_fails_the_plan_with_exit_1(

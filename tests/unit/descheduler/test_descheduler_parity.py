@@ -58,9 +58,10 @@ from agent.descheduler.core.plugins.nodeutilization.lownodeutilization import (
     LowNodeUtilization,
     _above_target_with_budget,
 )
-from agent.descheduler.core.policy import DeschedulerPolicy, load_policy
+from agent.descheduler.core.policy import DeschedulerPolicy
 from agent.descheduler.model.cluster import ClusterSnapshot, PodInfo
 from agent.descheduler.plan.shape import Plan
+from agent.descheduler.policyfile import load_policy
 
 pytestmark = pytest.mark.xdist_group("parity-1k")
 """One worker builds the 1,000-node state and its plan once, for every test here."""

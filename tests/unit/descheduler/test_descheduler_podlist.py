@@ -14,7 +14,7 @@ from agent.descheduler.cache import projection
 from agent.descheduler.cache.podlist.projector import PodListProjector
 from agent.descheduler.cache.state import PROJECTIONS, ClusterState, Projections, projections
 from agent.descheduler.cache.wire import codec_for
-from agent.descheduler.core.policy import load_policy
+from agent.descheduler.policyfile import load_policy
 from agent.kube.pods import MIRROR_ANNOTATION, SOURCE_ANNOTATION
 from agent.kube.reflector import Unprojected
 from tests.unit.descheduler.test_descheduler_wire import PENDING_ADDON, RICH_POD
@@ -259,19 +259,59 @@ def test_odd_pods_project_as_the_exact_path(
             "spec.affinity",
             id="nested-too-deep",
         ),
+        pytest.param(
+            _with(
+                RICH_POD,
+                ["spec", "topologySpreadConstraints"],
+                [{"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
+            ),
+            "spec.topologySpreadConstraints[0].maxSkew",
+            id="max-skew-0",
+        ),
+        pytest.param(
+            _with(
+                RICH_POD,
+                ["spec", "affinity"],
+                {
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "topologyKey": "zone",
+                                "labelSelector": {
+                                    "matchExpressions": [{"key": "app", "operator": "Near"}]
+                                },
+                            }
+                        ]
+                    }
+                },
+            ),
+            "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
+            ".labelSelector.matchExpressions[0]",
+            id="unknown-operator",
+        ),
+        pytest.param(
+            _with(RICH_POD, ["spec", "tolerations"], [{"key": "k", "operator": "Roughly"}]),
+            "spec.tolerations[0]",
+            id="unknown-toleration-operator",
+        ),
+        pytest.param(
+            _with(RICH_POD, ["spec", "priority"], 2**31), "spec.priority", id="priority-int32"
+        ),
     ],
 )
 def test_pods_the_api_server_would_not_store_are_refused_on_both_paths(
     pod: dict[str, Any], path: str
 ) -> None:
-    """A bad timestamp, a negative quantity or a sub-object nested too deep: the exact path
-    raises ``ProjectionError`` at the field's path, and the list path leaves the pod out as
-    ``Unprojected`` with the same reason (the cache counts it)."""
+    """A bad timestamp, a negative quantity, a sub-object nested too deep, an operator or a
+    ``maxSkew`` the API server refuses, a priority beyond int32: the exact path raises
+    ``ProjectionError`` at the field's path, and the list path leaves the pod out as
+    ``Unprojected`` with the same reason (the cache counts it; the others are kept)."""
     with pytest.raises(projection.ProjectionError) as raised:
         projection.project_pod(pod)
     assert raised.value.path == path
     data = json.dumps({"metadata": {}, "items": [RICH_POD, pod]}).encode()
     entries = list(PodListProjector().decode_page(data)["entries"])
+    assert not isinstance(entries[0], Unprojected)
     assert isinstance(entries[1], Unprojected)
     assert path in entries[1].error
 

@@ -12,7 +12,8 @@ from agent.descheduler.core.framework.registry import REGISTRY
 from agent.descheduler.core.framework.types import BALANCE, FILTER, PRE_EVICTION_FILTER
 from agent.descheduler.core.plugins.defaultevictor import DefaultEvictorArgs
 from agent.descheduler.core.plugins.nodeutilization.lownodeutilization import LowNodeUtilizationArgs
-from agent.descheduler.core.policy import load_policy, parse_policy, parse_policy_text
+from agent.descheduler.core.policy import parse_policy
+from agent.descheduler.policyfile import load_policy, parse_policy_text
 
 README_POLICY = """\
 apiVersion: "descheduler/v1alpha2"
@@ -406,7 +407,9 @@ def test_all_errors_at_once() -> None:
 @pytest.mark.parametrize(
     ("data", "reason"),
     [
-        pytest.param(b"profiles: [\xff\xfe]", "not UTF-8 (byte 11)", id="not-utf8"),
+        pytest.param(
+            b"profiles: [\xff\xfe]", "not valid UTF-8 (byte 0xff at offset 11)", id="not-utf8"
+        ),
         pytest.param(
             b"profiles: [a, b",
             "not valid YAML (line 1, column 16): expected ',' or ']', but got '<stream end>'",

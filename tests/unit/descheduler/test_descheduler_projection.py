@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -14,9 +15,10 @@ from agent.descheduler.cache.projection import (
     project_pod,
     snapshot_from_list,
 )
+from agent.descheduler.cache.state import PROJECTIONS, ClusterState
 from agent.descheduler.model.cluster import EMPTY_MAP
 from agent.descheduler.model.keys import SPREAD_CONSTRAINTS
-from tests.harness.deschedulerstate import node, pod
+from tests.harness.deschedulerstate import node, pdb, pod
 from tests.harness.kubeobjects import container
 from tests.unit.descheduler.test_descheduler_wire import DOWN_NODE, PENDING_ADDON
 
@@ -158,3 +160,25 @@ def test_down_node_fields() -> None:
     down = project_node(DOWN_NODE)
     assert (down.ready, down.ready_transition, down.boot_id) == (False, 1_795_305_600.0, "b-1")
     assert down.annotations == {"kubelet-companion.io/out-of-service": "nodeshutdown"}
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        pytest.param({"key": "app", "operator": "Bogus", "values": ["a"]}, id="unknown-operator"),
+        pytest.param({"key": "app", "operator": "Exists", "values": ["a"]}, id="exists-values"),
+        pytest.param({"key": "app", "operator": "NotIn"}, id="not-in-without-values"),
+    ],
+)
+def test_the_live_budget_cache_skips_and_counts_a_budget_the_api_server_refuses(
+    expression: dict[str, Any],
+) -> None:
+    """A budget whose selector the API server would refuse (it would protect nothing) is
+    left out of the live cache and counted, not kept; the good one beside it is kept."""
+    bad = pdb("bad") | {"spec": {"selector": {"matchExpressions": [expression]}}}
+    data = json.dumps({"metadata": {}, "items": [pdb("good", match_labels={"app": "a"}), bad]})
+    state = ClusterState(None, PROJECTIONS)  # type: ignore[arg-type]  # never connects
+    budgets = state.disruption_budgets
+    budgets._apply("REPLACE", budgets._project_all(budgets.decode_page(data.encode())), "1")
+    assert list(budgets.store) == ["default/good"]
+    assert budgets.skipped == 1

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from agent.descheduler.cache.projection import project_pod
@@ -180,8 +181,9 @@ def test_an_affinity_term_without_namespaces_means_the_pods_own() -> None:
 
 def test_affinity_terms_with_a_bad_selector_score_nothing() -> None:
     """A pod whose affinity selector does not parse has no scoring terms (the scheduler
-    skips such an existing pod)."""
-    broken = _pod(
+    skips such an existing pod; the projection refuses one where it enters: set after it)."""
+    broken = msgspec.structs.replace(
+        _pod(),
         affinity={
             "podAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -191,7 +193,7 @@ def test_affinity_terms_with_a_bad_selector_score_nothing() -> None:
                     }
                 ]
             }
-        }
+        },
     )
     assert not affinity_terms(broken).scores
 

@@ -20,8 +20,8 @@ from agent import __version__
 from agent.cli import build_parser
 from agent.config import AgentConfig, DeschedulerConfig
 from agent.config.loader import parse_document
-from agent.descheduler.core.policy import parse_policy_text
 from agent.descheduler.live.command import resolve_config
+from agent.descheduler.policyfile import parse_policy_text
 from agent.telemetry.health import Health
 from agent.telemetry.http import TelemetryServer, split_host_port
 from agent.telemetry.metrics import new_registry

@@ -68,7 +68,7 @@ from agent.descheduler.cache.podlist.rules import (
     status_info,
     volume_facts,
 )
-from agent.descheduler.cache.shapes import AFFINITY, SPREAD, TOLERATIONS
+from agent.descheduler.cache.shapes import AFFINITY, INT32_MAX, SPREAD, TOLERATIONS
 from agent.descheduler.model.cluster import EMPTY_MAP, OwnerRef, PodInfo
 from agent.descheduler.model.keys import SPREAD_CONSTRAINTS
 from agent.descheduler.model.podstatus import STATUS, PodStatusInfo
@@ -77,6 +77,7 @@ from agent.kube.reflector import Unprojected
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
+INT32_MIN = -INT32_MAX - 1
 _MISSING: Any = object()
 """A memo miss, told apart from memoized values that are empty or ``None``."""
 
@@ -260,6 +261,9 @@ class PodListProjector:
         if not spec.node_name:
             extra = pending_extra(extra, status)
         local_storage, claims = self._volume_facts(spec.volumes) if spec.volumes else NO_VOLUMES
+        priority = spec.priority
+        if priority is not None and not INT32_MIN <= priority <= INT32_MAX:
+            projection.checked_int32(priority, "spec.priority")  # raises, with the reason
         started = status.start_time
         if started:
             start_time = times.get(started, _MISSING)
@@ -281,7 +285,7 @@ class PodListProjector:
             images,
             labels,
             kept or EMPTY_MAP,  # annotations
-            spec.priority,
+            priority,
             qos,
             ready,
             bool(metadata.deletion_timestamp),  # deleting

@@ -1,6 +1,8 @@
-"""Hostile names on a terminal, end to end: the real CLI process prints a pod, node,
-NodeReport name or file path holding escape sequences, a carriage return, a newline, NUL and
-a bidi override escaped in its tables and its log lines, and exactly in its JSON."""
+"""Hostile names on a terminal, end to end: names holding escape sequences, a carriage
+return, a newline, NUL and a bidi override. A snapshot or report file naming objects as no
+API server would is refused, with an error that shows them escaped; a file path holding them
+is shown escaped in the doctor table and a log line, and exactly in JSON. (Every renderer
+with such names: tests/unit/terminal.)"""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ import pty
 import re
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from agent.terminaltext import printable
 from tests.harness.cli import CLI, run_cli
@@ -52,64 +53,59 @@ def no_forged_line(text: str) -> bool:
     return not any(line.lstrip().startswith(FORGED) for line in text.splitlines())
 
 
-def _offline_plan(tmp_path: Path, output: str) -> subprocess.CompletedProcess[str]:
-    """``descheduler plan``: a node and a pod of that name, evicted by PodLifeTime, and a
-    NodeReport of that name the descheduler does not believe (a cpu of 1e306)."""
-    items = [node(HOSTILE), node("other"), pod(HOSTILE, HOSTILE)]
+def test_offline_plan_refuses_a_hostile_report_name_and_shows_it_escaped(tmp_path: Path) -> None:
+    """A NodeReport file naming a report as no API server would is exit 2; the error quotes
+    the name escaped, so stderr holds no control character and no forged line."""
+    items = [node("n1")]
     report = {
         "apiVersion": "kubelet-companion.io/v1alpha1",
         "kind": "NodeReport",
         "metadata": {
             "name": HOSTILE,
-            "ownerReferences": [
-                {"apiVersion": "v1", "kind": "Node", "name": HOSTILE, "uid": f"uid-{HOSTILE}"}
-            ],
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": "u"}],
         },
-        "status": {
-            "observedTime": "2026-06-01T00:00:00Z",
-            "heartbeatSeconds": 60,
-            "usage": {"cpu": 1e306, "memory": 1},
-        },
+        "status": {"observedTime": "2026-06-01T00:00:00Z", "heartbeatSeconds": 60},
     }
-    files: dict[str, Any] = {
+    files = {
         "snapshot.json": {"apiVersion": "v1", "kind": "List", "items": items},
         "reports.json": {"apiVersion": "v1", "kind": "List", "items": [report]},
     }
     for name, document in files.items():
         (tmp_path / name).write_text(json.dumps(document))
     (tmp_path / "policy.yaml").write_text(POLICY)
-    return run_cli(
+    result = run_cli(
         "descheduler", "plan",
         "--snapshot", str(tmp_path / "snapshot.json"),
         "--node-reports", str(tmp_path / "reports.json"),
         "--policy-config-file", str(tmp_path / "policy.yaml"),
         "--captured-at", "2026-06-01T00:00:00Z",
-        "--output", output,
     )  # fmt: skip
-
-
-def test_offline_plan_table_and_its_stderr_show_hostile_names_escaped(tmp_path: Path) -> None:
-    """The eviction row (pod and node), the utilization row and the "not believed" line on
-    stderr show the names escaped: no control character, no forged line."""
-    result = _offline_plan(tmp_path, "table")
-    assert result.returncode == 0, result.stderr
-    assert unsafe(result.stdout) == []
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
     assert unsafe(result.stderr) == []
-    shown = printable(HOSTILE)
-    assert f"default/{shown}  {shown}  PodLifeTime" in result.stdout
-    assert any(line.startswith(f"{shown}  [") for line in result.stdout.splitlines())
-    assert f"NodeReport {shown} not believed (invalid)" in result.stderr
-    assert no_forged_line(result.stdout)
+    assert "items[0].metadata.name" in result.stderr
+    assert "evil\\\\x1b[2J" in result.stderr
     assert no_forged_line(result.stderr)
 
 
-def test_offline_plan_json_carries_hostile_names_exactly(tmp_path: Path) -> None:
-    """``--output json`` has the exact pod and node names, and no control character."""
-    result = _offline_plan(tmp_path, "json")
-    assert result.returncode == 0, result.stderr
-    assert all(" " <= char <= "~" or char == "\n" for char in result.stdout)
-    (eviction,) = json.loads(result.stdout)["evictions"]
-    assert (eviction["pod"], eviction["node"]) == (f"default/{HOSTILE}", HOSTILE)
+def test_offline_plan_refuses_hostile_names_and_says_so_escaped(tmp_path: Path) -> None:
+    """A snapshot holding names the API server would refuse is exit 2 (nothing planned), and
+    the error about them on stderr holds no control character and no forged line."""
+    items = [node(HOSTILE), node("other"), pod(HOSTILE, HOSTILE)]
+    snapshot = tmp_path / "snapshot.json"
+    snapshot.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    (tmp_path / "policy.yaml").write_text(POLICY)
+    result = run_cli(
+        "descheduler", "plan",
+        "--snapshot", str(snapshot),
+        "--policy-config-file", str(tmp_path / "policy.yaml"),
+        "--captured-at", "2026-06-01T00:00:00Z",
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert unsafe(result.stderr) == []
+    assert "must be a DNS subdomain" in result.stderr
+    assert no_forged_line(result.stderr)
 
 
 def _doctor_config(server: FakeApiServer, tmp_path: Path) -> tuple[Path, Path]:

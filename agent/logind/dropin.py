@@ -26,13 +26,18 @@ DROPIN_DIRS = (
 """logind's drop-in directories, read first to last (a name found twice: the first wins)."""
 
 
+def dropin_seconds(delay_seconds: float) -> int:
+    """``InhibitDelayMaxSec`` as our drop-in sets it: whole seconds, rounded up, so logind
+    never waits less than asked. The one place a delay of ours is rounded for logind."""
+    return math.ceil(delay_seconds)
+
+
 def dropin_text(delay_seconds: float) -> str:
-    seconds = math.ceil(delay_seconds)
     return (
         "# Written by kubelet-companion: logind must wait this long for the agent's\n"
         "# shutdown delay lock (the graceful shutdown budget plus a margin).\n"
         "[Login]\n"
-        f"InhibitDelayMaxSec={seconds}\n"
+        f"InhibitDelayMaxSec={dropin_seconds(delay_seconds)}\n"
     )
 
 

@@ -22,6 +22,8 @@ LOGIN1 = "org.freedesktop.login1"
 LOGIN1_PATH = "/org/freedesktop/login1"
 MANAGER = "org.freedesktop.login1.Manager"
 PROPERTIES = "org.freedesktop.DBus.Properties"
+USEC_PER_SECOND = 1_000_000
+"""logind counts ``InhibitDelayMaxUSec`` in microseconds; its drop-in setting is in seconds."""
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,6 @@ class ShutdownController:
             budget=self.budget,
             metrics=metrics,
             health=health,
-            enabled=self.enabled,
             clock=clock,
             paths=paths,
         )
@@ -121,8 +120,8 @@ class ShutdownController:
 
     @property
     def enabled(self) -> bool:
-        """kubelet's rule: a total of zero seconds turns graceful shutdown off."""
-        return self.budget > 0
+        """Graceful shutdown is on: the guard's rule, from the budget."""
+        return self.logind.enabled
 
     def _cluster_access(self, cluster: KubeContext | None, node: str) -> ClusterAccess | None:
         if cluster is None:
@@ -322,7 +321,7 @@ class ShutdownController:
         start = record.start_monotonic
         if start is None or record.boot_id != self.boot_id:
             start = self.clock.monotonic() - (self.clock.now() - record.start_time)
-        return deadlines_from(start, [phase.budget_seconds for phase in record.phases])
+        return deadlines_from(start, record.phases)
 
     def _run_ended(self, task: asyncio.Task[ShutdownRecord]) -> None:
         if task.cancelled():

@@ -65,16 +65,15 @@ class InhibitorGuard:
         budget: int,
         metrics: ShutdownMetrics,
         health: Health,
-        enabled: bool,
         clock: Clock,
         paths: HostPaths,
     ) -> None:
         self.options = options
         self.paths = paths
         self.budget = budget
+        """Whole seconds, as summed by the phase plan; logind is asked for this plus the margin."""
         self.metrics = metrics
         self.health = health
-        self.enabled = enabled
         self.session = LogindSession(
             call_timeout=options.dbus_call_timeout, monotonic=clock.monotonic, now=clock.now
         )
@@ -84,6 +83,11 @@ class InhibitorGuard:
         self._refused = False
         self._warned_kubelet = False
         self._problem: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """kubelet's rule: a budget of zero seconds turns graceful shutdown off (no lock)."""
+        return self.budget > 0
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -205,7 +209,7 @@ class InhibitorGuard:
         try:
             outcome = await ensure_inhibit_delay(
                 manager,
-                budget=float(self.budget),
+                budget=self.budget,
                 margin=self.options.inhibit_delay_margin,
                 dropin_path=Path(self.options.logind_drop_in_path),
                 manage=self.options.manage_logind_delay,

@@ -62,7 +62,6 @@ from typing import Literal
 import structlog
 
 from agent.clock import Clock, SystemClock, sleep_or_done
-from agent.config.shutdown import PriorityBucket
 from agent.kube.backoff import Backoff, retry_async
 from agent.kube.errors import KubeError
 from agent.kube.events import EventRecorder, ObjectRef
@@ -109,14 +108,6 @@ def _stored(tainting: asyncio.Task[bool]) -> bool:
     return tainting.result()
 
 
-def record_buckets(record: ShutdownRecord) -> tuple[PriorityBucket, ...]:
-    """The buckets a record was started with (a resumed run keeps them, not today's config)."""
-    return tuple(
-        PriorityBucket(priority=phase.priority, shutdown_grace_period_seconds=phase.budget_seconds)
-        for phase in record.phases
-    )
-
-
 class ShutdownRun:
     def __init__(
         self,
@@ -151,7 +142,7 @@ class ShutdownRun:
         """Runs a coroutine that may outlive the run (late terminations)."""
         self._late: set[asyncio.Task[object]] = set()
         self.resumed = resumed
-        self.buckets = record_buckets(record)
+        self.buckets = record.buckets
         self.watchdog: BudgetWatchdog | None = None
         self._background: set[asyncio.Task[object]] = set()
         self._results: dict[str, int] = {}

@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Literal
 
 import structlog
 
@@ -49,7 +48,7 @@ from agent.shutdown.metrics import ShutdownMetrics
 from agent.shutdown.phases import budget_seconds
 from agent.shutdown.published import published
 from agent.shutdown.record import ShutdownRecord, ShutdownStatus, begin_record
-from agent.shutdown.run import ClusterAccess, ShutdownRun
+from agent.shutdown.run import ClusterAccess, Halt, ShutdownRun
 from agent.shutdown.startup import StartupAction, decide_on_reconnect, decide_startup, is_current
 from agent.shutdown.store import RecordStore
 from agent.shutdown.taint import TaintKeeper
@@ -333,7 +332,7 @@ class ShutdownController:
             return
         self.record = task.result()
 
-    async def _stop_run(self, why: Literal["cancelled", "stopped"] = "stopped") -> None:
+    async def _stop_run(self, why: Halt = "stopped") -> None:
         task, run = self._run_task, self._run
         self._run_task = None
         if task is None or run is None:

@@ -29,6 +29,7 @@ from agent.config.shutdown import ShutdownOptions
 from agent.logind.dropin import scan_dropins
 from agent.logind.dropin_order import Override, overriding_dropins
 from agent.logind.errors import CallFailed, LogindError
+from agent.logind.facts import kubelet_shutdown_delay_locks
 from agent.logind.keeper import OPERATION_IN_PROGRESS, LockKeeper
 from agent.logind.manager import Inhibitor
 from agent.logind.session import (
@@ -261,7 +262,7 @@ class InhibitorGuard:
     def _warn_about_kubelet(self, inhibitors: tuple[Inhibitor, ...]) -> None:
         if self._warned_kubelet:
             return
-        if any(i.who == "kubelet" and "shutdown" in i.what.split(":") for i in inhibitors):
+        if kubelet_shutdown_delay_locks(inhibitors):
             self._warned_kubelet = True
             _log.warning(
                 "kubelet also holds a shutdown inhibitor: two shutdown managers are at work; "

@@ -16,7 +16,8 @@ from dbus_fast import BusType, Message
 from dbus_fast.aio import MessageBus
 
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import DEFAULT_DROPIN_NAME, ShutdownRig, pod, until
+from tests.harness.shutdownpods import pod
+from tests.integration.shutdown.conftest import DEFAULT_DROPIN_NAME, ShutdownRig, until
 
 pytestmark = pytest.mark.root
 

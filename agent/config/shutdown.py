@@ -117,6 +117,10 @@ def priority_buckets(
 
     The legacy pair becomes two buckets: priority 0 gets ``total - critical`` and priority
     2000000000 gets ``critical``. An all-zero config yields no buckets (feature off).
+
+    The durations become whole seconds here, the fraction dropped as kubelet drops it: from
+    the buckets on, every budget of a shutdown is whole seconds (``int``), and only logind's
+    delay (budget plus ``inhibitDelayMargin``) is rounded again, up, in its drop-in.
     """
     if by_priority:
         return tuple(sorted(by_priority, key=lambda bucket: bucket.priority))

@@ -14,25 +14,29 @@ import math
 import os
 from pathlib import Path
 
-from agent.logind.dropin_order import DropInFile
+from agent.logind.dropin_order import KEY, SECTION, DropInFile
 from agent.node.atomicwrite import write_atomic
 
-DROPIN_DIRS = (
-    "/etc/systemd/logind.conf.d",
-    "/run/systemd/logind.conf.d",
-    "/usr/local/lib/systemd/logind.conf.d",
-    "/usr/lib/systemd/logind.conf.d",
+DROPIN_SUBDIR = "systemd/logind.conf.d"
+"""Where logind's drop-ins live under each of its four roots."""
+DROPIN_DIRS = tuple(
+    f"{root}/{DROPIN_SUBDIR}" for root in ("/etc", "/run", "/usr/local/lib", "/usr/lib")
 )
 """logind's drop-in directories, read first to last (a name found twice: the first wins)."""
 
 
+def dropin_seconds(delay_seconds: float) -> int:
+    """``InhibitDelayMaxSec`` as our drop-in sets it: whole seconds, rounded up, so logind
+    never waits less than asked. The one place a delay of ours is rounded for logind."""
+    return math.ceil(delay_seconds)
+
+
 def dropin_text(delay_seconds: float) -> str:
-    seconds = math.ceil(delay_seconds)
     return (
         "# Written by kubelet-companion: logind must wait this long for the agent's\n"
         "# shutdown delay lock (the graceful shutdown budget plus a margin).\n"
-        "[Login]\n"
-        f"InhibitDelayMaxSec={seconds}\n"
+        f"[{SECTION}]\n"
+        f"{KEY}={dropin_seconds(delay_seconds)}\n"
     )
 
 
@@ -62,8 +66,8 @@ def scan_dropins(ours: Path, *, etc: Path, run: Path) -> tuple[DropInFile, list[
     """
     directories = {
         ours.parent: dropin_rank(ours),
-        etc / "systemd" / "logind.conf.d": 0,
-        run / "systemd" / "logind.conf.d": 1,
+        etc / DROPIN_SUBDIR: 0,
+        run / DROPIN_SUBDIR: 1,
         Path(DROPIN_DIRS[2]): 2,
         Path(DROPIN_DIRS[3]): 3,
     }

@@ -8,6 +8,9 @@ from agent.logind.bus import connect_system_bus
 from agent.logind.errors import LogindError
 from agent.logind.manager import Inhibitor, LogindManager
 
+KUBELET = "kubelet"
+"""The ``who`` of kubelet's shutdown delay lock."""
+
 
 @dataclass(frozen=True)
 class LogindFacts:
@@ -19,11 +22,7 @@ class LogindFacts:
 
 def kubelet_shutdown_delay_locks(inhibitors: tuple[Inhibitor, ...]) -> list[Inhibitor]:
     """kubelet's own shutdown delay locks: with one, two shutdown managers are at work."""
-    return [
-        lock
-        for lock in inhibitors
-        if lock.who == "kubelet" and "shutdown" in lock.what.split(":") and lock.mode == "delay"
-    ]
+    return [lock for lock in inhibitors if lock.who == KUBELET and lock.delays_shutdown]
 
 
 async def read_logind_facts(timeout: float = 2.0) -> LogindFacts:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from agent.logind.manager import Inhibitor, InhibitorLock
+from agent.logind.manager import DELAY, SHUTDOWN, Inhibitor, InhibitorLock
 
 OPERATION_IN_PROGRESS = "org.freedesktop.login1.OperationInProgress"
 """logind refuses delay locks while the operation they would delay is already under way."""
@@ -70,12 +70,7 @@ class LockKeeper:
             self._wanted = True
 
     def is_ours(self, inhibitor: Inhibitor, own_pid: int) -> bool:
-        return (
-            inhibitor.pid == own_pid
-            and inhibitor.who == self.who
-            and "shutdown" in inhibitor.what.split(":")
-            and inhibitor.mode == "delay"
-        )
+        return inhibitor.pid == own_pid and inhibitor.who == self.who and inhibitor.delays_shutdown
 
     async def ensure(self, logind: InhibitorApi, own_pid: int) -> EnsureResult:
         """Hold exactly one lock if one is wanted. Raises ``LogindError`` on failure."""
@@ -90,7 +85,7 @@ class LockKeeper:
             return EnsureResult("taken", listed)
 
     async def _take(self, logind: InhibitorApi) -> None:
-        new = await logind.inhibit("shutdown", self.who, self.why, "delay")
+        new = await logind.inhibit(SHUTDOWN, self.who, self.why, DELAY)
         with self._guard:
             if self._wanted:
                 stale, self._lock = self._lock, new

@@ -22,6 +22,12 @@ LOGIN1 = "org.freedesktop.login1"
 LOGIN1_PATH = "/org/freedesktop/login1"
 MANAGER = "org.freedesktop.login1.Manager"
 PROPERTIES = "org.freedesktop.DBus.Properties"
+USEC_PER_SECOND = 1_000_000
+"""logind counts ``InhibitDelayMaxUSec`` in microseconds; its drop-in setting is in seconds."""
+SHUTDOWN = "shutdown"
+"""The ``what`` of a lock on shutdown (a lock's ``what`` is a colon-separated list)."""
+DELAY = "delay"
+"""The ``mode`` of a lock that delays the operation, up to ``InhibitDelayMaxSec``."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,11 @@ class Inhibitor:
     mode: str
     uid: int
     pid: int
+
+    @property
+    def delays_shutdown(self) -> bool:
+        """A delay lock on shutdown: the kind we hold, and kubelet would."""
+        return SHUTDOWN in self.what.split(":") and self.mode == DELAY
 
 
 class InhibitorLock:

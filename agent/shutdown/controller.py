@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Literal
 
 import structlog
 
@@ -49,7 +48,7 @@ from agent.shutdown.metrics import ShutdownMetrics
 from agent.shutdown.phases import budget_seconds
 from agent.shutdown.published import published
 from agent.shutdown.record import ShutdownRecord, ShutdownStatus, begin_record
-from agent.shutdown.run import ClusterAccess, ShutdownRun
+from agent.shutdown.run import ClusterAccess, Halt, ShutdownRun
 from agent.shutdown.startup import StartupAction, decide_on_reconnect, decide_startup, is_current
 from agent.shutdown.store import RecordStore
 from agent.shutdown.taint import TaintKeeper
@@ -93,7 +92,6 @@ class ShutdownController:
             budget=self.budget,
             metrics=metrics,
             health=health,
-            enabled=self.enabled,
             clock=clock,
             paths=paths,
         )
@@ -121,8 +119,8 @@ class ShutdownController:
 
     @property
     def enabled(self) -> bool:
-        """kubelet's rule: a total of zero seconds turns graceful shutdown off."""
-        return self.budget > 0
+        """Graceful shutdown is on: the guard's rule, from the budget."""
+        return self.logind.enabled
 
     def _cluster_access(self, cluster: KubeContext | None, node: str) -> ClusterAccess | None:
         if cluster is None:
@@ -322,7 +320,7 @@ class ShutdownController:
         start = record.start_monotonic
         if start is None or record.boot_id != self.boot_id:
             start = self.clock.monotonic() - (self.clock.now() - record.start_time)
-        return deadlines_from(start, [phase.budget_seconds for phase in record.phases])
+        return deadlines_from(start, record.phases)
 
     def _run_ended(self, task: asyncio.Task[ShutdownRecord]) -> None:
         if task.cancelled():
@@ -334,7 +332,7 @@ class ShutdownController:
             return
         self.record = task.result()
 
-    async def _stop_run(self, why: Literal["cancelled", "stopped"] = "stopped") -> None:
+    async def _stop_run(self, why: Halt = "stopped") -> None:
         task, run = self._run_task, self._run
         self._run_task = None
         if task is None or run is None:

@@ -2,9 +2,11 @@
 
 kubelet restarts each phase's clock when the phase begins, so a phase that starts late
 pushes every later one back and the total can overrun logind's delay. We fix every
-deadline at the start instead: phase *i* must be over by ``start + sum(budget[0..i])``.
-A phase that ends early hands its unused time to the next one; a late one never stretches
-the total. The same arithmetic resumes a shutdown after an agent restart.
+deadline at the start instead: phase *i* must be over by ``start`` plus its deadline offset,
+the seconds of phase *i* and of every phase before it (summed once, by the phase plan:
+``phases.phase_windows``; the record keeps them). A phase that ends early hands its unused
+time to the next one; a late one never stretches the total. The same offsets resume a
+shutdown after an agent restart.
 
 The first delete of a shutdown waits for the shutting-down taint to be stored, but only
 briefly: ``TAINT_WAIT_SECONDS`` at most, and never more than ``TAINT_WAIT_SHARE`` of the time
@@ -18,7 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate
+
+from agent.shutdown.phases import Timed
 
 TAINT_WAIT_SECONDS = 2.0
 """The longest the first delete of a shutdown waits for the taint to be stored."""
@@ -48,6 +51,8 @@ class Deadlines:
         return now + min(TAINT_WAIT_SECONDS, TAINT_WAIT_SHARE * left)
 
 
-def deadlines_from(start: float, budgets: Sequence[int]) -> Deadlines:
-    """Phase deadlines as ``start`` plus the cumulative budgets."""
-    return Deadlines(start=start, phase_ends=tuple(start + total for total in accumulate(budgets)))
+def deadlines_from(start: float, phases: Sequence[Timed]) -> Deadlines:
+    """The deadlines of ``phases`` (in running order): ``start`` plus each one's offset."""
+    return Deadlines(
+        start=start, phase_ends=tuple(start + phase.deadline_offset_seconds for phase in phases)
+    )

@@ -5,6 +5,10 @@ off mid-shutdown. Like kubelet, we write a drop-in, reload logind through system
 the value back with backoff (100 ms, x2, 5 steps), because the reload is asynchronous
 (kubernetes#133133). Unlike kubelet, failure does not stop the agent: a short delay is
 better than none, so the caller still takes the lock and reports itself degraded.
+
+The budget arrives in whole seconds (the phase plan's sum) and is compared with logind's
+delay as it is; the drop-in asks for the budget plus the margin, rounded up to whole
+seconds by ``dropin.dropin_seconds``, the one rounding on the way to logind.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from pathlib import Path
 
 from agent.logind.dropin import write_dropin
 from agent.logind.errors import LogindError
-from agent.logind.manager import LogindManager
+from agent.logind.manager import USEC_PER_SECOND, LogindManager
 from agent.logind.systemd import reload_logind
 from agent.retrying import Backoff, RetryPolicy
 
@@ -37,7 +41,7 @@ class DelayOutcome:
 async def ensure_inhibit_delay(
     manager: LogindManager,
     *,
-    budget: float,
+    budget: int,
     margin: float,
     dropin_path: Path,
     manage: bool,
@@ -47,7 +51,7 @@ async def ensure_inhibit_delay(
 
     Raises ``LogindError`` only if the first read fails (logind unreachable).
     """
-    seconds = await manager.inhibit_delay_max_usec() / 1_000_000
+    seconds = await _delay_seconds(manager)
     if seconds >= budget:
         return DelayOutcome(seconds, sufficient=True)
     if not manage:
@@ -80,7 +84,7 @@ async def ensure_inhibit_delay(
         await sleep(wait)
         failures += 1
         try:
-            seconds = await manager.inhibit_delay_max_usec() / 1_000_000
+            seconds = await _delay_seconds(manager)
         except LogindError:
             continue  # logind may be briefly busy reloading; the next step reads again
         if seconds >= budget:
@@ -93,3 +97,8 @@ async def ensure_inhibit_delay(
         f"InhibitDelayMaxSec to update to {wanted:g}s (the budget is {budget:g}s); "
         f"the current value is {seconds:g}s",
     )
+
+
+async def _delay_seconds(manager: LogindManager) -> float:
+    """logind's ``InhibitDelayMaxUSec``, in seconds like the budget."""
+    return await manager.inhibit_delay_max_usec() / USEC_PER_SECOND

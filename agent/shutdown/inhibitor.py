@@ -29,6 +29,7 @@ from agent.config.shutdown import ShutdownOptions
 from agent.logind.dropin import scan_dropins
 from agent.logind.dropin_order import Override, overriding_dropins
 from agent.logind.errors import CallFailed, LogindError
+from agent.logind.facts import kubelet_shutdown_delay_locks
 from agent.logind.keeper import OPERATION_IN_PROGRESS, LockKeeper
 from agent.logind.manager import Inhibitor
 from agent.logind.session import (
@@ -65,16 +66,15 @@ class InhibitorGuard:
         budget: int,
         metrics: ShutdownMetrics,
         health: Health,
-        enabled: bool,
         clock: Clock,
         paths: HostPaths,
     ) -> None:
         self.options = options
         self.paths = paths
         self.budget = budget
+        """Whole seconds, as summed by the phase plan; logind is asked for this plus the margin."""
         self.metrics = metrics
         self.health = health
-        self.enabled = enabled
         self.session = LogindSession(
             call_timeout=options.dbus_call_timeout, monotonic=clock.monotonic, now=clock.now
         )
@@ -84,6 +84,11 @@ class InhibitorGuard:
         self._refused = False
         self._warned_kubelet = False
         self._problem: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """kubelet's rule: a budget of zero seconds turns graceful shutdown off (no lock)."""
+        return self.budget > 0
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -205,7 +210,7 @@ class InhibitorGuard:
         try:
             outcome = await ensure_inhibit_delay(
                 manager,
-                budget=float(self.budget),
+                budget=self.budget,
                 margin=self.options.inhibit_delay_margin,
                 dropin_path=Path(self.options.logind_drop_in_path),
                 manage=self.options.manage_logind_delay,
@@ -257,7 +262,7 @@ class InhibitorGuard:
     def _warn_about_kubelet(self, inhibitors: tuple[Inhibitor, ...]) -> None:
         if self._warned_kubelet:
             return
-        if any(i.who == "kubelet" and "shutdown" in i.what.split(":") for i in inhibitors):
+        if kubelet_shutdown_delay_locks(inhibitors):
             self._warned_kubelet = True
             _log.warning(
                 "kubelet also holds a shutdown inhibitor: two shutdown managers are at work; "

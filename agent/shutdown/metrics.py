@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from agent.shutdown.record import ShutdownRecord
+from agent.shutdown.record import PhaseRecord, ShutdownRecord
 
 
 class ShutdownMetrics:
@@ -100,8 +100,12 @@ class ShutdownMetrics:
         self.start_time.set(record.start_time)
         self.end_time.set(record.end_time or 0)
         for phase in record.phases:
-            if (duration := phase.duration) is not None:
-                self.phase_duration.labels(priority=str(phase.priority)).set(duration)
+            self.show_phase(phase)
+
+    def show_phase(self, phase: PhaseRecord) -> None:
+        """A phase's duration, once it has one, under the priority of its bucket."""
+        if (duration := phase.duration) is not None:
+            self.phase_duration.labels(priority=str(phase.priority)).set(duration)
 
     def pod_result(self, bucket: int, result: str) -> None:
         """One pod's result, under the priority of its own bucket."""

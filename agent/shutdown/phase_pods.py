@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from enum import StrEnum
 
 import structlog
 
@@ -33,6 +34,20 @@ from agent.shutdown.phases import PodTarget
 from agent.shutdown.terminate import Outcome, PodApi, Spawn, evict_pod, mark_then_delete
 
 _log = structlog.get_logger(subsystem="shutdown.run")
+
+
+class PodResult(StrEnum):
+    """How a pod of a phase ended: the ``result`` label of
+    ``kubelet_companion_shutdown_pods_terminated``."""
+
+    GONE = "gone"
+    """It left the API before the phase deadline."""
+    BLOCKED = "blocked"
+    """A PodDisruptionBudget held its eviction to the deadline."""
+    TIMED_OUT = "timed-out"
+    """A delete or eviction was accepted, and it was still there at the deadline."""
+    FAILED = "failed"
+    """No delete or eviction request got through."""
 
 
 class PhasePods:
@@ -92,19 +107,19 @@ class PhasePods:
                 state.wait_changed(state.version, timeout=remaining), self._progress.wait()
             )
 
-    def results(self) -> list[tuple[PodTarget, str]]:
-        """Each pod's result for the metric: gone, blocked, timed-out or failed."""
+    def results(self) -> list[tuple[PodTarget, PodResult]]:
+        """Each pod's result for the metric."""
         return [(target, self._result(target)) for target in self.targets]
 
-    def _result(self, target: PodTarget) -> str:
+    def _result(self, target: PodTarget) -> PodResult:
         outcome = self.outcomes.get(target.key)
         if not self.present(target):
-            return "gone"
+            return PodResult.GONE
         if outcome is Outcome.BLOCKED:
-            return "blocked"
+            return PodResult.BLOCKED
         if outcome is Outcome.REQUESTED:
-            return "timed-out"
-        return "failed"
+            return PodResult.TIMED_OUT
+        return PodResult.FAILED
 
     def undeleted(self) -> list[PodTarget]:
         """Evict mode, at the deadline: pods still here that no accepted request is ending."""

@@ -14,6 +14,12 @@ Where we differ, we do so on purpose:
 - a grace period of 0 is sent as 1 s, because 0 through the API is a *force* delete that
   removes the object before its containers have stopped.
 
+The phases' clock is fixed here too, once: each bucket's deadline offset (its seconds plus
+those of every bucket before it, ``phase_windows``) and the budget (the last offset). The
+plan, the state file's record and, through the record, the deadlines all read these; none
+adds the seconds up again. Budgets are whole seconds throughout, as kubelet's
+``shutdownGracePeriodSeconds`` are.
+
 Pure: pods in (plain dicts), a frozen plan out.
 """
 
@@ -23,7 +29,8 @@ import bisect
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import accumulate
+from typing import Any, Protocol
 
 from agent.config.shutdown import PriorityBucket
 from agent.kube.pods import (
@@ -39,6 +46,46 @@ DEFAULT_TERMINATION_GRACE_SECONDS = 30
 MIN_API_GRACE_SECONDS = 1
 
 JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PhaseWindow:
+    """One bucket on the shutdown's clock, in running order."""
+
+    priority: int
+    budget_seconds: int
+    deadline_offset_seconds: int
+    """Seconds from the shutdown's start by which this phase must be over: its own seconds
+    and those of every phase before it."""
+
+
+class Timed(Protocol):
+    """A phase with a place on the shutdown's clock (a plan's, a record's, a window)."""
+
+    @property
+    def deadline_offset_seconds(self) -> int: ...
+
+
+def phase_windows(buckets: Iterable[PriorityBucket]) -> tuple[PhaseWindow, ...]:
+    """The buckets in running order (ascending priority) with their deadline offsets: the
+    one place the phases' seconds are added up."""
+    ordered = sorted(buckets, key=lambda bucket: bucket.priority)
+    seconds = [bucket.shutdown_grace_period_seconds for bucket in ordered]
+    return tuple(
+        PhaseWindow(bucket.priority, own, offset)
+        for bucket, own, offset in zip(ordered, seconds, accumulate(seconds), strict=True)
+    )
+
+
+def total_seconds(phases: Sequence[Timed]) -> int:
+    """The budget of ``phases`` (in running order): the last one's deadline offset, 0 for none."""
+    return phases[-1].deadline_offset_seconds if phases else 0
+
+
+def budget_seconds(buckets: Sequence[PriorityBucket]) -> int:
+    """The total budget: kubelet asks logind for the *sum* of every bucket's seconds. Whole
+    seconds; 0 turns graceful shutdown off."""
+    return total_seconds(phase_windows(buckets))
 
 
 @dataclass(frozen=True)
@@ -100,15 +147,10 @@ class PhasePlan:
 
     @property
     def budget_seconds(self) -> int:
-        return sum(phase.budget_seconds for phase in self.phases)
+        return total_seconds(self.phases)
 
     def phase_for(self, index: int) -> Phase:
         return self.phases[index]
-
-
-def budget_seconds(buckets: Sequence[PriorityBucket]) -> int:
-    """The total budget: kubelet asks logind for the *sum* of every bucket's seconds."""
-    return sum(bucket.shutdown_grace_period_seconds for bucket in buckets)
 
 
 def bucket_index(priorities: Sequence[int], priority: int) -> int:
@@ -159,6 +201,7 @@ def plan_phases(
     ordered = sorted(buckets, key=lambda bucket: bucket.priority)
     if not ordered:
         return PhasePlan(phases=(), skipped=())
+    windows = phase_windows(ordered)
     priorities = [bucket.priority for bucket in ordered]
     members: list[list[PodTarget]] = [[] for _ in ordered]
     skipped_pods: list[SkippedPod] = []
@@ -169,22 +212,19 @@ def plan_phases(
             continue
         index = bucket_index(priorities, pod_priority(pod))
         members[index].append(_target(pod, ordered[index]))
-    phases = []
-    offset = 0
-    for index, bucket in enumerate(ordered):
-        offset += bucket.shutdown_grace_period_seconds
-        phases.append(
-            Phase(
-                index=index,
-                priority=bucket.priority,
-                min_priority=None if index == 0 else bucket.priority,
-                max_priority=priorities[index + 1] - 1 if index + 1 < len(ordered) else None,
-                budget_seconds=bucket.shutdown_grace_period_seconds,
-                deadline_offset_seconds=offset,
-                pods=tuple(sorted(members[index], key=lambda t: (t.priority, t.key))),
-            )
+    phases = tuple(
+        Phase(
+            index=index,
+            priority=window.priority,
+            min_priority=None if index == 0 else window.priority,
+            max_priority=priorities[index + 1] - 1 if index + 1 < len(ordered) else None,
+            budget_seconds=window.budget_seconds,
+            deadline_offset_seconds=window.deadline_offset_seconds,
+            pods=tuple(sorted(members[index], key=lambda t: (t.priority, t.key))),
         )
-    return PhasePlan(phases=tuple(phases), skipped=tuple(sorted(skipped_pods, key=lambda s: s.key)))
+        for index, window in enumerate(windows)
+    )
+    return PhasePlan(phases=phases, skipped=tuple(sorted(skipped_pods, key=lambda s: s.key)))
 
 
 def _name_of(pod: JsonObject) -> dict[str, str]:

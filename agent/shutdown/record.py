@@ -7,6 +7,10 @@ restarted mid-shutdown" from "the node rebooted"), the start on the monotonic cl
 resumed shutdown keeps its original deadlines even if the wall clock jumps), the phases
 and their progress.
 
+The phases' deadline offsets and the budget are the phase plan's (``phases.phase_windows``),
+kept as the plan gave them: the deadlines of a resumed shutdown are read from here, never
+summed again.
+
 Pure: ``to_json``/``from_json`` convert to and from plain dicts; the adapter does the I/O.
 """
 
@@ -20,6 +24,7 @@ from typing import Any
 
 from agent.config.shutdown import PriorityBucket
 from agent.kube.timestamps import parse_rfc3339, rfc3339
+from agent.shutdown.phases import phase_windows, total_seconds
 
 SCHEMA_VERSION = 1
 
@@ -90,6 +95,12 @@ class ShutdownRecord:
     @property
     def open(self) -> bool:
         return self.status is ShutdownStatus.RUNNING
+
+    @property
+    def buckets(self) -> tuple[PriorityBucket, ...]:
+        """The buckets this shutdown started with (a resumed run keeps them, not today's
+        config)."""
+        return tuple(PriorityBucket(phase.priority, phase.budget_seconds) for phase in self.phases)
 
     def with_phase(self, index: int, **changes: Any) -> ShutdownRecord:
         phases = list(self.phases)
@@ -242,23 +253,20 @@ def begin_record(
     mode: str,
 ) -> ShutdownRecord:
     """A fresh ``running`` record with one pending phase per bucket, ascending."""
-    phases = []
-    offset = 0
-    for bucket in sorted(buckets, key=lambda each: each.priority):
-        offset += bucket.shutdown_grace_period_seconds
-        phases.append(
-            PhaseRecord(
-                priority=bucket.priority,
-                budget_seconds=bucket.shutdown_grace_period_seconds,
-                deadline_offset_seconds=offset,
-            )
-        )
+    windows = phase_windows(buckets)
     return ShutdownRecord(
         start_time=start_time,
         boot_id=boot_id,
         start_monotonic=start_monotonic,
-        budget_seconds=offset,
+        budget_seconds=total_seconds(windows),
         mode=mode,
         status=ShutdownStatus.RUNNING,
-        phases=tuple(phases),
+        phases=tuple(
+            PhaseRecord(
+                priority=window.priority,
+                budget_seconds=window.budget_seconds,
+                deadline_offset_seconds=window.deadline_offset_seconds,
+            )
+            for window in windows
+        ),
     )

@@ -62,14 +62,13 @@ from typing import Literal
 import structlog
 
 from agent.clock import Clock, SystemClock, sleep_or_done
-from agent.config.shutdown import PriorityBucket
 from agent.kube.backoff import Backoff, retry_async
 from agent.kube.errors import KubeError
 from agent.kube.events import EventRecorder, ObjectRef
 from agent.kube.nodestate import NodeState
 from agent.shutdown.deadlines import Deadlines
 from agent.shutdown.metrics import ShutdownMetrics
-from agent.shutdown.phase_pods import PhasePods
+from agent.shutdown.phase_pods import PhasePods, PodResult
 from agent.shutdown.phases import PodTarget, plan_phases
 from agent.shutdown.record import (
     OPEN_PHASES,
@@ -89,6 +88,8 @@ FIRST_SAVE_SECONDS = 0.5
 RELIST_TIMEOUT_SECONDS = 2.0
 """One request of the list that stands in for a broken pod watch."""
 RELIST_RETRY = Backoff(initial=0.2, factor=2.0, cap=1.0)
+Halt = Literal["cancelled", "stopped"]
+"""Why the controller cancels a run: logind called the shutdown off, or the agent stops."""
 
 
 @dataclass(frozen=True)
@@ -107,14 +108,6 @@ def _stored(tainting: asyncio.Task[bool]) -> bool:
     if not tainting.done() or tainting.cancelled() or tainting.exception() is not None:
         return False
     return tainting.result()
-
-
-def record_buckets(record: ShutdownRecord) -> tuple[PriorityBucket, ...]:
-    """The buckets a record was started with (a resumed run keeps them, not today's config)."""
-    return tuple(
-        PriorityBucket(priority=phase.priority, shutdown_grace_period_seconds=phase.budget_seconds)
-        for phase in record.phases
-    )
 
 
 class ShutdownRun:
@@ -151,7 +144,7 @@ class ShutdownRun:
         """Runs a coroutine that may outlive the run (late terminations)."""
         self._late: set[asyncio.Task[object]] = set()
         self.resumed = resumed
-        self.buckets = record_buckets(record)
+        self.buckets = record.buckets
         self.watchdog: BudgetWatchdog | None = None
         self._background: set[asyncio.Task[object]] = set()
         self._results: dict[str, int] = {}
@@ -160,7 +153,7 @@ class ShutdownRun:
         self._there_at_start: frozenset[tuple[str, str]] | None = None
         """(key, uid) of the node's pods when the run started (NodeState's first synced
         view); any other pod a phase stops arrived during the shutdown."""
-        self.halted: Literal["", "cancelled", "stopped"] = ""
+        self.halted: Halt | Literal[""] = ""
         """Why the controller is about to cancel this run (logind's cancellation, or the
         agent stopping), so the interrupted phase is recorded for what it is."""
 
@@ -185,7 +178,7 @@ class ShutdownRun:
             ).arm()
         return self.watchdog
 
-    def halt(self, why: Literal["cancelled", "stopped"]) -> None:
+    def halt(self, why: Halt) -> None:
         """The controller is about to cancel this run: record why, and disarm the watchdog
         now (the task may be cancelled before it ever ran, and then no ``finally`` would)."""
         self.halted = why
@@ -336,7 +329,7 @@ class ShutdownRun:
         self._take(index, targets)
         for target in targets:
             self._send_late(target)
-            self._count(target, "timed-out")
+            self._count(target, PodResult.TIMED_OUT)
         self._update_phase(
             index, status=PhaseStatus.TIMED_OUT, start_time=now, end_time=now, pods=len(targets)
         )
@@ -415,7 +408,7 @@ class ShutdownRun:
         results = pods.results()
         for target, result in results:
             self._count(target, result)
-        gone = sum(1 for _, result in results if result == "gone")
+        gone = sum(1 for _, result in results if result is PodResult.GONE)
         if all_gone:
             status = PhaseStatus.DONE
         elif self.halted == "stopped":  # the agent is going away: a restart resumes here
@@ -542,10 +535,10 @@ class ShutdownRun:
             if (target.key, target.uid) not in self._targeted
         )
 
-    def _count(self, target: PodTarget, result: str) -> None:
+    def _count(self, target: PodTarget, result: PodResult) -> None:
         """A pod's result, under its own bucket's priority whichever phase stopped it."""
-        self._results[result] = self._results.get(result, 0) + 1
-        self.metrics.pod_result(target.bucket, result)
+        self._results[result.value] = self._results.get(result.value, 0) + 1
+        self.metrics.pod_result(target.bucket, result.value)
 
     def _send_late(self, target: PodTarget) -> None:
         """A delete after the target's phase deadline: ours to wait for only within budget."""
@@ -561,9 +554,7 @@ class ShutdownRun:
     def _update_phase(self, index: int, **changes: object) -> None:
         self.record = self.record.with_phase(index, **changes)
         self.on_change(self.record)
-        phase = self.record.phases[index]
-        if (duration := phase.duration) is not None:
-            self.metrics.phase_duration.labels(priority=str(phase.priority)).set(duration)
+        self.metrics.show_phase(self.record.phases[index])
         self.store.save_soon(self.record)
 
     def _spawn(self, coroutine: Coroutine[object, object, object]) -> asyncio.Task[object]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.shutdown.taint import SHUTTING_DOWN as SHUTTING_DOWN_TAINT
 from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer, FakeKubelet
 from tests.harness.fake_apiserver.faults import FaultRule
@@ -44,7 +45,7 @@ from tests.soak.observe import (
 from tests.soak.plan import CRITICAL_PRIORITY, Fault, PodPlan, Scenario
 
 NODE = "node-1"
-SHUTTING_DOWN = "kubelet-companion.io/shutting-down"
+SHUTTING_DOWN = SHUTTING_DOWN_TAINT.key
 CRITICAL_DS = "cni"
 CRITICAL_POD = "cni-node-1"
 FIRST_LOCK_TIMEOUT = 30.0

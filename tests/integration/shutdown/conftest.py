@@ -4,6 +4,8 @@ Nothing of ours is mocked: the controller is wired exactly as ``agent.daemon`` w
 (``build_cluster`` over a kubeconfig for the fake API server, NodeState reflectors running,
 the system bus from ``DBUS_SYSTEM_BUS_ADDRESS``). Only the host paths are redirected, so a
 test can choose the boot ID the agent sees.
+
+The pods are ``tests.harness.shutdownpods.pod``, the builder the unit tests use too.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from agent.runtime.context import KubeContext
 from agent.shutdown.controller import ShutdownController
 from agent.shutdown.inhibitor import WHO
 from agent.shutdown.metrics import ShutdownMetrics
+from agent.shutdown.taint import SHUTTING_DOWN
 from agent.telemetry.health import Health
 from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer, FakeKubelet
@@ -35,10 +38,10 @@ from tests.harness.fake_apiserver.requestlog import RecordedRequest, observe_eve
 from tests.harness.fake_apiserver.resources import ResourceType
 from tests.harness.fake_apiserver.store import StoredEvent
 from tests.harness.logind import LogindHarness
+from tests.harness.shutdownpods import NODE
 from tests.harness.waiting import wait_until
 
-NODE = "node-1"
-TAINT_KEY = "kubelet-companion.io/shutting-down"
+TAINT_KEY = SHUTTING_DOWN.key
 BOOT_ID = "5b1f3c9e-0000-4000-8000-000000000001"
 DEFAULT_DROPIN_NAME = Path(ShutdownOptions().logind_drop_in_path).name
 """The agent's default drop-in name, in the harness's logind.conf.d."""
@@ -57,38 +60,13 @@ def fake_proc(root: Path, boot_id: str = BOOT_ID) -> Path:
     return root / "proc"
 
 
-def priority_class_name(priority: int) -> str:
-    if priority == 2_000_000_000:
-        return "system-cluster-critical"
-    return f"prio-minus-{-priority}" if priority < 0 else f"prio-{priority}"
-
-
 def ensure_priority_classes(server: FakeApiServer, pods: list[dict[str, Any]]) -> None:
+    """Create the PriorityClasses ``pods`` name, of the priority each pod carries."""
     for each in pods:
         name = each["spec"].get("priorityClassName")
         if not name or server.exists("priorityclasses", name):
             continue
-        digits = name.removeprefix("prio-")
-        value = -int(digits.removeprefix("minus-")) if digits.startswith("minus-") else int(digits)
-        server.create(kubeobjects.priority_class(name, value))
-
-
-POD_DEFAULTS: dict[str, Any] = {
-    "node": NODE,
-    "grace_seconds": 30,
-    "image": "registry.example/app:1",
-    "phase": "Running",
-}
-"""This suite's pods: Running on ``NODE``, 30 s of grace, of no PriorityClass."""
-
-
-def pod(name: str, *, priority: int | None = None, **fields: Any) -> dict[str, Any]:
-    """``kubeobjects.pod`` with ``POD_DEFAULTS``; ``priority`` names the
-    PriorityClass ``priority_class_name(priority)`` (the Priority admission plugin, which the
-    rig's ``ensure_priority_classes`` feeds, fills in spec.priority from it)."""
-    if priority is not None:
-        fields["priority_class"] = priority_class_name(priority)
-    return kubeobjects.pod(name, **{**POD_DEFAULTS, **fields})
+        server.create(kubeobjects.priority_class(name, each["spec"]["priority"]))
 
 
 def config_text(

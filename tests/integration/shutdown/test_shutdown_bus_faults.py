@@ -21,7 +21,8 @@ from dbus_fast import BusType, Message, MessageType
 from dbus_fast.aio import MessageBus
 
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import ShutdownRig, pod, until
+from tests.harness.shutdownpods import pod
+from tests.integration.shutdown.conftest import ShutdownRig, until
 
 pytestmark = pytest.mark.root
 

@@ -10,7 +10,8 @@ import pytest
 from agent.cli import main
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kubeobjects import owner_ref
-from tests.integration.shutdown.conftest import NODE, ensure_priority_classes, pod
+from tests.harness.shutdownpods import pod
+from tests.integration.shutdown.conftest import NODE, ensure_priority_classes
 
 
 def write_config(tmp_path: Path, body: str) -> Path:

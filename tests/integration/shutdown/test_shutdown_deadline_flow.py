@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from tests.harness.kubeobjects import owner_ref
+from tests.harness.kubeobjects import owner_ref, pdb
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import ShutdownRig, pod, until
+from tests.harness.shutdownpods import pod
+from tests.integration.shutdown.conftest import ShutdownRig, until
 
 pytestmark = pytest.mark.root
 
@@ -116,17 +117,6 @@ async def test_evict_mode_honours_a_pdb_until_the_deadline_then_deletes(
     """Evict mode honours a PDB until the phase deadline, then deletes the pod."""
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
 
-    def pdb(rig: ShutdownRig) -> None:
-        assert rig.server is not None
-        rig.server.create(
-            {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": "guard", "namespace": "default"},
-                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
-            }
-        )
-
     rig: ShutdownRig = await rig_factory(
         buckets=[(0, 2), (1000, 2)],
         mode="evict",
@@ -135,7 +125,7 @@ async def test_evict_mode_honours_a_pdb_until_the_deadline_then_deletes(
             pod("free", grace_seconds=1),
         ],
         time_scale=0.2,
-        prepare=pdb,
+        prepare=create_guard,
     )
     assert rig.server is not None
     await asyncio.to_thread(rig.server.wait_for, "poddisruptionbudgets", "guard", pdb_settled)
@@ -156,9 +146,15 @@ async def test_evict_mode_honours_a_pdb_until_the_deadline_then_deletes(
     assert not rig.pod_deletions()[0].path.endswith("/free")
 
 
-def pdb_settled(pdb: dict[str, Any] | None) -> bool:
+def create_guard(rig: ShutdownRig) -> None:
+    """A PodDisruptionBudget ``guard`` keeping one ``app=guarded`` pod available."""
+    assert rig.server is not None
+    rig.server.create(pdb("guard", match_labels={"app": "guarded"}, min_available=1))
+
+
+def pdb_settled(budget: dict[str, Any] | None) -> bool:
     """The fake's disruption controller has computed the budget (so evictions are judged)."""
-    status = (pdb or {}).get("status") or {}
+    status = (budget or {}).get("status") or {}
     return "disruptionsAllowed" in status
 
 
@@ -269,23 +265,12 @@ async def test_pdb_blocked_pod_of_the_last_phase_is_deleted_at_the_budgets_end(
     """Evict mode: a PDB blocking the only phase to its deadline (the budget's end) yields."""
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
 
-    def pdb(rig: ShutdownRig) -> None:
-        assert rig.server is not None
-        rig.server.create(
-            {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": "guard", "namespace": "default"},
-                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
-            }
-        )
-
     rig: ShutdownRig = await rig_factory(
         buckets=[(0, 2)],
         mode="evict",
         pods=[pod("guarded", grace_seconds=1, labels={"app": "guarded"})],
         time_scale=0.2,
-        prepare=pdb,
+        prepare=create_guard,
     )
     assert rig.server is not None
     await asyncio.to_thread(rig.server.wait_for, "poddisruptionbudgets", "guard", pdb_settled)

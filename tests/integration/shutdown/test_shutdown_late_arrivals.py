@@ -15,7 +15,8 @@ import pytest
 import structlog
 
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import NODE, ShutdownRig, pod, until
+from tests.harness.shutdownpods import pod
+from tests.integration.shutdown.conftest import NODE, ShutdownRig, until
 
 pytestmark = pytest.mark.root
 

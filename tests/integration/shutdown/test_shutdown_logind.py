@@ -16,7 +16,8 @@ from dbus_fast import BusType, Message
 from dbus_fast.aio import MessageBus
 
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import DEFAULT_DROPIN_NAME, ShutdownRig, pod, until
+from tests.harness.shutdownpods import pod
+from tests.integration.shutdown.conftest import DEFAULT_DROPIN_NAME, ShutdownRig, until
 
 pytestmark = pytest.mark.root
 
@@ -99,6 +100,25 @@ async def test_logind_restart_keeps_exactly_one_lock_and_poweroff_is_not_delayed
     assert start_unit.time >= removed
     # The phases ended long before the 20 s delay: logind did not wait for a stray lock.
     assert start_unit.time - signalled < 6
+
+
+async def test_buckets_of_zero_seconds_turn_shutdown_off_and_take_no_lock(
+    rig_factory: Callable[..., Any],
+) -> None:
+    """Buckets that add up to 0 s turn graceful shutdown off, by kubelet's rule (the budget
+    decides, not whether buckets are listed): the agent takes no delay lock and its
+    readiness does not wait for one."""
+    with structlog.testing.capture_logs() as logs:
+        rig: ShutdownRig = await rig_factory(buckets=[(0, 0), (1000, 0)], cluster=False)
+        await until(
+            lambda: any(e["event"].startswith("graceful node shutdown is off") for e in logs),
+            5,
+            "the agent to find graceful shutdown off",
+        )
+    # Off is decided before the bus is ever connected: no lock can come later.
+    assert await rig.our_locks() == []
+    assert "logind-lock" not in rig.health.readiness().checks
+    assert rig.metric("kubelet_companion_shutdown_budget_seconds") == 0
 
 
 async def test_lost_lock_is_taken_again_within_a_second(

@@ -9,7 +9,8 @@ import pytest
 
 from agent.kube.timestamps import parse_rfc3339
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import NODE, TAINT_KEY, ShutdownRig, pod, until
+from tests.harness.shutdownpods import pod
+from tests.integration.shutdown.conftest import NODE, TAINT_KEY, ShutdownRig, until
 
 pytestmark = pytest.mark.root
 

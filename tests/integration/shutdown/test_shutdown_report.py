@@ -19,8 +19,9 @@ from agent.runtime.status import StatusBoard
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree
 from tests.harness.nodereport import NodeProc, register_crd
+from tests.harness.shutdownpods import pod
 from tests.harness.waiting import wait_until
-from tests.integration.shutdown.conftest import NODE, ShutdownRig, pod
+from tests.integration.shutdown.conftest import NODE, ShutdownRig
 
 
 def _shutdown(server: FakeApiServer) -> dict[str, Any]:

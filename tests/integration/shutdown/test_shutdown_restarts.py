@@ -23,13 +23,13 @@ from agent.shutdown.record import ShutdownStatus, begin_record
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.logind import LogindHarness
 from tests.harness.ports import free_port
+from tests.harness.shutdownpods import pod
 from tests.integration.shutdown.conftest import (
     NODE,
     TAINT_KEY,
     ShutdownRig,
     config_text,
     ensure_priority_classes,
-    pod,
     until,
 )
 

@@ -21,27 +21,13 @@ from agent.node.statefile import write_json_atomic
 from agent.shutdown.record import begin_record
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import (
-    BOOT_ID,
-    NODE,
-    ShutdownRig,
-    WriteOrder,
-    pod,
-    until,
-)
+from tests.harness.shutdownpods import quick_pods
+from tests.integration.shutdown.conftest import BOOT_ID, NODE, ShutdownRig, WriteOrder, until
 
 pytestmark = pytest.mark.root
 
 BUCKETS = [(0, 10), (2_000_000_000, 5)]
 SLOW_PATCH_SECONDS = 0.5
-
-
-def pods() -> list[dict[str, Any]]:
-    return [
-        pod("web", grace_seconds=1),
-        pod("batch", priority=-10, grace_seconds=1),
-        pod("dns", priority=2_000_000_000, grace_seconds=1),
-    ]
 
 
 @pytest.fixture
@@ -79,7 +65,7 @@ async def test_the_taint_is_stored_before_the_first_pod_is_touched(
     when it answers at once, when the taint patch takes a moment (a busy API server), and when
     that slow patch meets a 409 (a fresh read, another guarded patch)."""
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
-    rig: ShutdownRig = await rig_factory(buckets=BUCKETS, pods=pods(), server=server)
+    rig: ShutdownRig = await rig_factory(buckets=BUCKETS, pods=quick_pods(), server=server)
     await rig.wait_for_lock()
     if answer != "at-once":
         # Well inside the time the first delete may wait for the taint here (1 s: a tenth
@@ -128,7 +114,7 @@ async def test_a_resumed_shutdown_stores_the_taint_again_before_its_next_delete(
         server.faults.hang("PATCH", rf"/nodes/{NODE}$", seconds=SLOW_PATCH_SECONDS, times=1)
 
     rig: ShutdownRig = await rig_factory(
-        buckets=BUCKETS, pods=pods(), server=server, prepare=prepare
+        buckets=BUCKETS, pods=quick_pods(), server=server, prepare=prepare
     )
     await until(lambda: rig.state()["status"] == "finished", 15, "the resumed run to finish")
 

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import NODE, TAINT_KEY, ShutdownRig, pod, until
+from tests.harness.shutdownpods import pod
+from tests.integration.shutdown.conftest import NODE, TAINT_KEY, ShutdownRig, until
 
 pytestmark = pytest.mark.root
 

@@ -15,7 +15,8 @@ import structlog
 
 from agent.shutdown.deadlines import TAINT_WAIT_SHARE
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import NODE, ShutdownRig, pod, until
+from tests.harness.shutdownpods import quick_pods
+from tests.integration.shutdown.conftest import NODE, ShutdownRig, until
 
 pytestmark = pytest.mark.root
 
@@ -23,14 +24,6 @@ BUCKETS = [(0, 4), (2_000_000_000, 2)]
 PHASE_ENDS = {"web": 4.0, "batch": 4.0, "dns": 6.0}
 """Each pod's phase deadline, in seconds after the signal."""
 BUDGET_SECONDS = 6.0
-
-
-def pods() -> list[dict[str, Any]]:
-    return [
-        pod("web", grace_seconds=1),
-        pod("batch", priority=-10, grace_seconds=1),
-        pod("dns", priority=2_000_000_000, grace_seconds=1),
-    ]
 
 
 @pytest.mark.parametrize("logind_harness", [{"inhibit_delay_max_sec": 15}], indirect=True)
@@ -42,7 +35,7 @@ async def test_a_taint_the_api_server_will_not_store_does_not_hold_up_the_phases
     deleted before its phase deadline and gone before the lock goes, the phases end on
     their own (not at the budget's end), and the agent says the taint was not stored."""
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
-    rig: ShutdownRig = await rig_factory(buckets=BUCKETS, pods=pods())
+    rig: ShutdownRig = await rig_factory(buckets=BUCKETS, pods=quick_pods())
     assert rig.server is not None
     assert rig.kubelet is not None
     await rig.wait_for_lock()

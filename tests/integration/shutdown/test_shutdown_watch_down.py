@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from tests.harness.logind import LogindHarness
-from tests.integration.shutdown.conftest import ShutdownRig, pod, until
+from tests.harness.shutdownpods import pod
+from tests.integration.shutdown.conftest import ShutdownRig, until
 
 pytestmark = pytest.mark.root
 

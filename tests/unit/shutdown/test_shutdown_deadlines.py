@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from agent.shutdown.deadlines import TAINT_WAIT_SECONDS, TAINT_WAIT_SHARE, deadlines_from
+from agent.config.shutdown import CRITICAL_POD_PRIORITY, PriorityBucket
+from agent.shutdown.deadlines import TAINT_WAIT_SECONDS, TAINT_WAIT_SHARE, Deadlines
+from agent.shutdown.deadlines import deadlines_from as deadlines_at
+from agent.shutdown.phases import budget_seconds, phase_windows, plan_phases
+from agent.shutdown.record import begin_record
+
+
+def deadlines_from(start: float, budgets: list[int]) -> Deadlines:
+    """The deadlines of phases of ``budgets`` seconds, in running order, offset from
+    ``start`` as the phase plan sums them."""
+    buckets = [PriorityBucket(index, seconds) for index, seconds in enumerate(budgets)]
+    return deadlines_at(start, phase_windows(buckets))
 
 
 def test_deadlines_are_start_plus_cumulative_budgets() -> None:
@@ -50,3 +61,22 @@ def test_the_taint_wait_is_short_and_a_small_share_of_the_phase_left(
     pods little."""
     deadlines = deadlines_from(0.0, budgets)
     assert deadlines.taint_wait_end(now) - now == pytest.approx(expected_wait)
+
+
+def test_the_plan_the_record_and_the_deadlines_keep_one_clock() -> None:
+    """Buckets in any order give the plan, a fresh record and the deadlines read from that
+    record the same offsets (each phase's seconds and those before it) and the same budget."""
+    buckets = (
+        PriorityBucket(1000, 7),
+        PriorityBucket(-5, 0),
+        PriorityBucket(CRITICAL_POD_PRIORITY, 11),
+        PriorityBucket(0, 3),
+    )
+    plan = plan_phases(buckets, [])
+    record = begin_record(buckets, start_time=0.0, start_monotonic=50.0, boot_id="b", mode="delete")
+    deadlines = deadlines_at(50.0, record.phases)
+    assert [p.deadline_offset_seconds for p in plan.phases] == [0, 3, 10, 21]
+    assert [p.deadline_offset_seconds for p in record.phases] == [0, 3, 10, 21]
+    assert deadlines.phase_ends == (50.0, 53.0, 60.0, 71.0)
+    assert plan.budget_seconds == record.budget_seconds == budget_seconds(buckets) == 21
+    assert deadlines.budget_end == 50.0 + record.budget_seconds

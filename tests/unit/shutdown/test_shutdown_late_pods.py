@@ -26,14 +26,7 @@ from agent.shutdown.metrics import ShutdownMetrics
 from agent.shutdown.record import ShutdownRecord, begin_record
 from agent.shutdown.run import ClusterAccess, ShutdownRun
 from agent.shutdown.store import RecordStore
-from tests.harness import kubeobjects
-
-
-def pod(name: str, priority: int) -> dict[str, Any]:
-    """A Running pod of ``priority`` with 30 s of grace, uid ``<name>-uid``."""
-    return kubeobjects.pod(
-        name, uid=f"{name}-uid", priority=priority, grace_seconds=30, phase="Running"
-    )
+from tests.harness.shutdownpods import pod
 
 
 class LiveNodeState:
@@ -135,8 +128,10 @@ async def test_a_pod_reaching_the_cache_during_its_phase_joins_it_before_the_nex
     tmp_path: Path,
 ) -> None:
     """A phase-0 pod seen only once phase 0 runs is stopped, and waited for, in phase 0."""
-    state = LiveNodeState([pod("first", 0), pod("high", 1000)])
-    kube = KubeletKube(state, lambda name: state.put(pod("late", 0)) if name == "first" else None)
+    state = LiveNodeState([pod("first", priority=0), pod("high", priority=1000)])
+    kube = KubeletKube(
+        state, lambda name: state.put(pod("late", priority=0)) if name == "first" else None
+    )
     finished = await asyncio.wait_for(run_for(tmp_path, state, kube, two_phases()).start(), 10)
     assert kube.deleted == ["first", "late", "high"]
     assert [(p.status.value, p.pods, p.terminated) for p in finished.phases] == [
@@ -149,8 +144,10 @@ async def test_a_pod_of_an_ended_phase_reaching_the_cache_late_is_stopped_with_t
     tmp_path: Path,
 ) -> None:
     """A phase-0 pod seen only once phase 1 runs joins phase 1: no pod is left running."""
-    state = LiveNodeState([pod("first", 0), pod("high", 1000)])
-    kube = KubeletKube(state, lambda name: state.put(pod("late", 0)) if name == "high" else None)
+    state = LiveNodeState([pod("first", priority=0), pod("high", priority=1000)])
+    kube = KubeletKube(
+        state, lambda name: state.put(pod("late", priority=0)) if name == "high" else None
+    )
     finished = await asyncio.wait_for(run_for(tmp_path, state, kube, two_phases()).start(), 10)
     assert kube.deleted == ["first", "high", "late"]
     assert [(p.status.value, p.pods) for p in finished.phases] == [("done", 1), ("done", 2)]
@@ -165,8 +162,10 @@ async def test_a_late_pod_stopped_by_a_later_phase_counts_under_its_own_bucket(
 ) -> None:
     """A priority-0 pod that arrives while the priority-1000 phase runs is stopped there,
     with that phase's grace at most, and counted (gone, late) under priority 0."""
-    state = LiveNodeState([pod("first", 0), pod("high", 1000)])
-    kube = KubeletKube(state, lambda name: state.put(pod("late", 0)) if name == "high" else None)
+    state = LiveNodeState([pod("first", priority=0), pod("high", priority=1000)])
+    kube = KubeletKube(
+        state, lambda name: state.put(pod("late", priority=0)) if name == "high" else None
+    )
     registry = CollectorRegistry()
     record = two_phases(second_seconds=7)
     start = record.start_monotonic
@@ -187,8 +186,10 @@ async def test_a_pod_of_a_later_phase_arriving_early_waits_for_its_own_phase(
 ) -> None:
     """A priority-1000 pod that arrives while phase 0 runs is not stopped before phase 0 is
     over: it joins its own phase, and is counted there as a late arrival."""
-    state = LiveNodeState([pod("first", 0), pod("high", 1000)])
-    kube = KubeletKube(state, lambda name: state.put(pod("new", 1000)) if name == "first" else None)
+    state = LiveNodeState([pod("first", priority=0), pod("high", priority=1000)])
+    kube = KubeletKube(
+        state, lambda name: state.put(pod("new", priority=1000)) if name == "first" else None
+    )
     registry = CollectorRegistry()
     finished = await asyncio.wait_for(
         run_for(tmp_path, state, kube, two_phases(), registry).start(), 10

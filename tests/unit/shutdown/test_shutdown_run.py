@@ -19,7 +19,7 @@ from agent.shutdown.metrics import ShutdownMetrics
 from agent.shutdown.record import ShutdownRecord, begin_record
 from agent.shutdown.run import ClusterAccess, ShutdownRun
 from agent.shutdown.store import RecordStore
-from tests.harness import kubeobjects
+from tests.harness.shutdownpods import pod
 
 CRITICAL = 2_000_000_000
 
@@ -81,13 +81,6 @@ class Releases:
         first = not self.done.is_set()
         self.done.set()
         return first
-
-
-def pod(name: str, priority: int) -> dict[str, Any]:
-    """A Running pod of ``priority`` with 30 s of grace, uid ``<name>-uid``."""
-    return kubeobjects.pod(
-        name, uid=f"{name}-uid", priority=priority, grace_seconds=30, phase="Running"
-    )
 
 
 def build_run(
@@ -175,7 +168,7 @@ async def test_phases_past_their_deadline_still_send_deletes_without_holding_the
         tmp_path,
         record,
         Deadlines(start=now - 5, phase_ends=(now - 3, now - 3)),
-        state=NodeStateDouble([pod("web", 0), pod("crit", CRITICAL)]),
+        state=NodeStateDouble([pod("web", priority=0), pod("crit", priority=CRITICAL)]),
         kube=kube,
         release=release,
         clock=clock,

@@ -9,10 +9,10 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from agent.shutdown.deadlines import TAINT_WAIT_SHARE
+from tests.harness.shutdownpods import pod
 from tests.unit.shutdown.test_shutdown_late_pods import (
     KubeletKube,
     LiveNodeState,
-    pod,
     run_for,
     two_phases,
 )
@@ -20,7 +20,7 @@ from tests.unit.shutdown.test_shutdown_late_pods import (
 
 async def test_no_pod_is_deleted_before_the_taint_write_succeeds(tmp_path: Path) -> None:
     """A taint write that takes a moment is waited for: the first delete comes after it."""
-    state = LiveNodeState([pod("web", 0)])
+    state = LiveNodeState([pod("web", priority=0)])
     order: list[str] = []
     kube = KubeletKube(state, lambda name: order.append(f"delete {name}"))
 
@@ -43,7 +43,7 @@ async def test_a_taint_never_stored_delays_the_first_delete_only_briefly(tmp_pat
     """A taint write that never ends holds the deletes for a tenth of the phase (20 s here:
     2 s), is left running (never cancelled), and the run counts and logs the start without
     it."""
-    state = LiveNodeState([pod("web", 0)])
+    state = LiveNodeState([pod("web", priority=0)])
     kube = KubeletKube(state, lambda _name: None)
     registry = CollectorRegistry()
     record = two_phases()

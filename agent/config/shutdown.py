@@ -7,7 +7,9 @@ we, so operators can paste them. Our own knobs live in the ``shutdown`` section.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Literal
 
 from agent.config.errors import FieldError
@@ -41,6 +43,35 @@ class PriorityBucket:
 
     priority: int = setting(0)
     shutdown_grace_period_seconds: int = setting(0, minimum=0)
+
+
+@dataclass(frozen=True)
+class PhaseWindow:
+    """One bucket on the shutdown's clock, in running order."""
+
+    priority: int
+    budget_seconds: int
+    deadline_offset_seconds: int
+    """Seconds from the shutdown's start by which this phase must be over: its own seconds
+    and those of every phase before it."""
+
+
+def phase_windows(buckets: Iterable[PriorityBucket]) -> tuple[PhaseWindow, ...]:
+    """The buckets in running order (ascending priority) with their deadline offsets: the
+    one place the phases' seconds are added up."""
+    ordered = sorted(buckets, key=lambda bucket: bucket.priority)
+    seconds = [bucket.shutdown_grace_period_seconds for bucket in ordered]
+    return tuple(
+        PhaseWindow(bucket.priority, own, offset)
+        for bucket, own, offset in zip(ordered, seconds, accumulate(seconds), strict=True)
+    )
+
+
+def budget_seconds(buckets: Iterable[PriorityBucket]) -> int:
+    """The total budget: kubelet asks logind for the *sum* of every bucket's seconds (the last
+    phase's deadline offset). Whole seconds; 0 turns graceful shutdown off."""
+    windows = phase_windows(buckets)
+    return windows[-1].deadline_offset_seconds if windows else 0
 
 
 def _period_reason(seconds: float) -> str | None:

@@ -8,9 +8,11 @@ from typing import Any
 
 from agent.config import AgentConfig
 from agent.config.durations import format_duration
+from agent.config.shutdown import budget_seconds
 from agent.config.swap import LIMITED_SWAP
 from agent.logind.dropin_order import Override
 from agent.logind.facts import LogindFacts, kubelet_shutdown_delay_locks
+from agent.logind.manager import USEC_PER_SECOND
 from agent.node.cgroups import LIMITED_SWAP_NEEDS_V2, CgroupFacts
 from agent.node.facts import NodeFacts
 from agent.node.kubepods import KubepodsRoot
@@ -47,7 +49,7 @@ def build_report(
 ) -> DoctorReport:
     """``kubepods``: where the one cgroup finder found the tree (``None``: nowhere)."""
     memory, cgroups, kernel, noswap = facts.memory, facts.cgroups, facts.kernel, facts.tmpfs_noswap
-    budget = sum(b.shutdown_grace_period_seconds for b in config.shutdown_buckets)
+    budget = budget_seconds(config.shutdown_buckets)
     sections: dict[str, dict[str, Any]] = {
         "node": {
             "name": node_name,
@@ -133,7 +135,7 @@ def build_report(
             )
     warnings += _shutdown_readiness_warnings(budget, logind)
     if budget > 0 and logind.inhibit_delay_max_usec is not None:
-        delay = logind.inhibit_delay_max_usec / 1e6
+        delay = logind.inhibit_delay_max_usec / USEC_PER_SECOND
         if delay < budget:
             action = (
                 f"the agent will raise it with {config.shutdown.logind_drop_in_path}"

@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from agent.config import load_agent_config
+from agent.config.shutdown import budget_seconds
 from agent.kube.errors import KubeConfigError, KubeError
 from agent.shutdown.phases import plan_phases
 from agent.shutdown.render import render_json, render_table
@@ -42,7 +43,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
     config = load_agent_config(getattr(args, "config", None))
     node = config.resolved_node_name
-    if not config.shutdown_buckets:
+    if budget_seconds(config.shutdown_buckets) == 0:
         print(
             "graceful node shutdown is off: set shutdownGracePeriod (and "
             "shutdownGracePeriodCriticalPods) or shutdownGracePeriodByPodPriority",

@@ -34,6 +34,7 @@ import structlog
 
 from agent.clock import Clock
 from agent.config import AgentConfig
+from agent.config.shutdown import budget_seconds
 from agent.kube.events import ObjectRef
 from agent.logind.session import BusConnected, LogindEvent, LogindOwnerChanged, PrepareForShutdown
 from agent.node.kernel import read_boot_id
@@ -45,7 +46,6 @@ from agent.shutdown.deadlines import Deadlines, deadlines_from
 from agent.shutdown.inhibitor import InhibitorGuard
 from agent.shutdown.listener import SessionListener
 from agent.shutdown.metrics import ShutdownMetrics
-from agent.shutdown.phases import budget_seconds
 from agent.shutdown.published import published
 from agent.shutdown.record import ShutdownRecord, ShutdownStatus, begin_record
 from agent.shutdown.run import ClusterAccess, Halt, ShutdownRun

@@ -1,12 +1,12 @@
 """Absolute phase deadlines, computed once from the shutdown's start.
 
 kubelet restarts each phase's clock when the phase begins, so a phase that starts late
-pushes every later one back and the total can overrun logind's delay. We fix every
-deadline at the start instead: phase *i* must be over by ``start`` plus its deadline offset,
-the seconds of phase *i* and of every phase before it (summed once, by the phase plan:
-``phases.phase_windows``; the record keeps them). A phase that ends early hands its unused
-time to the next one; a late one never stretches the total. The same offsets resume a
-shutdown after an agent restart.
+pushes every later one back and the total can overrun logind's delay. We fix every deadline
+at the start instead: phase *i* must be over by ``start`` plus its deadline offset, the
+seconds of phase *i* and of every phase before it (summed once, by
+``agent.config.shutdown.phase_windows``; the record keeps them). A phase that ends early
+hands its unused time to the next one; a late one never stretches the total. The same
+offsets resume a shutdown after an agent restart.
 
 The first delete of a shutdown waits for the shutting-down taint to be stored, but only
 briefly: ``TAINT_WAIT_SECONDS`` at most, and never more than ``TAINT_WAIT_SHARE`` of the time

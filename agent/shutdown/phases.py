@@ -14,11 +14,11 @@ Where we differ, we do so on purpose:
 - a grace period of 0 is sent as 1 s, because 0 through the API is a *force* delete that
   removes the object before its containers have stopped.
 
-The phases' clock is fixed here too, once: each bucket's deadline offset (its seconds plus
-those of every bucket before it, ``phase_windows``) and the budget (the last offset). The
-plan, the state file's record and, through the record, the deadlines all read these; none
-adds the seconds up again. Budgets are whole seconds throughout, as kubelet's
-``shutdownGracePeriodSeconds`` are.
+The phases' clock is fixed once, beside the buckets (``agent.config.shutdown``): each
+bucket's deadline offset (its seconds plus those of every bucket before it,
+``phase_windows``) and the budget (the last offset). The plan, the state file's record and,
+through the record, the deadlines all read these; none adds the seconds up again. Budgets
+are whole seconds throughout, as kubelet's ``shutdownGracePeriodSeconds`` are.
 
 Pure: pods in (plain dicts), a frozen plan out.
 """
@@ -29,10 +29,9 @@ import bisect
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Any, Protocol
 
-from agent.config.shutdown import PriorityBucket
+from agent.config.shutdown import PriorityBucket, phase_windows
 from agent.kube.pods import (
     is_daemon_set_pod,
     is_finished,
@@ -48,17 +47,6 @@ MIN_API_GRACE_SECONDS = 1
 JsonObject = dict[str, Any]
 
 
-@dataclass(frozen=True)
-class PhaseWindow:
-    """One bucket on the shutdown's clock, in running order."""
-
-    priority: int
-    budget_seconds: int
-    deadline_offset_seconds: int
-    """Seconds from the shutdown's start by which this phase must be over: its own seconds
-    and those of every phase before it."""
-
-
 class Timed(Protocol):
     """A phase with a place on the shutdown's clock (a plan's, a record's, a window)."""
 
@@ -66,26 +54,9 @@ class Timed(Protocol):
     def deadline_offset_seconds(self) -> int: ...
 
 
-def phase_windows(buckets: Iterable[PriorityBucket]) -> tuple[PhaseWindow, ...]:
-    """The buckets in running order (ascending priority) with their deadline offsets: the
-    one place the phases' seconds are added up."""
-    ordered = sorted(buckets, key=lambda bucket: bucket.priority)
-    seconds = [bucket.shutdown_grace_period_seconds for bucket in ordered]
-    return tuple(
-        PhaseWindow(bucket.priority, own, offset)
-        for bucket, own, offset in zip(ordered, seconds, accumulate(seconds), strict=True)
-    )
-
-
 def total_seconds(phases: Sequence[Timed]) -> int:
     """The budget of ``phases`` (in running order): the last one's deadline offset, 0 for none."""
     return phases[-1].deadline_offset_seconds if phases else 0
-
-
-def budget_seconds(buckets: Sequence[PriorityBucket]) -> int:
-    """The total budget: kubelet asks logind for the *sum* of every bucket's seconds. Whole
-    seconds; 0 turns graceful shutdown off."""
-    return total_seconds(phase_windows(buckets))
 
 
 @dataclass(frozen=True)

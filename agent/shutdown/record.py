@@ -7,9 +7,9 @@ restarted mid-shutdown" from "the node rebooted"), the start on the monotonic cl
 resumed shutdown keeps its original deadlines even if the wall clock jumps), the phases
 and their progress.
 
-The phases' deadline offsets and the budget are the phase plan's (``phases.phase_windows``),
-kept as the plan gave them: the deadlines of a resumed shutdown are read from here, never
-summed again.
+The phases' deadline offsets and the budget are the phase plan's
+(``agent.config.shutdown.phase_windows``), kept as the plan gave them: the deadlines of a
+resumed shutdown are read from here, never summed again.
 
 Pure: ``to_json``/``from_json`` convert to and from plain dicts; the adapter does the I/O.
 """
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from agent.config.shutdown import PriorityBucket
+from agent.config.shutdown import PriorityBucket, phase_windows
 from agent.kube.timestamps import parse_rfc3339, rfc3339
-from agent.shutdown.phases import phase_windows, total_seconds
+from agent.shutdown.phases import total_seconds
 
 SCHEMA_VERSION = 1
 

@@ -100,6 +100,23 @@ def test_plan_with_shutdown_off_says_so(tmp_path: Path, capsys: pytest.CaptureFi
     assert "graceful node shutdown is off" in capsys.readouterr().err
 
 
+def test_plan_with_buckets_of_zero_seconds_says_shutdown_is_off(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Buckets that add up to 0 s turn shutdown off for the agent (no lock), so the plan says
+    it is off too, rather than printing a plan of 0 s."""
+    config = write_config(
+        tmp_path,
+        "shutdownGracePeriodByPodPriority:\n"
+        "- {priority: 0, shutdownGracePeriodSeconds: 0}\n"
+        "- {priority: 100000, shutdownGracePeriodSeconds: 0}\n",
+    )
+    assert main(["shutdown", "plan", "--config", str(config)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "graceful node shutdown is off" in captured.err
+
+
 def test_plan_with_a_bad_config_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Both shutdown forms at once is kubelet's config error: exit 2, the field named."""
     config = write_config(

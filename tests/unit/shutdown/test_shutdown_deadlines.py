@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from agent.config.shutdown import CRITICAL_POD_PRIORITY, PriorityBucket
+from agent.config.shutdown import (
+    CRITICAL_POD_PRIORITY,
+    PriorityBucket,
+    budget_seconds,
+    phase_windows,
+)
 from agent.shutdown.deadlines import TAINT_WAIT_SECONDS, TAINT_WAIT_SHARE, Deadlines
 from agent.shutdown.deadlines import deadlines_from as deadlines_at
-from agent.shutdown.phases import budget_seconds, phase_windows, plan_phases
+from agent.shutdown.phases import plan_phases
 from agent.shutdown.record import begin_record
 
 

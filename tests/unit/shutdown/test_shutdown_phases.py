@@ -6,11 +6,15 @@ from typing import Any
 
 import pytest
 
-from agent.config.shutdown import CRITICAL_POD_PRIORITY, PriorityBucket, priority_buckets
+from agent.config.shutdown import (
+    CRITICAL_POD_PRIORITY,
+    PriorityBucket,
+    budget_seconds,
+    priority_buckets,
+)
 from agent.shutdown.phases import (
     MIN_API_GRACE_SECONDS,
     bucket_index,
-    budget_seconds,
     grace_seconds,
     plan_phases,
     skip_reason,

@@ -10,6 +10,7 @@ started at ``CREATED``, uid ``uid-<namespace>-<name>``; a PDB allowing no disrup
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from typing import Any
@@ -18,6 +19,7 @@ from agent.descheduler.cache.projection import snapshot_from_list
 from agent.descheduler.core.framework.registry import REGISTRY
 from agent.descheduler.core.policy import DeschedulerPolicy, parse_policy
 from agent.descheduler.model.cluster import ClusterSnapshot, NodeUsage
+from agent.descheduler.model.metricsusage import KubernetesMetrics, PrometheusSamples
 from tests.harness import kubeobjects
 from tests.harness.kubeobjects import owner_ref
 
@@ -57,20 +59,25 @@ pdb = functools.partial(kubeobjects.pdb, disruptions_allowed=0)
 
 
 def snapshot(
-    *items: Mapping[str, Any], node_usage: Mapping[str, NodeUsage] | None = None
+    *items: Mapping[str, Any],
+    node_usage: Mapping[str, NodeUsage] | None = None,
+    prometheus: Mapping[str, Mapping[str, float] | str] | None = None,
+    kubernetes_metrics: KubernetesMetrics | None = None,
 ) -> ClusterSnapshot:
+    """The snapshot of ``items``, with the usage a metrics source would add: ``prometheus``
+    maps each query to its ratios by node, or to the error its run gave."""
     built = snapshot_from_list(items, NOW)
-    if node_usage is None:
-        return built
-    return ClusterSnapshot(
-        nodes=built.nodes,
-        pods_by_node=built.pods_by_node,
-        namespaces=built.namespaces,
-        disruption_budgets=built.disruption_budgets,
-        claims=built.claims,
-        priority_classes=built.priority_classes,
-        node_usage=node_usage,
-        now=built.now,
+    samples = {
+        query: PrometheusSamples(query, error=answer)
+        if isinstance(answer, str)
+        else PrometheusSamples(query, ratios=dict(answer))
+        for query, answer in (prometheus or {}).items()
+    }
+    return dataclasses.replace(
+        built,
+        node_usage=built.node_usage if node_usage is None else node_usage,
+        prometheus=samples,
+        kubernetes_metrics=kubernetes_metrics,
     )
 
 

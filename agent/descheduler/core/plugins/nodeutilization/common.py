@@ -23,7 +23,6 @@ Where we differ on purpose:
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -40,6 +39,7 @@ from agent.descheduler.core.plugins.nodeutilization.metrics import NODE_REPORTS
 from agent.descheduler.core.plugins.nodeutilization.usage import NodeState, Usage, UsageSource
 from agent.descheduler.core.rules.podorder import eviction_key, eviction_order
 from agent.descheduler.model.cluster import CPU, MEMORY, NodeInfo, PodInfo
+from agent.descheduler.model.gomath import go_round
 from agent.kube.taintownership import is_emptying_taint
 from agent.kube.tolerations import tolerates
 
@@ -100,11 +100,6 @@ def above(percent: Mapping[str, float], limits: Mapping[str, float]) -> bool:
 def usable_as_room(handle: Handle, node: NodeInfo) -> bool:
     report = handle.snapshot.node_usage.get(node.name)
     return report is None or report.usable_as_destination
-
-
-def go_round(value: float) -> int:
-    """Go's ``math.Round``: halves away from zero (Python's ``round`` goes to even)."""
-    return int(math.copysign(math.floor(abs(value) + 0.5), value))
 
 
 def record(handle: Handle, plugin: str, state: NodeState, category: str) -> None:

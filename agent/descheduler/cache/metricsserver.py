@@ -50,14 +50,14 @@ def smooth(previous: ResourceList | None, sample: ResourceList) -> ResourceList:
 
 def _usage(usage: Any) -> tuple[Fraction, Fraction]:
     if not isinstance(usage, dict):
-        raise ValueError("no usage")
+        raise TypeError("no usage")
     return parse_quantity(usage[CPU]), parse_quantity(usage[MEMORY])
 
 
 def _name(item: Any) -> tuple[str, str]:
     metadata = item.get("metadata") if isinstance(item, dict) else None
     if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
-        raise ValueError("no metadata.name")
+        raise TypeError("no metadata.name")
     return str(metadata.get("namespace") or ""), metadata["name"]
 
 
@@ -90,9 +90,7 @@ def pod_usage(items: list[Any]) -> Read:
     for item in items:
         try:
             namespace, name = _name(item)
-            containers = item.get("containers")
-            if not isinstance(containers, list):
-                raise TypeError("no containers")
+            containers = _listed(item.get("containers"))
         except (KeyError, ValueError, TypeError):
             read.unreadable += 1
             continue
@@ -103,6 +101,12 @@ def pod_usage(items: list[Any]) -> Read:
         else:
             read.usage[key] = {CPU: _ceil(total[CPU] * 1000), MEMORY: _ceil(total[MEMORY])}
     return read
+
+
+def _listed(value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise TypeError("not a list")
+    return value
 
 
 def _containers(containers: list[Any]) -> tuple[str, dict[str, Fraction]]:

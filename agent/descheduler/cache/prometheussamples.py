@@ -45,26 +45,24 @@ def samples_from(query: str, answer: QueryAnswer | PrometheusError) -> Prometheu
     ratios: dict[str, float] = {}
     for sample in answer.samples:
         node = sample.labels.get(INSTANCE)
-        if node is None:
-            return PrometheusSamples(
-                query, error="the collected metrics sample is missing 'instance' key"
-            )
-        value = sample.value
-        if math.isnan(value):
-            return PrometheusSamples(
-                query, error=f'the collected metrics sample for "{node}" has value NaN'
-            )
-        if value < 0 or value > 1:
-            return PrometheusSamples(
-                query,
-                error=f'the collected metrics sample for "{node}" has value '
-                f"{_go_float(value)} outside of <0; 1> interval",
-            )
-        if node in ratios:
-            return PrometheusSamples(
-                query,
-                error=f'the query returned more than one sample for "{node}": it must return '
-                "one per node",
-            )
-        ratios[node] = value
+        problem = _problem(node, sample.value, ratios)
+        if problem:
+            return PrometheusSamples(query, error=problem)
+        ratios[str(node)] = sample.value
     return PrometheusSamples(query, ratios=ratios)
+
+
+def _problem(node: str | None, value: float, seen: dict[str, float]) -> str:
+    """Why a sample cannot be a node's ratio; "" when it can."""
+    if node is None:
+        return "the collected metrics sample is missing 'instance' key"
+    if math.isnan(value):
+        return f'the collected metrics sample for "{node}" has value NaN'
+    if value < 0 or value > 1:
+        return (
+            f'the collected metrics sample for "{node}" has value {_go_float(value)} '
+            "outside of <0; 1> interval"
+        )
+    if node in seen:
+        return f'the query returned more than one sample for "{node}": it must return one per node'
+    return ""

@@ -226,4 +226,3 @@ def test_garbage_is_a_bad_answer_naming_the_problem(data: bytes, reason: str) ->
     """What is not a Prometheus answer raises ``BadAnswer`` saying what is wrong."""
     with pytest.raises(BadAnswer, match="^" + reason.replace("[", r"\[").replace("(", r"\(")):
         decode_answer(data)
-

@@ -470,4 +470,3 @@ class TestHighNodeUtilization:
         plan = run_cycle(policy((HNU, args)), state)
         assert _evicted(plan) == ["sparse-0", "sparse-1"]
         assert plan.taints == []
-

@@ -48,8 +48,11 @@ def _facts(plan: Plan, key: str, plugin: str = LNU) -> dict[str, Any]:
     return {f["node"]: f.get(key) for f in plan.nodes if f["plugin"] == plugin}
 
 
+UPSTREAM_SAMPLES = {"a": 0.9, "b": 0.6, "c": 0.505, "d": 0.1, "e": 0.209}
+
+
 class TestPrometheusAsUpstream:
-    SAMPLES = {"a": 0.9, "b": 0.6, "c": 0.505, "d": 0.1, "e": 0.209}
+    SAMPLES = UPSTREAM_SAMPLES
 
     def _plan(self, args: dict[str, Any] = UPSTREAM_PROMETHEUS, **top: Any) -> Plan:
         state = snapshot(*_three_pods_each(*self.SAMPLES), prometheus={QUERY: self.SAMPLES})
@@ -138,12 +141,16 @@ def _report(name: str, cpu: int, pods: dict[str, int], *, stale: bool = False) -
     )
 
 
+PER_RESOURCE = {
+    **CPU_ONLY,
+    "metricsUtilization": {"source": "Prometheus", "prometheus": {"queries": {"cpu": QUERY}}},
+}
+PER_RESOURCE_SAMPLES = {"a": 0.75, "b": 0.1, "c": 0.3}
+
+
 class TestPrometheusPerResourceQueries:
-    ARGS = {
-        **CPU_ONLY,
-        "metricsUtilization": {"source": "Prometheus", "prometheus": {"queries": {"cpu": QUERY}}},
-    }
-    SAMPLES = {"a": 0.75, "b": 0.1, "c": 0.3}
+    ARGS = PER_RESOURCE
+    SAMPLES = PER_RESOURCE_SAMPLES
     REPORT = _report("a", 3000, {"a-0": 500, "a-1": 400, "a-2": 900})
 
     def _plan(self, args: dict[str, Any], reports: dict[str, NodeUsage] | None = None) -> Plan:

@@ -11,6 +11,7 @@ metrics, a Warning Event for a plugin that failed, and one log line a person rea
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
@@ -26,6 +27,7 @@ from agent.descheduler.live.metrics import RESULT_BLOCKED_BY_PDB, DeschedulerMet
 from agent.descheduler.live.options import RunOptions
 from agent.descheduler.live.taintactions import TaintActions, emptying_nodes
 from agent.descheduler.live.triggers import CycleSchedule
+from agent.descheduler.live.usagefeed import UsageFeed
 from agent.descheduler.model.cluster import ClusterSnapshot
 from agent.descheduler.plan.render import render_json, render_table
 from agent.descheduler.plan.shape import Plan, PlannedEviction
@@ -63,6 +65,7 @@ class Descheduler:
         events: EventSink | None = None,
         subject: ObjectRef | None = None,
         budgets: BudgetWatch | None = None,
+        usage_feed: UsageFeed | None = None,
     ) -> None:
         self.policy = policy
         self.options = options
@@ -84,7 +87,9 @@ class Descheduler:
         self.subject = subject
         self.budgets = budgets
         """The budgets' watch, which held evictions wait on; ``None``: they are not held."""
-        """What the cycle's own Warning Events are about: this replica's Pod, else its Lease."""
+        self.usage_feed = usage_feed
+        """Reads the metrics sources the policy's plugins need before each cycle; ``None``
+        when they need none."""
 
     @property
     def leading(self) -> bool:
@@ -99,7 +104,7 @@ class Descheduler:
         if not self.options.dry_run and not self._leftovers_checked:
             await self._remove_leftover_rescues()
         owner_evictions = await self._recall()
-        snapshot = self.state.snapshot(self.clock.now())
+        snapshot = await self._snapshot()
         options = CycleOptions(owner_evictions=owner_evictions, monotonic=self.clock.monotonic)
         plan = await asyncio.to_thread(run_cycle, self.policy, snapshot, options)
         self._count_fallbacks(plan)
@@ -112,7 +117,7 @@ class Descheduler:
                 render_json(plan) if self.options.output == "json" else render_table(plan)
             )
             self.out.flush()
-            self.metrics.cycles.labels("dry-run").inc()
+            self.metrics.cycles.labels("failed" if plan.errors else "dry-run").inc()
         else:
             for refused in plan.limit_refusals:
                 # Upstream counts a limit's refusal with the limit's text as the result.
@@ -131,6 +136,16 @@ class Descheduler:
         self.metrics.loop_duration.observe(self.clock.monotonic() - started)
         self.last_plan = plan
         return plan
+
+    async def _snapshot(self) -> ClusterSnapshot:
+        """The caches' snapshot, with what the metrics sources said just now."""
+        now = self.clock.now()
+        if self.usage_feed is None:
+            return self.state.snapshot(now)
+        prometheus, kubernetes = await self.usage_feed.read(now)
+        return dataclasses.replace(
+            self.state.snapshot(now), prometheus=prometheus, kubernetes_metrics=kubernetes
+        )
 
     async def _report_failures(self, plan: Plan) -> None:
         """A plugin or profile that failed: an error line and a Warning Event each."""

@@ -173,6 +173,12 @@ def _descheduler_plan_flags(parser: argparse.ArgumentParser) -> None:
     )
     add("--policy-config-file", metavar="FILE", required=True, help="DeschedulerPolicy")
     add("--node-reports", metavar="FILE", help="kubectl get nodereports -o json (gzip accepted)")
+    add(
+        "--usage",
+        metavar="FILE",
+        help="what the policy's metrics sources answered (Prometheus queries, NodeMetrics, "
+        "PodMetrics; docs/plan.md), when it reads one",
+    )
     add("--output", choices=("table", "json"), default="table", help="output format")
     add("--out", metavar="FILE", help="write the plan to FILE (atomically) instead of stdout")
     add(

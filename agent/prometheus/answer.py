@@ -47,6 +47,11 @@ def decode_answer(data: bytes) -> QueryAnswer:
         body = json.loads(data)
     except (ValueError, RecursionError) as error:
         raise BadAnswer(f"the answer is not JSON: {_short(error)}") from error
+    return answer_from(body)
+
+
+def answer_from(body: Any) -> QueryAnswer:
+    """The answer in parsed JSON (a file that holds one, say), or ``BadAnswer``."""
     if not isinstance(body, dict):
         raise BadAnswer("the answer is not a JSON object")
     if body.get("status") == "error":

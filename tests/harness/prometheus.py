@@ -182,13 +182,20 @@ class RealPrometheus:
 
 
 class QueryStandIn:
-    """Answers every ``/api/v1/query`` with ``status`` and ``body`` (bytes, or JSON data);
-    ``authorizations`` lists each request's ``Authorization`` header ("" when absent)."""
+    """Answers ``/api/v1/query`` with ``body`` and ``status``, or with each of ``answers``
+    (status, body) in turn, the last one repeated. ``authorizations`` lists each request's
+    ``Authorization`` header ("" when absent), ``methods`` its method."""
 
-    def __init__(self, body: bytes | Mapping[str, Any], status: int = 200) -> None:
-        self.body = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.status = status
+    def __init__(
+        self,
+        body: bytes | Mapping[str, Any] = b"",
+        status: int = 200,
+        *,
+        answers: list[tuple[int, bytes | Mapping[str, Any]]] | None = None,
+    ) -> None:
+        self.answers = [(code, _bytes(data)) for code, data in (answers or [(status, body)])]
         self.authorizations: list[str] = []
+        self.methods: list[str] = []
         stand_in = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -202,11 +209,14 @@ class QueryStandIn:
                 length = int(self.headers.get("Content-Length") or 0)
                 self.rfile.read(length)
                 stand_in.authorizations.append(self.headers.get("Authorization") or "")
-                self.send_response(stand_in.status)
+                stand_in.methods.append(self.command)
+                index = min(len(stand_in.methods), len(stand_in.answers)) - 1
+                code, data = stand_in.answers[index]
+                self.send_response(code)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(stand_in.body)))
+                self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(stand_in.body)
+                self.wfile.write(data)
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
                 pass
@@ -227,6 +237,10 @@ class QueryStandIn:
     ) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def _bytes(data: bytes | Mapping[str, Any]) -> bytes:
+    return data if isinstance(data, bytes) else json.dumps(data).encode()
 
 
 def vector(samples: Mapping[str, float]) -> dict[str, Any]:

@@ -7,10 +7,15 @@ as upstream aggregates its ``errorsInPolicy``. Checked, as upstream does: an unk
 (in ``pluginConfig`` or any ``plugins`` list); a plugin enabled at an extension point it does
 not implement; each plugin's args (its ``validate()``); metrics providers configured twice,
 a Prometheus provider without a URL, or an authToken without both secret names; and a file
-that is not UTF-8 or not YAML.
+that is not UTF-8 or not YAML. The metrics providers' messages are upstream's.
 
 Where we differ on purpose: unknown fields are errors (upstream's strict decoding drops some
-silently), and an upstream plugin we do not implement yet is named as such.
+silently), and an upstream plugin we do not implement yet is named as such. A Prometheus URL
+must be ``http(s)`` with a host (Go's ``url.Parse`` takes almost anything, and the query
+then fails every cycle). An enabled plugin whose ``metricsUtilization`` reads a source the
+top level does not set up (Prometheus without its provider, metrics.k8s.io without its
+provider or ``metricsCollector``) is refused here, where upstream loads it and fails every
+cycle ("prometheus client not initialized", "metrics client not initialized").
 """
 
 from __future__ import annotations

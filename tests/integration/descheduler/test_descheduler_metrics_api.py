@@ -156,3 +156,21 @@ async def test_a_failed_pod_metrics_list_fails_the_cycle(
         (("source", "KubernetesMetrics"),),
     )
     assert samples[key] >= 1
+
+
+async def test_node_metrics_never_sampled_fail_the_cycle_saying_why(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi, tmp_path: Path
+) -> None:
+    """The NodeMetrics list fails from the start: the first cycle waits for the first
+    sample, then fails with why there is none (exit 1), and evicts nothing on requests."""
+    _cluster(fake_apiserver)
+    fake_apiserver.faults.add("GET", r"/apis/metrics.k8s.io/v1beta1/nodes$", status=503, times=None)
+    code, _, _ = await _run(kube_api, _policy(tmp_path))
+    assert code == 1
+    assert _evicted(fake_apiserver) == []
+    (event,) = [
+        e
+        for e in fake_apiserver.list("events", "kube-system")
+        if e["reason"] == "DeschedulingFailed"
+    ]
+    assert "NodeMetrics not read" in event["message"]

@@ -449,3 +449,17 @@ def test_the_policy_lists_what_the_runtime_must_read() -> None:
     assert loaded.reads_kubernetes_metrics
     assert loaded.prometheus is not None
     assert loaded.prometheus.url == "http://prometheus:9090"
+
+
+def test_high_node_utilization_cannot_only_evict_requesters_of_a_metric() -> None:
+    """``OnlyThresholdingResources`` on ``MetricResource`` would evict nothing (no pod
+    requests it): refused at load rather than a plugin that silently never acts."""
+    args = {
+        "thresholds": {"MetricResource": 20},
+        "evictionModes": ["OnlyThresholdingResources"],
+        "metricsUtilization": {"source": "Prometheus", "prometheus": {"query": QUERY}},
+    }
+    assert _load_errors(args, HNU, **PROMETHEUS_PROVIDER) == [
+        f"{HERE}.evictionModes: OnlyThresholdingResources would evict nothing: no pod "
+        "requests MetricResource"
+    ]

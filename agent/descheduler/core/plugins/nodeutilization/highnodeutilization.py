@@ -52,6 +52,7 @@ from agent.descheduler.core.plugins.nodeutilization.usage import (
     resource_names,
 )
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
+from agent.descheduler.model.metricsusage import METRIC_RESOURCE
 from agent.descheduler.plan.shape import TaintChange
 from agent.kube.taintownership import emptying_taint
 
@@ -74,7 +75,19 @@ class HighNodeUtilizationArgs:
         errors += threshold_errors(self.thresholds, "thresholds")
         if errors:
             return errors
-        return resource_errors(self.metrics_utilization, self.thresholds, "thresholds")
+        errors = resource_errors(self.metrics_utilization, self.thresholds, "thresholds")
+        if (
+            ONLY_THRESHOLDING_RESOURCES in self.eviction_modes
+            and METRIC_RESOURCE in self.thresholds
+        ):
+            errors.append(
+                FieldError(
+                    "evictionModes",
+                    f"{ONLY_THRESHOLDING_RESOURCES} would evict nothing: no pod requests "
+                    f"{METRIC_RESOURCE}",
+                )
+            )
+        return errors
 
 
 class HighNodeUtilization:

@@ -10,6 +10,10 @@ from typing import Any
 
 import pytest
 
+from agent.descheduler.core.policy import parse_policy_text
+from agent.descheduler.live.command import with_in_cluster_token
+from agent.descheduler.live.options import PrometheusOptions, RunOptions
+from agent.kube.connection import SERVICE_ACCOUNT_TOKEN
 from tests.harness.deschedulerstate import node, pod
 from tests.harness.kubeobjects import node_metrics, pod_metrics
 from tests.harness.prometheus import vector
@@ -155,3 +159,27 @@ def test_plan_reads_node_and_pod_metrics_from_the_usage_file(
     )
     assert code == 0, err
     assert [e["pod"] for e in json.loads(out)["evictions"]] == ["default/a-0", "default/a-1"]
+
+
+@pytest.mark.parametrize(
+    ("source", "secret", "token_file", "expected"),
+    [
+        pytest.param("in-cluster", False, "", str(SERVICE_ACCOUNT_TOKEN), id="pod-no-secret"),
+        pytest.param("in-cluster", True, "", "", id="pod-with-secret"),
+        pytest.param("in-cluster", False, "/t", "/t", id="pod-with-a-token-file"),
+        pytest.param("kubeconfig /k", False, "", "", id="outside-a-pod"),
+    ],
+)
+def test_in_a_pod_the_service_account_token_goes_to_prometheus(
+    source: str, secret: bool, token_file: str, expected: str
+) -> None:
+    """As upstream: in a pod, without a Secret in the policy, the pod's own token is sent;
+    a Secret or a token file given wins; outside a pod no token is made up."""
+    url = "http://p:9090"
+    text = UPSTREAM_POLICY.format(url=url)
+    if secret:
+        reference = "    authToken: {secretReference: {namespace: ns, name: t}}\n"
+        text = text.replace(f'    url: "{url}"\n', f'    url: "{url}"\n{reference}')
+    policy = parse_policy_text(text, "<test>")
+    options = RunOptions(prometheus=PrometheusOptions(token_file=token_file))
+    assert with_in_cluster_token(options, policy, source).prometheus.token_file == expected

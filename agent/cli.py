@@ -139,6 +139,34 @@ def _descheduler_flags(parser: argparse.ArgumentParser) -> None:
         help="how long a cycle waits for a PodDisruptionBudget to allow the evictions it "
         "refused when planned (60s, never past the next interval; 0: report them blocked)",
     )
+    add(
+        "--prometheus-url",
+        metavar="URL",
+        help="Prometheus to query instead of the policy's metricsProviders URL",
+    )
+    add(
+        "--prometheus-token-file",
+        metavar="FILE",
+        help="bearer token for Prometheus, read before every query (default: the policy's "
+        "Secret; in a pod without one, the service-account token)",
+    )
+    add(
+        "--prometheus-ca-file",
+        metavar="FILE",
+        help="trust only this CA for Prometheus (default: the system's, and the "
+        "service-account CA in a pod)",
+    )
+    add(
+        "--prometheus-insecure-skip-tls-verify",
+        action="store_true",
+        default=None,
+        help="do not check Prometheus's certificate",
+    )
+    add(
+        "--prometheus-timeout",
+        metavar="DURATION",
+        help="each Prometheus attempt's connect and read timeout (30s; 3 attempts)",
+    )
 
 
 def _descheduler_plan_flags(parser: argparse.ArgumentParser) -> None:
@@ -152,6 +180,12 @@ def _descheduler_plan_flags(parser: argparse.ArgumentParser) -> None:
     )
     add("--policy-config-file", metavar="FILE", required=True, help="DeschedulerPolicy")
     add("--node-reports", metavar="FILE", help="kubectl get nodereports -o json (gzip accepted)")
+    add(
+        "--usage",
+        metavar="FILE",
+        help="what the policy's metrics sources answered (Prometheus queries, NodeMetrics, "
+        "PodMetrics; docs/plan.md), when it reads one",
+    )
     add("--output", choices=("table", "json"), default="table", help="output format")
     add("--out", metavar="FILE", help="write the plan to FILE (atomically) instead of stdout")
     add(

@@ -35,6 +35,19 @@ class DeschedulerConfig:
     held_eviction_timeout: Duration = setting(Duration(60.0), minimum=0)
     """Ours: how long a cycle waits for a PodDisruptionBudget to allow an eviction it held
     (never past the next interval); 0 reports them blocked at once, as a dry run does."""
+    prometheus_url: str = setting("", key="prometheusURL")
+    """Ours: replaces the policy's Prometheus URL (``metricsProviders``), e.g. outside the
+    cluster."""
+    prometheus_token_file: str = setting("")
+    """Ours: a file holding the Prometheus bearer token, read before every query."""
+    prometheus_ca_file: str = setting("", key="prometheusCAFile")
+    """Ours: trust only this CA for Prometheus (default: the system's, plus the
+    service-account CA in a pod)."""
+    prometheus_insecure_skip_tls_verify: bool = setting(
+        False, key="prometheusInsecureSkipTLSVerify"
+    )
+    prometheus_timeout: Duration = setting(Duration(30.0), minimum=0.001)
+    """Ours: each Prometheus attempt's connect timeout, and again its answer's."""
 
     def validate(self) -> list[FieldError]:
         errors = []

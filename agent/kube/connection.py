@@ -36,6 +36,10 @@ _told_unverified: set[str] = set()
 """Sources already logged as unverified: the line is said once per process and source."""
 
 
+IN_CLUSTER = "in-cluster"
+"""``ClusterConnection.source`` when the process runs in a pod with its service account."""
+SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+
 Component = Literal["agent", "descheduler"]
 AGENT: Component = "agent"
 DESCHEDULER: Component = "descheduler"
@@ -127,7 +131,7 @@ def connect(
         except ConfigException:
             pass
         else:
-            return _checked(ClusterConnection(_client(configuration, component), "in-cluster"))
+            return _checked(ClusterConnection(_client(configuration, component), IN_CLUSTER))
     default = Path.home() / ".kube" / "config"
     if default.is_file():
         return _from_kubeconfig(str(default), component)
@@ -137,6 +141,8 @@ def connect(
 __all__ = [
     "AGENT",
     "DESCHEDULER",
+    "IN_CLUSTER",
+    "SERVICE_ACCOUNT_TOKEN",
     "ClusterConnection",
     "Component",
     "KubeConfigError",

@@ -62,3 +62,7 @@ NODE_REPORTS = Resource(
     "kubelet-companion.io", "v1alpha1", "nodereports", "NodeReport", namespaced=False
 )
 """Our CRD (``daemonset/base/nodereport-crd.yaml``): one cluster-scoped object per node."""
+SECRETS = Resource("", "v1", "secrets", "Secret", namespaced=True)
+NODE_METRICS = Resource("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", namespaced=False)
+"""metrics.k8s.io (metrics-server): get and list only, no watch."""
+POD_METRICS = Resource("metrics.k8s.io", "v1beta1", "pods", "PodMetrics", namespaced=True)

@@ -19,6 +19,7 @@ from agent.descheduler.cache.projection import snapshot_from_list
 from agent.descheduler.core.framework.registry import REGISTRY
 from agent.descheduler.core.policy import DeschedulerPolicy, parse_policy
 from agent.descheduler.model.cluster import ClusterSnapshot, NodeUsage
+from agent.descheduler.model.metricsusage import KubernetesMetrics, PrometheusSamples
 from agent.descheduler.model.taintrecord import TaintRecord
 from tests.harness import kubeobjects
 from tests.harness.kubeobjects import owner_ref
@@ -62,14 +63,26 @@ def snapshot(
     *items: Mapping[str, Any],
     node_usage: Mapping[str, NodeUsage] | None = None,
     taint_record: TaintRecord | None = None,
+    prometheus: Mapping[str, Mapping[str, float] | str] | None = None,
+    kubernetes_metrics: KubernetesMetrics | None = None,
 ) -> ClusterSnapshot:
-    """A snapshot of ``items`` at ``NOW``, with these NodeReports and our taint record."""
+    """A snapshot of ``items`` at ``NOW``, with these NodeReports, our taint record and the
+    usage a metrics source would add: ``prometheus`` maps each query to its ratios by node,
+    or to the error its run gave."""
     built = snapshot_from_list(items, NOW)
-    if node_usage is not None:
-        built = dataclasses.replace(built, node_usage=node_usage)
-    if taint_record is not None:
-        built = dataclasses.replace(built, taint_record=taint_record)
-    return built
+    samples = {
+        query: PrometheusSamples(query, error=answer)
+        if isinstance(answer, str)
+        else PrometheusSamples(query, ratios=dict(answer))
+        for query, answer in (prometheus or {}).items()
+    }
+    return dataclasses.replace(
+        built,
+        node_usage=built.node_usage if node_usage is None else node_usage,
+        taint_record=built.taint_record if taint_record is None else taint_record,
+        prometheus=samples,
+        kubernetes_metrics=kubernetes_metrics,
+    )
 
 
 def policy(

@@ -577,3 +577,33 @@ def crd(
             "versions": version_list,
         },
     }
+
+
+METRICS_API_VERSION = "metrics.k8s.io/v1beta1"
+
+
+def node_metrics(name: str, cpu: str, memory: str = "1Gi") -> JSON:
+    """metrics-server's NodeMetrics of ``name``: its usage now (``window`` 10 s)."""
+    return {
+        "apiVersion": METRICS_API_VERSION,
+        "kind": "NodeMetrics",
+        "metadata": {"name": name},
+        "timestamp": "2026-01-01T00:00:00Z",
+        "window": "10s",
+        "usage": {"cpu": cpu, "memory": memory},
+    }
+
+
+def pod_metrics(
+    name: str, containers: Mapping[str, Mapping[str, str]], *, namespace: str = "default"
+) -> JSON:
+    """metrics-server's PodMetrics: ``containers`` maps each container's name to its usage
+    (``{"cpu": "100m", "memory": "64Mi"}``)."""
+    return {
+        "apiVersion": METRICS_API_VERSION,
+        "kind": "PodMetrics",
+        "metadata": {"name": name, "namespace": namespace},
+        "timestamp": "2026-01-01T00:00:00Z",
+        "window": "10s",
+        "containers": [{"name": c, "usage": dict(usage)} for c, usage in containers.items()],
+    }

@@ -6,12 +6,18 @@ and ``parse_policy`` raises ``ConfigError`` (the CLI's exit 2) instead of stoppi
 first, as upstream aggregates its ``errorsInPolicy``. Checked, as upstream does: an unknown plugin
 (in ``pluginConfig`` or any ``plugins`` list); a plugin enabled at an extension point it does
 not implement; each plugin's args (its ``validate()``); metrics providers configured twice,
-a Prometheus provider without a URL, or an authToken without both secret names. Reading the
-file is not done here (the planner does no I/O): ``agent.descheduler.policyfile`` reads it
-with the config files' YAML reader and hands the document to ``parse_policy``.
+a Prometheus provider without a URL, or an authToken without both secret names; the metrics
+providers' messages are upstream's. Reading the file is not done here (the planner does no
+I/O): ``agent.descheduler.policyfile`` reads it with the config files' YAML reader and hands
+the document to ``parse_policy``.
 
 Where we differ on purpose: unknown fields are errors (upstream's strict decoding drops some
-silently), and an upstream plugin we do not implement yet is named as such.
+silently), and an upstream plugin we do not implement yet is named as such. A Prometheus URL
+must be ``http(s)`` with a host (Go's ``url.Parse`` takes almost anything, and the query
+then fails every cycle). An enabled plugin whose ``metricsUtilization`` reads a source the
+top level does not set up (Prometheus without its provider, metrics.k8s.io without its
+provider or ``metricsCollector``) is refused here, where upstream loads it and fails every
+cycle ("prometheus client not initialized", "metrics client not initialized").
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from agent.config.errors import ConfigError, FieldError
 from agent.config.schema import load, setting
@@ -33,6 +40,8 @@ from agent.kube.labelselector import SelectorError, parse_selector
 A = TypeVar("A")
 API_VERSION = "descheduler/v1alpha2"
 KIND = "DeschedulerPolicy"
+KUBERNETES_METRICS = "KubernetesMetrics"
+PROMETHEUS = "Prometheus"
 
 
 @dataclass(frozen=True)
@@ -99,29 +108,60 @@ class MetricsProvider:
     prometheus: Prometheus | None = setting(None)
 
     def validate(self) -> list[FieldError]:
-        if self.source != "Prometheus":
+        """Upstream's checks of a Prometheus provider, in upstream's words."""
+        if self.source != PROMETHEUS:
             return []
         if self.prometheus is None:
-            return [FieldError("prometheus", "required when the source is Prometheus")]
+            return [
+                FieldError(
+                    "prometheus",
+                    "prometheus configuration is required when prometheus source is enabled",
+                )
+            ]
         errors = []
         if not self.prometheus.url:
-            errors.append(FieldError("prometheus.url", "required when the source is Prometheus"))
+            errors.append(
+                FieldError(
+                    "prometheus.url", "prometheus URL is required when prometheus is enabled"
+                )
+            )
+        elif problem := url_problem(self.prometheus.url):
+            errors.append(FieldError("prometheus.url", f"error parsing prometheus URL: {problem}"))
         token = self.prometheus.auth_token
         if token is not None:
             secret = token.secret_reference
             if secret is None:
                 errors.append(
                     FieldError(
-                        "prometheus.authToken.secretReference", "required when authToken is set"
+                        "prometheus.authToken.secretReference",
+                        "prometheus authToken secret is expected to be set when authToken field is",
                     )
                 )
             elif not secret.name or not secret.namespace:
                 errors.append(
                     FieldError(
-                        "prometheus.authToken.secretReference", "must set both namespace and name"
+                        "prometheus.authToken.secretReference",
+                        "prometheus authToken secret reference does not set both namespace "
+                        "and name",
                     )
                 )
         return errors
+
+
+def url_problem(url: str) -> str:
+    """Why ``url`` is no Prometheus address (an ``http``/``https`` URL with a host); "" if
+    it is one. Stricter than Go's ``url.Parse``, which takes almost anything and leaves the
+    failure to the first query, every cycle."""
+    try:
+        parsed = urlsplit(url)
+        parsed.port  # noqa: B018 - raises on a bad port
+    except ValueError as error:
+        return str(error)
+    if parsed.scheme not in ("http", "https"):
+        return f"{url!r}: the scheme must be http or https"
+    if not parsed.hostname:
+        return f"{url!r}: no host"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -158,20 +198,22 @@ class PolicyDocument:
         errors += [
             FieldError(
                 f"metricsProviders[{i}].source",
-                f"{source!r} is already configured; each source can be configured once",
+                f'metric provider "{source}" is already configured, each source can be '
+                "configured only once",
             )
             for i, source in enumerate(sources)
             if source in sources[:i]
         ]
         if (
-            "KubernetesMetrics" in sources
+            KUBERNETES_METRICS in sources
             and self.metrics_collector
             and self.metrics_collector.enabled
         ):
             errors.append(
                 FieldError(
                     "metricsCollector",
-                    "cannot be enabled together with a KubernetesMetrics provider",
+                    "it is not allowed to combine metrics provider when metrics collector is "
+                    "enabled",
                 )
             )
         names = [profile.name for profile in self.profiles]
@@ -181,6 +223,52 @@ class PolicyDocument:
             if name and name in names[:i]
         ]
         return errors
+
+    def served_sources(self) -> set[str]:
+        """The metrics sources the top level sets up (``metricsProviders``, and the
+        deprecated ``metricsCollector.enabled`` for KubernetesMetrics), as upstream builds
+        its clients from them."""
+        sources: set[str] = {provider.source for provider in self.metrics_providers}
+        if self.metrics_collector is not None and self.metrics_collector.enabled:
+            sources.add(KUBERNETES_METRICS)
+        return sources
+
+
+_UNSERVED = {
+    KUBERNETES_METRICS: (
+        "needs metricsProviders [{source: KubernetesMetrics}] (or the deprecated "
+        'metricsCollector.enabled) at the top level; upstream fails every cycle with "metrics '
+        'client not initialized"'
+    ),
+    PROMETHEUS: (
+        "needs metricsProviders [{source: Prometheus, prometheus: {url: …}}] at the top "
+        'level; upstream fails every cycle with "prometheus client not initialized"'
+    ),
+}
+
+
+def _unserved_sources(
+    here: str,
+    document: ProfileDocument,
+    resolved: Mapping[str, tuple[str, ...]],
+    args: Mapping[str, Any],
+    served: set[str],
+) -> list[FieldError]:
+    """Each enabled plugin whose ``metricsUtilization`` names a source the policy does not
+    set up: refused here, where upstream accepts it and then fails every cycle."""
+    enabled = {name for names in resolved.values() for name in names}
+    errors = []
+    for i, config in enumerate(document.plugin_config):
+        if config.name not in enabled:
+            continue
+        metrics = getattr(args.get(config.name), "metrics_utilization", None)
+        kind = getattr(metrics, "kind", "")
+        if kind not in _UNSERVED or kind in served:
+            continue
+        where = "metricsServer" if getattr(metrics, "metrics_server", False) else "source"
+        path = f"{here}.pluginConfig[{i}].args.metricsUtilization.{where}"
+        errors.append(FieldError(path, f"{config.name}: {_UNSERVED[kind]}"))
+    return errors
 
 
 @dataclass(frozen=True)
@@ -220,6 +308,38 @@ class DeschedulerPolicy:
             args = profile.args.get(name)
             if name in profile.plugins_at(BALANCE) and isinstance(args, kind):
                 return args
+        return None
+
+    def _metrics_in_use(self) -> list[Any]:
+        """Every enabled Balance plugin's ``metricsUtilization``."""
+        found = []
+        for profile in self.profiles:
+            for name in profile.plugins_at(BALANCE):
+                metrics = getattr(profile.args.get(name), "metrics_utilization", None)
+                if metrics is not None:
+                    found.append(metrics)
+        return found
+
+    @property
+    def prometheus_queries(self) -> tuple[str, ...]:
+        """The distinct Prometheus queries the enabled plugins read, in the file's order: the
+        runtime runs each once before a cycle."""
+        queries: dict[str, None] = {}
+        for metrics in self._metrics_in_use():
+            queries.update(dict.fromkeys(metrics.queries().values()))
+        return tuple(queries)
+
+    @property
+    def reads_kubernetes_metrics(self) -> bool:
+        """Some enabled plugin reads metrics.k8s.io (``metricsServer``/``KubernetesMetrics``)."""
+        return any(m.kind == KUBERNETES_METRICS for m in self._metrics_in_use())
+
+    @property
+    def prometheus(self) -> Prometheus | None:
+        """The Prometheus provider's settings (``metricsProviders``), if the policy has one."""
+        for provider in self.metrics_providers:
+            if provider.source == PROMETHEUS:
+                return provider.prometheus
         return None
 
     @property
@@ -272,6 +392,7 @@ def _resolve_profile(
     document: ProfileDocument,
     errors: list[FieldError],
     priority_refs: list[tuple[str, str]],
+    served: set[str],
 ) -> Profile:
     here = f"profiles[{index}]"
     args: dict[str, Any] = {}
@@ -312,6 +433,7 @@ def _resolve_profile(
         enabled[point] = tuple(n for n in plugin_set.enabled if n in REGISTRY)
         disabled[point] = plugin_set.disabled
     resolved = resolve_enabled(enabled, disabled)
+    errors += _unserved_sources(here, document, resolved, args, served)
     _default_enabled_args(here, resolved, args, errors)
     for names in resolved.values():
         for name in names:
@@ -332,8 +454,10 @@ def parse_policy(raw: Any, source: str) -> DeschedulerPolicy:
     document, errors = load(PolicyDocument, raw)
     errors += document.cross_field_errors()
     priority_refs: list[tuple[str, str]] = []
+    served = document.served_sources()
     profiles = tuple(
-        _resolve_profile(i, p, errors, priority_refs) for i, p in enumerate(document.profiles)
+        _resolve_profile(i, p, errors, priority_refs, served)
+        for i, p in enumerate(document.profiles)
     )
     if errors:
         raise ConfigError(source, errors)

@@ -52,6 +52,7 @@ from agent.descheduler.live.budgetwatch import BudgetWatch
 from agent.descheduler.live.evictor import EvictionResult, LiveEvictor, ResultListener
 from agent.descheduler.live.loop import CycleLoop
 from agent.descheduler.live.metrics import DeschedulerMetrics, DroppedEvents, SkippedObjects
+from agent.descheduler.live.metricscollector import MetricsCollector
 from agent.descheduler.live.options import RunOptions
 from agent.descheduler.live.recordedtaints import RecordedTaints
 from agent.descheduler.live.reporttrust import NodeReportTrustMetrics, ReportTrust
@@ -60,6 +61,7 @@ from agent.descheduler.live.taintactions import RescueTracker, TaintActions
 from agent.descheduler.live.taintmarks import UnrecordedMarks
 from agent.descheduler.live.triggerfeeds import watch_triggers
 from agent.descheduler.live.triggers import CycleSchedule
+from agent.descheduler.live.usagefeed import UsageFeed, prometheus_client
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
 from agent.kube.events import EventBroadcaster, EventRecorder, ObjectRef
@@ -71,6 +73,7 @@ from agent.kube.evictionmemory import (
 from agent.kube.leaderelection import LeaderElector
 from agent.kube.lease import KubeLeaseApi
 from agent.kube.leaseannotations import AnnotationStore, LeaderAnnotations, LeaseAnnotations
+from agent.kube.metricsapi import MetricsApi
 from agent.kube.nodereports import NodeReportCache
 from agent.kube.ownedtaints import OwnedTaints
 from agent.kube.ratelimit import TokenBucket
@@ -112,6 +115,40 @@ def _on_result(metrics: DeschedulerMetrics) -> ResultListener:
         )
 
     return count
+
+
+def _usage_feed(
+    policy: DeschedulerPolicy,
+    options: RunOptions,
+    api: KubeApi,
+    clock: Clock,
+    metrics: DeschedulerMetrics,
+) -> tuple[UsageFeed | None, MetricsCollector | None]:
+    """What reads the policy's metrics sources before each cycle (``None`` when its
+    plugins read none), and metrics.k8s.io's collector when they read that."""
+    queries, kubernetes = policy.prometheus_queries, policy.reads_kubernetes_metrics
+    if not queries and not kubernetes:
+        return None, None
+    provider = policy.prometheus
+    client = (
+        prometheus_client(provider, options.prometheus, api)
+        if queries and provider is not None
+        else None
+    )
+    metrics_api = MetricsApi(api) if kubernetes else None
+    collector = (
+        MetricsCollector(metrics_api, clock, metrics.usage_source_errors)
+        if metrics_api is not None
+        else None
+    )
+    feed = UsageFeed(
+        policy,
+        errors=metrics.usage_source_errors,
+        prometheus=client,
+        collector=collector,
+        metrics_api=metrics_api,
+    )
+    return feed, collector
 
 
 async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires the process
@@ -212,6 +249,7 @@ async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires 
         now=clock.now,
     )
     state.pods.subscribe(taint_actions.emptying.on_pod_event)
+    feed, collector = _usage_feed(policy, options, api, clock, metrics)
     descheduler = Descheduler(
         policy,
         options,
@@ -227,6 +265,7 @@ async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires 
         subject=event_subject(options.lease_namespace, options.lease_name),
         budgets=budgets,
         marks=UnrecordedMarks(metrics.unrecorded_taint_marks),
+        usage_feed=feed,
     )
     metrics.follow_leadership(lambda: descheduler.leading)
     schedule = CycleSchedule(options.interval, options.min_cycle_spacing)
@@ -265,6 +304,12 @@ async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires 
                 stage=STAGE_WATCH,
                 critical=False,
             )
+        )
+    if collector is not None:
+        # Not critical: a metrics-server that keeps failing fails the cycles that need it
+        # (loudly), never the process.
+        supervisor.add(
+            RootTask(name="metrics-collector", run=collector.run, stage=STAGE_WATCH, critical=False)
         )
     if elector is not None:
         running_elector = elector

@@ -17,11 +17,12 @@ import structlog
 from agent.config import ConfigError, DeschedulerConfig, FieldError, load_file
 from agent.config.durations import parse_duration
 from agent.config.schema import Duration, HostPort
+from agent.descheduler.core.policy import DeschedulerPolicy, url_problem
 from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import RunOptions
+from agent.descheduler.live.options import PrometheusOptions, RunOptions
 from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
-from agent.kube.connection import DESCHEDULER, connect
+from agent.kube.connection import DESCHEDULER, IN_CLUSTER, SERVICE_ACCOUNT_TOKEN, connect
 from agent.kube.errors import KubeConfigError
 from agent.kube.leaderelection import ElectionTiming
 from agent.telemetry.logs import configure_logging
@@ -37,7 +38,12 @@ def resolve_config(args: argparse.Namespace) -> DeschedulerConfig:
     changes: dict[str, object] = {}
     if args.policy_config_file is not None:
         changes["policy_file"] = str(Path(args.policy_config_file).absolute())
-    for field in ("min_cycle_spacing", "held_eviction_timeout", "descheduling_interval"):
+    for field in (
+        "min_cycle_spacing",
+        "held_eviction_timeout",
+        "descheduling_interval",
+        "prometheus_timeout",
+    ):
         value = getattr(args, field, None)
         if value is None:
             continue
@@ -52,6 +58,10 @@ def resolve_config(args: argparse.Namespace) -> DeschedulerConfig:
         ("client_connection_qps", "client_connection_qps"),
         ("client_connection_burst", "client_connection_burst"),
         ("event_driven_cycles", "event_driven_cycles"),
+        ("prometheus_url", "prometheus_url"),
+        ("prometheus_token_file", "prometheus_token_file"),
+        ("prometheus_ca_file", "prometheus_ca_file"),
+        ("prometheus_insecure_skip_tls_verify", "prometheus_insecure_skip_tls_verify"),
     ):
         value = getattr(args, flag, None)
         if value is not None:
@@ -62,6 +72,8 @@ def resolve_config(args: argparse.Namespace) -> DeschedulerConfig:
         errors.append(FieldError("--client-connection-burst", "must be at least 1"))
     merged = dataclasses.replace(config, **changes)  # type: ignore[arg-type]  # checked above
     errors += merged.validate()
+    if merged.prometheus_url and (problem := url_problem(merged.prometheus_url)):
+        errors.append(FieldError("--prometheus-url", problem))
     if not merged.policy_file:
         errors.append(FieldError("--policy-config-file", "is required"))
     if errors:
@@ -103,7 +115,31 @@ def options_from(config: DeschedulerConfig, args: argparse.Namespace) -> RunOpti
         event_driven=config.event_driven_cycles,
         min_cycle_spacing=float(config.min_cycle_spacing),
         held_eviction_timeout=float(config.held_eviction_timeout),
+        prometheus=PrometheusOptions(
+            url=config.prometheus_url,
+            token_file=config.prometheus_token_file,
+            ca_file=config.prometheus_ca_file,
+            insecure_skip_tls_verify=config.prometheus_insecure_skip_tls_verify,
+            timeout=float(config.prometheus_timeout),
+        ),
     )
+
+
+def with_in_cluster_token(
+    options: RunOptions, policy: DeschedulerPolicy, source: str
+) -> RunOptions:
+    """In a pod, upstream sends the pod's service-account token to Prometheus when the
+    policy names no Secret; so do we, unless a token file was given."""
+    provider = policy.prometheus
+    if (
+        source != IN_CLUSTER
+        or provider is None
+        or provider.auth_token is not None
+        or options.prometheus.token_file
+    ):
+        return options
+    token = dataclasses.replace(options.prometheus, token_file=str(SERVICE_ACCOUNT_TOKEN))
+    return dataclasses.replace(options, prometheus=token)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -126,6 +162,9 @@ def run(args: argparse.Namespace) -> int:
         )
         return EXIT_FAILURE
     log.info("connected to cluster", source=connection.source)
+    options = with_in_cluster_token(options, policy, connection.source)
+    if options.prometheus.insecure_skip_tls_verify and policy.prometheus_queries:
+        log.warning("Prometheus TLS verification is off (--prometheus-insecure-skip-tls-verify)")
     api = KubeApi(connection.api_client)
     try:
         return asyncio.run(run_descheduler(policy, options, api))

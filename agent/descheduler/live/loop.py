@@ -5,6 +5,8 @@ A follower plans nothing and waits to lead; becoming leader starts a cycle at on
 the interval's clock says (the work a dead leader left is not kept waiting). Between cycles
 rescue and emptying taints are settled (in memory; the API is called only to remove one). A
 failed cycle is logged: a loop tries again at its next start, a one-shot run ends with exit 1.
+So does a one-shot cycle whose plan failed in part (a plugin or a profile; a metrics source
+that gave nothing): the rest of it was carried out, and the exit code says it was not all.
 """
 
 from __future__ import annotations
@@ -72,6 +74,9 @@ class CycleLoop:
         _log.info("caches synced", pods=len(state.pods.store), nodes=len(state.nodes.store))
         if self.reports is not None and not await reports_listed(self.reports, clock):
             _log.warning("no NodeReports (is the CRD installed?); usage falls back to requests")
+        feed = self.descheduler.usage_feed
+        if feed is not None:
+            await feed.ready(options.metrics_sync_timeout)
         one_shot = options.interval <= 0 and not options.event_driven
         elector = self.elector
         while True:
@@ -84,7 +89,7 @@ class CycleLoop:
             started = clock.monotonic()
             self.schedule.started(started)
             try:
-                await self.descheduler.cycle()
+                plan = await self.descheduler.cycle()
             except Exception:  # noqa: BLE001 - any failure of a cycle is logged, never fatal to a loop
                 # A failed cycle is logged; a loop tries again at the next interval, a
                 # one-shot run ends with exit 1 (never retried in a tight loop).
@@ -95,6 +100,8 @@ class CycleLoop:
                 log_cycle(
                     self.descheduler, clock.monotonic() - started, self.schedule, clock, one_shot
                 )
+                if one_shot and plan is not None and plan.errors:
+                    self.exit_code = 1  # the plan failed in part: never exit 0 on it
             if one_shot:
                 # A rescue taint is not left behind: wait for its add-on, or its timeout;
                 # an emptying taint for the replacements, or its hold.

@@ -62,6 +62,14 @@ class DeschedulerMetrics:
             ["reason"],
             registry=registry,
         )
+        self.usage_source_errors = Counter(
+            "kubelet_companion_descheduler_usage_source_errors",
+            "Reads of a metrics source that gave no usage (a Prometheus query, a NodeMetrics "
+            "sample, a PodMetrics list), by source; the plugins that needed it fail their "
+            "cycle.",
+            ["source"],
+            registry=registry,
+        )
         self.churn_guard_owners = Gauge(
             "kubelet_companion_descheduler_churn_guard_owners",
             "Owners the churn guard remembers as having lost a pod to us (its memory's size).",

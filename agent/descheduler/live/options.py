@@ -10,11 +10,27 @@ from agent.descheduler.live.evictor import DEFAULT_CONCURRENCY
 from agent.descheduler.live.triggers import DEFAULT_MIN_SPACING
 from agent.kube.leaderelection import ElectionTiming
 from agent.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS
+from agent.prometheus.client import DEFAULT_TIMEOUT
 
 LEASE_NAMESPACE = "kube-system"
 LEASE_NAME = "descheduler"
 DEFAULT_HELD_EVICTION_TIMEOUT = 60.0
 """How long a cycle waits, at most, for budgets to let its held evictions go."""
+
+
+@dataclass(frozen=True)
+class PrometheusOptions:
+    """How to reach the policy's Prometheus (``--prometheus-*``; ours, upstream has none)."""
+
+    url: str = ""
+    """Replaces the policy's ``metricsProviders`` URL when set (outside the cluster)."""
+    token_file: str = ""
+    """Read before every query; "" for none (in a pod, the service-account token is
+    chosen by the command when the policy names no Secret, as upstream does)."""
+    ca_file: str = ""
+    insecure_skip_tls_verify: bool = False
+    timeout: float = DEFAULT_TIMEOUT
+    """Seconds for each attempt's connect, and again for its answer."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +56,9 @@ class RunOptions:
     event_driven: bool = False
     """Also start a cycle soon after a trigger (``triggers``), spaced ``min_cycle_spacing``."""
     min_cycle_spacing: float = DEFAULT_MIN_SPACING
+    prometheus: PrometheusOptions = field(default_factory=PrometheusOptions)
+    metrics_sync_timeout: float = 60.0
+    """How long the first cycle waits for metrics.k8s.io's first sample (upstream: 1 min)."""
     held_eviction_timeout: float = DEFAULT_HELD_EVICTION_TIMEOUT
     """How long a cycle holds an eviction a budget refuses, waiting for the budget to allow
     it (never past the next interval)."""

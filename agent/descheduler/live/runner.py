@@ -30,6 +30,7 @@ from agent.descheduler.live.options import RunOptions
 from agent.descheduler.live.taintactions import TaintActions, emptying_nodes
 from agent.descheduler.live.taintmarks import UnrecordedMarks
 from agent.descheduler.live.triggers import CycleSchedule
+from agent.descheduler.live.usagefeed import UsageFeed
 from agent.descheduler.model.cluster import ClusterSnapshot
 from agent.descheduler.model.taintrecord import TaintRecord
 from agent.descheduler.plan.render import render_json, render_table
@@ -65,6 +66,7 @@ class Descheduler:
         subject: ObjectRef | None = None,
         budgets: BudgetWatch | None = None,
         marks: UnrecordedMarks | None = None,
+        usage_feed: UsageFeed | None = None,
     ) -> None:
         self.policy = policy
         self.options = options
@@ -88,6 +90,9 @@ class Descheduler:
         self.budgets = budgets
         """The budgets' watch, which held evictions wait on; ``None``: they are not held."""
         self.marks = marks or UnrecordedMarks()
+        self.usage_feed = usage_feed
+        """Reads the metrics sources the policy's plugins need before each cycle; ``None``
+        when they need none."""
 
     @property
     def leading(self) -> bool:
@@ -103,8 +108,7 @@ class Descheduler:
             await self._take_over_leftovers()
         record = await self._taint_record()
         owner_evictions = await self._recall()
-        snapshot = self.state.snapshot(self.clock.now())
-        snapshot = dataclasses.replace(snapshot, taint_record=record)
+        snapshot = dataclasses.replace(await self._snapshot(), taint_record=record)
         if self.taint_actions is not None:
             self.marks.check(snapshot.nodes, record, self.taint_actions.taints.released)
         options = CycleOptions(owner_evictions=owner_evictions, monotonic=self.clock.monotonic)
@@ -119,7 +123,7 @@ class Descheduler:
                 render_json(plan) if self.options.output == "json" else render_table(plan)
             )
             self.out.flush()
-            self.metrics.cycles.labels("dry-run").inc()
+            self.metrics.cycles.labels("failed" if plan.errors else "dry-run").inc()
         else:
             for refused in plan.limit_refusals:
                 # Upstream counts a limit's refusal with the limit's text as the result.
@@ -138,6 +142,16 @@ class Descheduler:
         self.metrics.loop_duration.observe(self.clock.monotonic() - started)
         self.last_plan = plan
         return plan
+
+    async def _snapshot(self) -> ClusterSnapshot:
+        """The caches' snapshot, with what the metrics sources said just now."""
+        now = self.clock.now()
+        if self.usage_feed is None:
+            return self.state.snapshot(now)
+        prometheus, kubernetes = await self.usage_feed.read(now)
+        return dataclasses.replace(
+            self.state.snapshot(now), prometheus=prometheus, kubernetes_metrics=kubernetes
+        )
 
     async def _report_failures(self, plan: Plan) -> None:
         """A plugin or profile that failed: an error line and a Warning Event each."""

@@ -16,11 +16,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from agent.descheduler.model.taintrecord import TaintRecord
+
+if TYPE_CHECKING:
+    from agent.descheduler.model.metricsusage import KubernetesMetrics, PrometheusSamples
 
 ResourceList = Mapping[str, int]
 """``cpu`` in millicores, ``memory`` and ``ephemeral-storage`` in bytes, ``pods`` a count;
@@ -211,6 +214,11 @@ class ClusterSnapshot:
     priority_classes: Mapping[str, int]
     node_usage: Mapping[str, NodeUsage] = field(default_factory=dict)
     """NodeReports by node name; empty when no agent reports (or the source is off)."""
+    prometheus: Mapping[str, PrometheusSamples] = field(default_factory=dict)
+    """Each Prometheus query a plugin reads (``metricsUtilization.prometheus``) -> its answer,
+    read before the cycle; empty when no plugin reads one."""
+    kubernetes_metrics: KubernetesMetrics | None = None
+    """metrics.k8s.io's node and pod usage; ``None`` when no plugin reads it."""
     now: float = 0.0
     """Wall-clock Unix seconds the snapshot was taken (pod ages are measured against it)."""
     taint_record: TaintRecord = field(default_factory=TaintRecord)

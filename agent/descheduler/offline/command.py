@@ -8,7 +8,8 @@ likely land (``placement``, as the default kube-scheduler, or the cluster's own 
 ``--scheduler-config``) and how the nodes' requests look before and after.
 
 Every problem with the input (the policy, either file, a ``priorityThreshold.name`` no
-PriorityClass of the snapshot has) is reported at once, each with its file and path, as a
+PriorityClass of the snapshot has, a metrics source the policy reads that ``--usage``
+does not hold) is reported at once, each with its file and path, as a
 ``ConfigError``: exit 2, before anything is planned. NodeReports the descheduler does not
 believe are named on stderr, one line each, and their nodes fall back to requests, as live. A
 plugin that fails makes no plan at all: its reason on stderr, exit 1 (a plan missing a
@@ -18,6 +19,7 @@ plugin's part would be a wrong plan with exit 0).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -26,6 +28,7 @@ from typing import TextIO, TypeVar
 
 from agent.config.errors import ConfigError, FieldError
 from agent.descheduler.cache.snapshotfile import DEFAULT_MAX_BYTES, load_snapshot
+from agent.descheduler.cache.usagefile import load_usage, missing
 from agent.descheduler.core.cycle import CycleOptions, run_cycle
 from agent.descheduler.core.placement import place, with_destinations
 from agent.descheduler.core.placement.profile import DEFAULT_PROFILE, SchedulerProfile
@@ -115,15 +118,23 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
         if max_bytes
         else None
     )
+    usage_path = getattr(args, "usage", None)
+    usage = _collect(errors, lambda: load_usage(usage_path)) if usage_path else None
     if policy is not None and loaded is not None:
         classes = loaded.snapshot.priority_classes
         errors += [
             FieldError(f"{args.policy_config_file}: {each.path}", each.reason)
             for each in policy.unknown_priority_classes(classes)
         ]
+    if policy is not None and (usage is not None or not usage_path):
+        errors += missing(usage, policy.prometheus_queries, policy.reads_kubernetes_metrics)
     if errors or policy is None or loaded is None or profile is None:
         raise ConfigError("descheduler plan input", errors)
     snapshot = loaded.snapshot
+    if usage is not None:
+        snapshot = dataclasses.replace(
+            snapshot, prometheus=usage.prometheus, kubernetes_metrics=usage.kubernetes_metrics
+        )
     # stdout carries the plan; the cycle's warnings go to stderr.
     configure_logging(level="warning", component="descheduler", stream=sys.stderr)
     if loaded.ignored:

@@ -346,6 +346,12 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     def _dispatch_resource(
         self, ops: Operations, route: ResourceRoute, query: Query, raw: bytes, content_type: str
     ) -> _Outcome:
+        if route.rt.read_only and (
+            self.command != "GET"
+            or route.watch_path
+            or query.get("watch", "").lower() in ("true", "1")
+        ):
+            raise method_not_allowed()
         if self.command == "PATCH":
             if route.name is None or route.subresource not in (None, "status"):
                 raise method_not_allowed()

@@ -46,6 +46,8 @@ class ResourceType:
     extra_field_labels: frozenset[str] = field(default_factory=frozenset)
     # A CRD's additionalPrinterColumns as (name, type, jsonPath, description), for Tables.
     printer_columns: tuple[tuple[str, str, str, str], ...] = ()
+    # Served for get and list only (metrics.k8s.io): any other verb over HTTP is 405.
+    read_only: bool = False
 
     @property
     def key(self) -> str:
@@ -84,6 +86,8 @@ class ResourceType:
 
     def verbs(self) -> list[str]:
         """Discovery verbs of the main resource."""
+        if self.read_only:
+            return ["get", "list"]
         return [
             "create",
             "delete",
@@ -364,6 +368,29 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         returns_deleted_object=True,
     ),
 )
+
+METRICS_TYPES: tuple[ResourceType, ...] = (
+    ResourceType(
+        "metrics.k8s.io",
+        "v1beta1",
+        "nodes",
+        "NodeMetrics",
+        namespaced=False,
+        singular="",
+        read_only=True,
+    ),
+    ResourceType(
+        "metrics.k8s.io",
+        "v1beta1",
+        "pods",
+        "PodMetrics",
+        namespaced=True,
+        singular="",
+        read_only=True,
+    ),
+)
+"""metrics-server's aggregated API, as a cluster with metrics-server serves it (not served
+until ``FakeApiServer.serve_metrics_api``)."""
 
 # Discovery order of groups, like the real server's (core first, then by priority).
 GROUP_ORDER: tuple[str, ...] = (

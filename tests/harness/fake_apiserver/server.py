@@ -32,7 +32,7 @@ from .objects import deep_copy, meta, namespace_of
 from .operations import Operations, apply_patch
 from .patches import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from .requestlog import Predicate, RecordedRequest, RequestLog
-from .resources import ResourceRegistry, ResourceType
+from .resources import METRICS_TYPES, ResourceRegistry, ResourceType
 from .selectors import object_filter, parse_field_selector, parse_label_selector
 from .status import ApiError
 from .store import Store
@@ -228,6 +228,17 @@ class FakeApiServer:
         if rt.namespaced:
             meta(body)["namespace"] = namespace or namespace_of(body) or "default"
         return present(self.store.create(rt, body, keep_status=True), rt)
+
+    def serve_metrics_api(self, served: bool = True) -> None:
+        """Serve metrics.k8s.io/v1beta1 (NodeMetrics, PodMetrics: get and list, in
+        discovery too) as a cluster with metrics-server does; ``False`` stops serving it
+        (discovery then says 404, as without metrics-server). Arrange its figures
+        in-process: ``create``/``update`` of ``kubeobjects.node_metrics``/``pod_metrics``."""
+        if served:
+            self.registry.register(METRICS_TYPES)
+        else:
+            for rt in METRICS_TYPES:
+                self.registry.unregister(rt.group, rt.plural)
 
     def seed(self, objects: Iterable[JSON]) -> int:
         """Create many objects at once, as ``create`` does one by one; returns how many.

@@ -145,8 +145,8 @@ async def test_a_failing_profile_fails_the_cycle_loudly_and_the_others_still_run
     fake_apiserver: FakeApiServer, kube_api: KubeApi
 ) -> None:
     """A profile whose DefaultEvictor names a PriorityClass the cluster lacks cannot be
-    built: the cycle's outcome is ``failed``, a Warning Event says why, and the other
-    profile's evictions still go."""
+    built: the cycle's outcome is ``failed``, a Warning Event says why, the other
+    profile's evictions still go, and the one-shot run exits 1 (its plan failed in part)."""
     duplicates_cluster(fake_apiserver, protected=False)
     policy = parse_policy_text(
         DUPLICATES
@@ -170,7 +170,7 @@ async def test_a_failing_profile_fails_the_cycle_loudly_and_the_others_still_run
         install_signal_handlers=False,
         registry=registry,
     )
-    assert code == 0
+    assert code == 1
     assert registry.get_sample_value(CYCLES, {"outcome": "failed"}) == 1
     warnings = [
         e

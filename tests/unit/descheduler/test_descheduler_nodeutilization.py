@@ -470,25 +470,3 @@ class TestHighNodeUtilization:
         plan = run_cycle(policy((HNU, args)), state)
         assert _evicted(plan) == ["sparse-0", "sparse-1"]
         assert plan.taints == []
-
-
-def test_prometheus_source_is_reported_not_ignored() -> None:
-    """A source this version cannot read fails the profile's build instead of silently
-    balancing on requests."""
-    args = {
-        **CPU_ONLY,
-        "metricsUtilization": {"source": "Prometheus", "prometheus": {"query": "up"}},
-    }
-    plan = run_cycle(policy((LNU, args)), snapshot(*_skewed()))
-    assert plan.evictions == []
-    assert plan.errors == [
-        "profile p: metricsUtilization.source Prometheus is not supported by this version"
-    ]
-
-
-def test_metrics_server_source_reads_node_usage() -> None:
-    """``metricsServer: true`` balances on the snapshot's usage figures, like NodeReports."""
-    args = {**CPU_ONLY, "metricsUtilization": {"metricsServer": True}}
-    plan = run_cycle(policy((LNU, args)), snapshot(node("a"), node("b")))
-    assert {f["usageSource"] for f in plan.nodes} == {"requests"}
-    assert {f["fallback"] for f in plan.nodes} == {"missing"}

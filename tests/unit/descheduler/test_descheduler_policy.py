@@ -333,8 +333,10 @@ class TestParsing:
                 ],
             ),
             [
-                "metricsProviders[0].prometheus: required when the source is Prometheus",
-                "metricsProviders[1].prometheus.url: required when the source is Prometheus",
+                "metricsProviders[0].prometheus: prometheus configuration is required when "
+                "prometheus source is enabled",
+                "metricsProviders[1].prometheus.url: prometheus URL is required when "
+                "prometheus is enabled",
             ],
             id="prometheus-provider-without-url",
         ),
@@ -342,13 +344,53 @@ class TestParsing:
             _policy(
                 [],
                 {},
-                metricsProviders=[{"source": "KubernetesMetrics"}, {"source": "KubernetesMetrics"}],
+                metricsProviders=[
+                    {
+                        "source": "Prometheus",
+                        "prometheus": {"url": "prometheus:9090", "authToken": {}},
+                    },
+                ],
             ),
             [
-                (
-                    "metricsProviders[1].source: 'KubernetesMetrics' is already "
-                    "configured; each source can be configured once"
-                )
+                "metricsProviders[0].prometheus.url: error parsing prometheus URL: "
+                "'prometheus:9090': the scheme must be http or https",
+                "metricsProviders[0].prometheus.authToken.secretReference: prometheus "
+                "authToken secret is expected to be set when authToken field is",
+            ],
+            id="prometheus-url-and-token",
+        ),
+        pytest.param(
+            _policy(
+                [],
+                {},
+                metricsProviders=[
+                    {
+                        "source": "Prometheus",
+                        "prometheus": {
+                            "url": "https://prometheus",
+                            "authToken": {"secretReference": {"name": "token"}},
+                        },
+                    },
+                ],
+            ),
+            [
+                "metricsProviders[0].prometheus.authToken.secretReference: prometheus "
+                "authToken secret reference does not set both namespace and name",
+            ],
+            id="prometheus-token-secret-without-namespace",
+        ),
+        pytest.param(
+            _policy(
+                [],
+                {},
+                metricsProviders=[{"source": "KubernetesMetrics"}, {"source": "KubernetesMetrics"}],
+                metricsCollector={"enabled": True},
+            ),
+            [
+                'metricsProviders[1].source: metric provider "KubernetesMetrics" is already '
+                "configured, each source can be configured only once",
+                "metricsCollector: it is not allowed to combine metrics provider when metrics "
+                "collector is enabled",
             ],
             id="metrics-provider-twice",
         ),

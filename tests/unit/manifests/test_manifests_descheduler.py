@@ -19,6 +19,8 @@ DESCHEDULER_CLUSTER_GRANTS = {
     *(("policy", "poddisruptionbudgets", verb) for verb in READ),
     *(("scheduling.k8s.io", "priorityclasses", verb) for verb in READ),
     *(("kubelet-companion.io", "nodereports", verb) for verb in READ),
+    ("metrics.k8s.io", "nodes", "list"),  # KubernetesMetrics: no watch in that API
+    ("metrics.k8s.io", "pods", "list"),
     ("", "pods/eviction", "create"),
     ("", "nodes", "get"),  # CriticalAddonRescue and NodeShutdownRecovery: a fresh read
     ("", "nodes", "patch"),  # ... then the guarded patch of our own taint
@@ -107,6 +109,17 @@ def test_the_descheduler_may_touch_only_leases_in_its_namespace_and_update_only_
     assert bound_to_account(binding, "Role", f"{ACCOUNT}-lease")
     account = one("ServiceAccount", ACCOUNT)
     assert account["metadata"]["namespace"] == NAMESPACE
+
+
+def test_the_descheduler_may_read_one_secret_the_prometheus_token() -> None:
+    """A Prometheus token Secret is read by name, in the descheduler's namespace, get only."""
+    name = f"{ACCOUNT}-prometheus-token"
+    role = one("Role", name)
+    assert role["metadata"]["namespace"] == NAMESPACE
+    assert grants(role) == {("", "secrets", "get", "kubelet-companion-prometheus-token")}
+    binding = one("RoleBinding", name)
+    assert binding["metadata"]["namespace"] == NAMESPACE
+    assert bound_to_account(binding, "Role", name)
 
 
 def test_the_descheduler_deployment_runs_two_leader_elected_unprivileged_replicas() -> None:

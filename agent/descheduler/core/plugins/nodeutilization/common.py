@@ -10,10 +10,11 @@ Where we differ on purpose:
 - ties are broken by name (upstream's ``sort.Slice`` is unstable, so its order is arbitrary);
 - ``sourceNodeOrder: Percentage`` (opt-in) orders source nodes by the sum of their usage
   percentages over the thresholds' resources instead;
-- ``metricsUtilization.source: NodeReports`` reads the agents' real usage from the snapshot
-  and falls back to requests for a node whose report is missing or stale (recorded in the
-  plan's ``nodes`` as ``usageSource``/``fallback``); on such a node, pods of equal upstream
-  keys go biggest real user first (CPU, then memory);
+- where usage is the agents' NodeReports (``metricsUtilization.source: NodeReports``, or a
+  Prometheus node signal with ``podUsage: NodeReports``; ``usage`` says where usage comes
+  from), pods of equal upstream keys go biggest real user first (CPU, then memory);
+- every node records where its usage came from (the plan's ``nodes``: ``usageSource``,
+  ``fallback``);
 - a node whose agent reports it shutting down, gated or stopped is never room (never an
   under-utilized destination for LowNodeUtilization, never a destination for High);
 - ``cooldownSeconds`` (opt-in) skips a pod whose owner lost a pod to us within the cooldown.
@@ -21,71 +22,30 @@ Where we differ on purpose:
 
 from __future__ import annotations
 
-import math
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from agent.config.errors import FieldError
 from agent.config.schema import setting
 from agent.descheduler.core.errors import (
-    DeschedulerError,
     NamespaceLimitReached,
     NodeLimitReached,
     TotalLimitReached,
 )
 from agent.descheduler.core.framework.args import Namespaces
 from agent.descheduler.core.framework.types import Handle
+from agent.descheduler.core.plugins.nodeutilization.metrics import NODE_REPORTS
+from agent.descheduler.core.plugins.nodeutilization.usage import NodeState, Usage, UsageSource
 from agent.descheduler.core.rules.podorder import eviction_key, eviction_order
-from agent.descheduler.model.cluster import CPU, MEMORY, PODS, NodeInfo, PodInfo
+from agent.descheduler.model.cluster import CPU, MEMORY, NodeInfo, PodInfo
+from agent.descheduler.model.gomath import go_round
 from agent.kube.taintownership import is_emptying_taint
 from agent.kube.tolerations import tolerates
 
 UNDER = "underutilized"
 OVER = "overutilized"
 APPROPRIATE = "appropriately utilized"
-NODE_REPORTS = "NodeReports"
-REQUESTS = "requests"
-FINISHED = frozenset({"Succeeded", "Failed"})
-
-
-@dataclass(frozen=True)
-class PrometheusQuery:
-    query: str = setting("")
-
-
-@dataclass(frozen=True)
-class MetricsUtilization:
-    metrics_server: bool = setting(False)
-    source: Literal["", "KubernetesMetrics", "Prometheus", "NodeReports"] = setting("")
-    prometheus: PrometheusQuery | None = setting(None)
-
-    def validate(self) -> list[FieldError]:
-        errors = []
-        if self.source == "KubernetesMetrics" and self.metrics_server:
-            errors.append(
-                FieldError(
-                    "",
-                    "it is not allowed to set both the KubernetesMetrics source and metricsServer",
-                )
-            )
-        if self.source == "KubernetesMetrics" and self.prometheus is not None:
-            errors.append(FieldError("prometheus", "not allowed when source is KubernetesMetrics"))
-        if self.source == "Prometheus" and (self.prometheus is None or not self.prometheus.query):
-            errors.append(FieldError("prometheus.query", "required when source is Prometheus"))
-        return errors
-
-    @property
-    def node_reports(self) -> bool:
-        """Real usage from the snapshot's ``node_usage``: our NodeReports, or metrics-server
-        (``KubernetesMetrics``/``metricsServer``) when the runtime fills it from there; a node
-        without fresh figures falls back to requests, and the plan says so."""
-        return self.source in (NODE_REPORTS, "KubernetesMetrics") or self.metrics_server
-
-    def unsupported(self) -> str:
-        if self.source == "Prometheus":
-            return "metricsUtilization.source Prometheus is not supported by this version"
-        return ""
 
 
 @dataclass(frozen=True)
@@ -103,75 +63,6 @@ def include_is_unsupported(namespaces: Namespaces | None) -> list[FieldError]:
     return []
 
 
-Usage = dict[str, int]
-
-
-@dataclass
-class NodeState:
-    """One node's usage during the plugin's run (upstream's ``NodeInfo``)."""
-
-    node: NodeInfo
-    pods: list[PodInfo]
-    usage: Usage
-    percent: dict[str, float] = field(default_factory=dict)
-    available: Usage = field(default_factory=dict)
-    source: str = REQUESTS
-    fallback: str = ""
-
-
-def resource_names(thresholds: Mapping[str, float]) -> list[str]:
-    """The thresholds' resources plus cpu, memory and pods (``uniquifyResourceNames``)."""
-    return sorted({*thresholds, CPU, MEMORY, PODS})
-
-
-class UsageSource:
-    """Node and pod usage by requests, or by the agents' reports where fresh."""
-
-    def __init__(
-        self, handle: Handle, names: Sequence[str], metrics: MetricsUtilization | None
-    ) -> None:
-        if metrics is not None and (reason := metrics.unsupported()):
-            raise DeschedulerError(reason)
-        node_reports = metrics is not None and metrics.node_reports
-        self.handle = handle
-        self.names = list(names)
-        self.node_reports = node_reports
-
-    def node_state(self, node: NodeInfo) -> NodeState:
-        pods = [p for p in self.handle.snapshot.pods_on(node.name) if p.phase not in FINISHED]
-        usage: Usage = dict.fromkeys(self.names, 0)
-        for pod in pods:
-            for name in self.names:
-                if name != PODS:
-                    usage[name] += pod.requests.get(name, 0)
-        if PODS in usage:
-            usage[PODS] = len(pods)
-        state = NodeState(node=node, pods=pods, usage=usage)
-        if self.node_reports:
-            report = self.handle.snapshot.node_usage.get(node.name)
-            if report is None or report.stale:
-                state.fallback = "missing" if report is None else "stale"
-            else:
-                state.source = NODE_REPORTS
-                for name in (CPU, MEMORY):
-                    if name in usage and name in report.usage:
-                        usage[name] = report.usage[name]
-        return state
-
-    def pod_usage(self, pod: PodInfo, state: NodeState) -> Usage:
-        usage = {name: pod.requests.get(name, 0) for name in self.names}
-        if PODS in usage:
-            usage[PODS] = 1
-        if state.source == NODE_REPORTS:
-            report = self.handle.snapshot.node_usage[state.node.name]
-            measured = report.pod_usage.get(pod.uid)
-            if measured is not None:
-                for name in (CPU, MEMORY):
-                    if name in usage and name in measured:
-                        usage[name] = measured[name]
-        return usage
-
-
 def percentages(usage: Mapping[str, int], capacity: Mapping[str, int]) -> dict[str, float]:
     """``ResourceUsageToResourceThreshold``: float64 percentages, 0 where capacity is 0."""
     result: dict[str, float] = {}
@@ -183,16 +74,18 @@ def percentages(usage: Mapping[str, int], capacity: Mapping[str, int]) -> dict[s
     return result
 
 
-def room_up_to(node: NodeInfo, thresholds: Mapping[str, float], names: Sequence[str]) -> Usage:
+def room_up_to(
+    capacity: Mapping[str, int], thresholds: Mapping[str, float], names: Sequence[str]
+) -> Usage:
     """``capNodeCapacitiesToThreshold``: capacity, cut to the threshold where one is set."""
     room: Usage = {}
     for name in names:
-        if name not in node.allocatable:
+        if name not in capacity:
             room[name] = 0
         elif name not in thresholds:
-            room[name] = node.allocatable[name]
+            room[name] = capacity[name]
         else:
-            room[name] = int(float(thresholds[name]) * 0.01 * float(node.allocatable[name]))
+            room[name] = int(float(thresholds[name]) * 0.01 * float(capacity[name]))
     return room
 
 
@@ -207,11 +100,6 @@ def above(percent: Mapping[str, float], limits: Mapping[str, float]) -> bool:
 def usable_as_room(handle: Handle, node: NodeInfo) -> bool:
     report = handle.snapshot.node_usage.get(node.name)
     return report is None or report.usable_as_destination
-
-
-def go_round(value: float) -> int:
-    """Go's ``math.Round``: halves away from zero (Python's ``round`` goes to even)."""
-    return int(math.copysign(math.floor(abs(value) + 0.5), value))
 
 
 def record(handle: Handle, plugin: str, state: NodeState, category: str) -> None:
@@ -261,6 +149,7 @@ def tolerates_some_node(
 
 
 ContinueCondition = Callable[[NodeState, Mapping[str, int]], bool]
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -302,11 +191,12 @@ class EvictionRun:
                 return
 
     def _ordered(self, pods: list[PodInfo], state: NodeState) -> list[PodInfo]:
-        """Upstream's order; on real usage, equal keys go biggest user first (upstream's
-        order among them is arbitrary, so this stays within it and drains in fewer moves)."""
-        if state.source != NODE_REPORTS:
+        """Upstream's order; on the agents' figures, equal keys go biggest user first
+        (upstream's order among them is arbitrary, so this stays within it and drains in
+        fewer moves)."""
+        if state.pods_by != NODE_REPORTS:
             return eviction_order(pods)
-        usage = {p.uid: self.usage_source.pod_usage(p, state) for p in pods}
+        usage = {p.uid: self.usage_source.pod_usage(p, state) or {} for p in pods}
         return sorted(
             pods,
             key=lambda p: (
@@ -318,6 +208,24 @@ class EvictionRun:
             ),
         )
 
+    def _may_evict(
+        self, pod: PodInfo, state: NodeState, taints: list[tuple[Mapping[str, object], ...]]
+    ) -> bool:
+        """Upstream's checks before an eviction, in its order: a destination's taints are
+        tolerated, the preEvictionFilter and the excluded namespaces pass (and ours, the
+        churn guard), and the pod's usage is known."""
+        evictor = self.handle.evictor
+        if not tolerates_some_node(pod, taints):
+            return False
+        if pod.namespace in self.excluded_namespaces or not evictor.pre_eviction_filter(pod):
+            return False
+        if self.cooldown_seconds > 0 and evictor.in_cooldown(pod, self.cooldown_seconds):
+            return False
+        if problem := self.usage_source.pod_problem(pod, state):
+            _log.info("%s: unable to get pod usage: %s", self.plugin, problem)
+            return False  # upstream logs it and tries the next pod
+        return True
+
     def _evict_from(
         self, state: NodeState, pods: list[PodInfo], taints: list[tuple[Mapping[str, object], ...]]
     ) -> None:
@@ -328,11 +236,7 @@ class EvictionRun:
         for pod in pods:
             if self.per_node_limit is not None and evicted >= self.per_node_limit:
                 break
-            if not tolerates_some_node(pod, taints):
-                continue
-            if pod.namespace in self.excluded_namespaces or not evictor.pre_eviction_filter(pod):
-                continue
-            if self.cooldown_seconds > 0 and evictor.in_cooldown(pod, self.cooldown_seconds):
+            if not self._may_evict(pod, state, taints):
                 continue
             pod_usage = self.usage_source.pod_usage(pod, state)
             try:
@@ -342,9 +246,16 @@ class EvictionRun:
                 return
             except NamespaceLimitReached:
                 continue  # upstream logs "eviction failed" and tries the next pod
+            if pod_usage is None and self.per_node_limit is None:
+                # No pod usage to weigh (a Prometheus node signal): one eviction per node,
+                # as upstream's "only a single pod eviction is allowed".
+                self.emptied.append(state.node.name)
+                return
             evicted += 1
             if evicted == 1:
                 self.emptied.append(state.node.name)
+            if pod_usage is None:
+                continue  # upstream: up to evictionLimits.node, usage not weighed
             for name in self.budget:
                 amount = pod_usage.get(name, 0)
                 state.usage[name] = state.usage.get(name, 0) - amount

@@ -32,9 +32,6 @@ from agent.descheduler.core.plugins.nodeutilization.common import (
     OVER,
     UNDER,
     EvictionRun,
-    MetricsUtilization,
-    NodeState,
-    UsageSource,
     below,
     budget_over,
     every_budget_positive,
@@ -42,11 +39,20 @@ from agent.descheduler.core.plugins.nodeutilization.common import (
     order_sources,
     percentages,
     record,
-    resource_names,
     room_up_to,
     usable_as_room,
 )
+from agent.descheduler.core.plugins.nodeutilization.metrics import (
+    MetricsUtilization,
+    resource_errors,
+)
+from agent.descheduler.core.plugins.nodeutilization.usage import (
+    NodeState,
+    UsageSource,
+    resource_names,
+)
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
+from agent.descheduler.model.metricsusage import METRIC_RESOURCE
 from agent.descheduler.plan.shape import TaintChange
 from agent.kube.taintownership import emptying_taint
 
@@ -65,9 +71,23 @@ class HighNodeUtilizationArgs:
     taint_source_nodes: bool = setting(True)
 
     def validate(self) -> list[FieldError]:
-        return include_is_unsupported(self.evictable_namespaces) + threshold_errors(
-            self.thresholds, "thresholds"
-        )
+        errors = include_is_unsupported(self.evictable_namespaces)
+        errors += threshold_errors(self.thresholds, "thresholds")
+        if errors:
+            return errors
+        errors = resource_errors(self.metrics_utilization, self.thresholds, "thresholds")
+        if (
+            ONLY_THRESHOLDING_RESOURCES in self.eviction_modes
+            and METRIC_RESOURCE in self.thresholds
+        ):
+            errors.append(
+                FieldError(
+                    "evictionModes",
+                    f"{ONLY_THRESHOLDING_RESOURCES} would evict nothing: no pod requests "
+                    f"{METRIC_RESOURCE}",
+                )
+            )
+        return errors
 
 
 class HighNodeUtilization:
@@ -76,7 +96,7 @@ class HighNodeUtilization:
     def __init__(self, args: HighNodeUtilizationArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.names = resource_names(args.thresholds)
+        self.names = resource_names(args.thresholds, args.metrics_utilization)
         self.high = dict.fromkeys(args.thresholds, 100.0)
         self.usage_source = UsageSource(handle, self.names, args.metrics_utilization)
 
@@ -88,12 +108,14 @@ class HighNodeUtilization:
         return True
 
     def classify(self, nodes: Sequence[NodeInfo]) -> tuple[list[NodeState], list[NodeState]]:
+        self.usage_source.check(nodes)
         under: list[NodeState] = []
         destinations: list[NodeState] = []
         for node in nodes:
             state = self.usage_source.node_state(node)
-            state.percent = percentages(state.usage, node.allocatable)
-            state.available = room_up_to(node, self.high, self.names)
+            capacity = self.usage_source.capacity(node)
+            state.percent = percentages(state.usage, capacity)
+            state.available = room_up_to(capacity, self.high, self.names)
             if below(state.percent, self.args.thresholds):
                 under.append(state)
                 record(self.handle, self.name, state, UNDER)

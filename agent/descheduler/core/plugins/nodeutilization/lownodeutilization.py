@@ -27,10 +27,7 @@ from agent.descheduler.core.plugins.nodeutilization.common import (
     OVER,
     UNDER,
     EvictionRun,
-    MetricsUtilization,
-    NodeState,
     PluginEvictionLimits,
-    UsageSource,
     above,
     below,
     budget_over,
@@ -39,9 +36,17 @@ from agent.descheduler.core.plugins.nodeutilization.common import (
     order_sources,
     percentages,
     record,
-    resource_names,
     room_up_to,
     usable_as_room,
+)
+from agent.descheduler.core.plugins.nodeutilization.metrics import (
+    MetricsUtilization,
+    resource_errors,
+)
+from agent.descheduler.core.plugins.nodeutilization.usage import (
+    NodeState,
+    UsageSource,
+    resource_names,
 )
 from agent.descheduler.model.cluster import NodeInfo
 
@@ -64,6 +69,12 @@ class LowNodeUtilizationArgs:
         errors = include_is_unsupported(self.evictable_namespaces)
         errors += threshold_errors(self.thresholds, "thresholds")
         errors += threshold_errors(self.target_thresholds, "targetThresholds")
+        if errors:
+            return errors
+        errors += resource_errors(self.metrics_utilization, self.thresholds, "thresholds")
+        errors += resource_errors(
+            self.metrics_utilization, self.target_thresholds, "targetThresholds"
+        )
         if errors:
             return errors
         if set(self.thresholds) != set(self.target_thresholds):
@@ -95,7 +106,7 @@ class LowNodeUtilization:
     def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.names = resource_names(args.thresholds)
+        self.names = resource_names(args.thresholds, args.metrics_utilization)
         self.usage_source = UsageSource(handle, self.names, args.metrics_utilization)
 
     def limits(self, states: Sequence[NodeState]) -> tuple[dict[str, float], dict[str, float]]:
@@ -114,9 +125,10 @@ class LowNodeUtilization:
     def classify(
         self, nodes: Sequence[NodeInfo]
     ) -> tuple[list[NodeState], list[NodeState], list[NodeState]]:
+        self.usage_source.check(nodes)
         states = [self.usage_source.node_state(node) for node in nodes]
         for state in states:
-            state.percent = percentages(state.usage, state.node.allocatable)
+            state.percent = percentages(state.usage, self.usage_source.capacity(state.node))
             if self.args.use_deviation_thresholds:
                 state.percent = {
                     n: v for n, v in state.percent.items() if n in self.args.thresholds
@@ -127,11 +139,12 @@ class LowNodeUtilization:
         rest: list[NodeState] = []
         for state in states:
             schedulable = not state.node.unschedulable and usable_as_room(self.handle, state.node)
+            capacity = self.usage_source.capacity(state.node)
             if schedulable and below(state.percent, low):
-                state.available = room_up_to(state.node, high, self.names)
+                state.available = room_up_to(capacity, high, self.names)
                 under.append(state)
             elif above(state.percent, high):
-                state.available = room_up_to(state.node, high, self.names)
+                state.available = room_up_to(capacity, high, self.names)
                 over.append(state)
             else:
                 rest.append(state)

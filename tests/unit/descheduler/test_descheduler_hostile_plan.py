@@ -351,7 +351,7 @@ class TestWhatTheApiServerWouldRefuseIsRefused:
             ),
             pytest.param(
                 [node("idle\u200b4")],
-                "items[8].metadata.name: 'idle\\u200b4' must be a DNS subdomain",
+                "items[8].metadata.name: 'idle\\\\u200b4' must be a DNS subdomain",
                 id="zero-width-space-in-a-name",
             ),
             pytest.param(

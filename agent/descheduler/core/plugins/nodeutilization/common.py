@@ -13,7 +13,7 @@ Where we differ on purpose:
 - ``metricsUtilization.source: NodeReports`` reads the agents' real usage from the snapshot
   and falls back to requests for a node whose report is missing or stale (recorded in the
   plan's ``nodes`` as ``usageSource``/``fallback``); on such a node, pods of equal upstream
-  keys go biggest real user first (CPU, then memory);
+  keys are spread across owners, then go biggest real user first (``spread_order``);
 - a node whose agent reports it shutting down, gated or stopped is never room (never an
   under-utilized destination for LowNodeUtilization, never a destination for High);
 - ``cooldownSeconds`` (opt-in) skips a pod whose owner lost a pod to us within the cooldown.
@@ -36,7 +36,11 @@ from agent.descheduler.core.errors import (
 )
 from agent.descheduler.core.framework.args import Namespaces
 from agent.descheduler.core.framework.types import Handle
-from agent.descheduler.core.rules.podorder import eviction_key, eviction_order
+from agent.descheduler.core.rules.podorder import (  # noqa: F401 - eviction_key: the parity test reads it from here
+    eviction_key,
+    eviction_order,
+    spread_order,
+)
 from agent.descheduler.model.cluster import CPU, MEMORY, PODS, NodeInfo, PodInfo
 from agent.kube.taintownership import is_emptying_taint
 from agent.kube.tolerations import tolerates
@@ -302,20 +306,17 @@ class EvictionRun:
                 return
 
     def _ordered(self, pods: list[PodInfo], state: NodeState) -> list[PodInfo]:
-        """Upstream's order; on real usage, equal keys go biggest user first (upstream's
-        order among them is arbitrary, so this stays within it and drains in fewer moves)."""
-        if state.source != NODE_REPORTS:
+        """Upstream's order. On real usage (any source but requests), equal keys are spread
+        across owners in waves of their implicit budgets, then biggest user first
+        (``spread_order``): upstream's order among them is arbitrary, so this stays within
+        it. On requests, upstream's order alone, so its decisions stay as they are."""
+        if state.source == REQUESTS:
             return eviction_order(pods)
         usage = {p.uid: self.usage_source.pod_usage(p, state) for p in pods}
-        return sorted(
+        return spread_order(
             pods,
-            key=lambda p: (
-                eviction_key(p),
-                -usage[p.uid].get(CPU, 0),
-                -usage[p.uid].get(MEMORY, 0),
-                p.namespace,
-                p.name,
-            ),
+            lambda p: (usage[p.uid].get(CPU, 0), usage[p.uid].get(MEMORY, 0)),
+            self.handle.evictor.rollout_of,
         )
 
     def _evict_from(

@@ -132,6 +132,18 @@ def _descheduler_flags(parser: argparse.ArgumentParser) -> None:
         help="how long a cycle waits for a PodDisruptionBudget to allow the evictions it "
         "refused when planned (60s, never past the next interval; 0: report them blocked)",
     )
+    _implicit_budgets_flag(add)
+
+
+def _implicit_budgets_flag(add: Callable[..., object]) -> None:
+    add(
+        "--implicit-rollout-budgets",
+        nargs="?",
+        const="true",
+        metavar="true|false",
+        help="a workload without a PodDisruptionBudget loses no more pods at once than its "
+        "rollout's maxUnavailable (true, the default); the others wait for replacements",
+    )
 
 
 def _descheduler_plan_flags(parser: argparse.ArgumentParser) -> None:
@@ -141,7 +153,8 @@ def _descheduler_plan_flags(parser: argparse.ArgumentParser) -> None:
         "--snapshot",
         metavar="FILE",
         required=True,
-        help="kubectl get nodes,pods,pdb,namespaces,priorityclasses -A -o json (gzip accepted)",
+        help="kubectl get nodes,pods,pdb,namespaces,priorityclasses,deployments,replicasets,"
+        "statefulsets -A -o json (gzip accepted)",
     )
     add("--policy-config-file", metavar="FILE", required=True, help="DeschedulerPolicy")
     add("--node-reports", metavar="FILE", help="kubectl get nodereports -o json (gzip accepted)")
@@ -165,6 +178,7 @@ def _descheduler_plan_flags(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="refuse a file (or what a gzip expands to) larger than N bytes (default 8 GiB)",
     )
+    _implicit_budgets_flag(add)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -35,6 +35,9 @@ class DeschedulerConfig:
     held_eviction_timeout: Duration = setting(Duration(60.0), minimum=0)
     """Ours: how long a cycle waits for a PodDisruptionBudget to allow an eviction it held
     (never past the next interval); 0 reports them blocked at once, as a dry run does."""
+    implicit_rollout_budgets: bool = setting(True)
+    """Ours: a workload no PodDisruptionBudget selects loses no more pods at once than its
+    rollout's ``maxUnavailable`` (at least one); the rest wait for replacements to be Ready."""
 
     def validate(self) -> list[FieldError]:
         errors = []

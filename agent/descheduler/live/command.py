@@ -15,6 +15,7 @@ from pathlib import Path
 import structlog
 
 from agent.config import ConfigError, DeschedulerConfig, FieldError, load_file
+from agent.config.booleans import parse_bool
 from agent.config.durations import parse_duration
 from agent.config.schema import Duration, HostPort
 from agent.descheduler.core.policy import load_policy
@@ -55,6 +56,12 @@ def resolve_config(args: argparse.Namespace) -> DeschedulerConfig:
         value = getattr(args, flag, None)
         if value is not None:
             changes[name] = value
+    implicit = getattr(args, "implicit_rollout_budgets", None)
+    if implicit is not None:
+        try:
+            changes["implicit_rollout_budgets"] = parse_bool(implicit)
+        except ValueError as error:
+            errors.append(FieldError("--implicit-rollout-budgets", str(error)))
     if args.metrics_bind_address is not None:
         changes["metrics_bind_address"] = HostPort(args.metrics_bind_address)
     if args.client_connection_burst is not None and args.client_connection_burst < 1:
@@ -102,6 +109,7 @@ def options_from(config: DeschedulerConfig, args: argparse.Namespace) -> RunOpti
         event_driven=config.event_driven_cycles,
         min_cycle_spacing=float(config.min_cycle_spacing),
         held_eviction_timeout=float(config.held_eviction_timeout),
+        implicit_budgets=config.implicit_rollout_budgets,
     )
 
 

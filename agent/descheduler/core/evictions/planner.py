@@ -114,10 +114,16 @@ class Planner:
         budget = self._key(budgets[0]) if budgets else ""
         blocked = self._blocking(pod, budgets, budget) if budgets else ""
         implicit = ""
-        if not budgets and self.implicit_budgets and (rollout := self.rollouts.of(pod)):
+        if (
+            not budgets
+            and self.implicit_budgets
+            and pod.phase == "Running"
+            and pod.ready
+            and (rollout := self.rollouts.of(pod))
+        ):
             budget = rollout.key
             self.plan.implicit_budgets[budget] = rollout
-            implicit = self._implicit_blocking(pod, rollout)
+            implicit = self._implicit_blocking(rollout)
         self.plan.evictions.append(
             PlannedEviction(
                 namespace=pod.namespace,
@@ -184,10 +190,11 @@ class Planner:
         budgets = self._budgets.budgets_for(pod)
         return self._blocking(pod, budgets, self._key(budgets[0])) if budgets else ""
 
-    def _implicit_blocking(self, pod: PodInfo, rollout: ImplicitBudget) -> str:
-        """The implicit budget's key when it holds the eviction now, else ``""``."""
-        if pod.phase != "Running" or not pod.ready:
-            return ""  # unavailable already: its eviction costs the workload nothing
+    def _implicit_blocking(self, rollout: ImplicitBudget) -> str:
+        """The implicit budget's key when it holds the eviction of one of its Running, Ready
+        pods now, else ``""``. A pod that is not Running and Ready is not asked: unavailable
+        already, its eviction costs the workload nothing (nor the cycle a pass over the
+        pods, on a state of Pending pods such as the parity one)."""
         key = rollout.key
         remaining = self._implicit_left.get(key)
         if remaining is None:

@@ -160,7 +160,8 @@ async def _run(cluster: Cluster, kube_api: KubeApi, tmp_path: Path, **options: A
         code = await run_descheduler(
             load_policy(policy),
             RunOptions(
-                metrics_bind_address="127.0.0.1:0", qps=0, held_eviction_timeout=30, **options
+                **{"metrics_bind_address": "127.0.0.1:0", "qps": 0, "held_eviction_timeout": 30}
+                | options
             ),
             kube_api,
             install_signal_handlers=False,
@@ -231,3 +232,17 @@ async def test_a_pdb_is_the_users_word(cluster: Cluster, kube_api: KubeApi, tmp_
     assert len(_accepted(cluster.server)) == 5
     assert cluster.unavailable.most == 5
     assert _results(registry)["success"] == 5
+
+
+async def test_what_it_evicted_counts_at_once_before_the_watch_shows_it(
+    cluster: Cluster, kube_api: KubeApi, tmp_path: Path
+) -> None:
+    """No API server keeps an implicit budget: with the pod watch silent after the list (a
+    stalled stream), the cache never shows the 3 evictions nor any replacement, yet the held
+    evictions do not go; they are reported blocked by the implicit budget when the hold
+    ends, and the Deployment never had more than 3 pods unavailable."""
+    cluster.server.faults.stall_watches(r"/api/v1/pods$", times=1)
+    registry = await _run(cluster, kube_api, tmp_path, held_eviction_timeout=1)
+    assert len(_accepted(cluster.server)) == AT_ONCE
+    assert cluster.unavailable.most == AT_ONCE
+    assert _results(registry) == {"success": 3, "blocked by implicit budget": 3}

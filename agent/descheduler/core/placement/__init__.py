@@ -129,7 +129,8 @@ def place(
     }
     simulation = Simulation(snapshot, fast=fast, profile=profile)
     placements: dict[int, Placement] = {}
-    order = [i for i, e in enumerate(evictions) if not e.blocked_by_pdb] + [
+    # Those sent at once first, then the held ones (a PDB's or an implicit budget's).
+    order = [i for i, e in enumerate(evictions) if not (e.blocked_by_pdb or e.held)] + [
         i for i, e in enumerate(evictions) if e.held
     ]
     for i, eviction in enumerate(evictions):

@@ -15,6 +15,7 @@ from agent.descheduler.core.placement import (
     BLOCKED,
     DAEMON_POD,
     FINISHED_NOTE,
+    HELD_BY_IMPLICIT_BUDGET,
     NOT_RECREATED,
     REFUSED,
     place,
@@ -499,6 +500,7 @@ def test_an_eviction_an_implicit_budget_holds_is_placed_once_after_the_others() 
     implicit = replace(second, held=True, implicit_budget="Deployment default/web")
     result = place(state, [first, implicit, third], window=1)
     assert [p.node for p in result.placements] == ["a", "a", "b"]
+    assert result.placements[1].note == HELD_BY_IMPLICIT_BUDGET
     pods = {load.node: (load.before["pods"], load.after["pods"]) for load in result.loads}
     assert pods == {"src": (3, 0), "a": (0, 2), "b": (0, 1)}
 

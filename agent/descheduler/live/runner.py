@@ -111,12 +111,6 @@ class Descheduler:
         )
         plan = await asyncio.to_thread(run_cycle, self.policy, snapshot, options)
         self._count_fallbacks(plan)
-        if fallbacks := plan.fallbacks:
-            _log.info(
-                "implicit budgets counted the pods seen: their workloads are not cached",
-                workloads=len(fallbacks),
-                sample=fallbacks[:5],
-            )
         for run in plan.durations:
             self.metrics.strategy_duration.labels(run["plugin"], run["profile"]).observe(
                 float(run["seconds"])

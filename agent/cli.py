@@ -167,6 +167,18 @@ def _descheduler_flags(parser: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help="each Prometheus attempt's connect and read timeout (30s; 3 attempts)",
     )
+    _implicit_budgets_flag(add)
+
+
+def _implicit_budgets_flag(add: Callable[..., object]) -> None:
+    add(
+        "--implicit-rollout-budgets",
+        nargs="?",
+        const="true",
+        metavar="true|false",
+        help="a workload without a PodDisruptionBudget loses no more pods at once than its "
+        "rollout's maxUnavailable (true, the default); the others wait for replacements",
+    )
 
 
 def _descheduler_plan_flags(parser: argparse.ArgumentParser) -> None:
@@ -176,7 +188,8 @@ def _descheduler_plan_flags(parser: argparse.ArgumentParser) -> None:
         "--snapshot",
         metavar="FILE",
         required=True,
-        help="kubectl get nodes,pods,pdb,namespaces,priorityclasses -A -o json (gzip accepted)",
+        help="kubectl get nodes,pods,pdb,namespaces,priorityclasses,deployments,replicasets,"
+        "statefulsets -A -o json (gzip accepted)",
     )
     add("--policy-config-file", metavar="FILE", required=True, help="DeschedulerPolicy")
     add("--node-reports", metavar="FILE", help="kubectl get nodereports -o json (gzip accepted)")
@@ -207,6 +220,7 @@ def _descheduler_plan_flags(parser: argparse.ArgumentParser) -> None:
         help="refuse a snapshot or NodeReports file (or what a gzip expands to) larger than N "
         "bytes, counted as read (FIFOs too); N >= 1 (default 8 GiB; 0 is refused)",
     )
+    _implicit_budgets_flag(add)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,10 +4,11 @@
 
 Deterministic: the same bytes every run (fixed names, UIDs derived from names, fixed times,
 gzip without a timestamp), so the committed file only changes when this script does. The
-output has the shape ``kubectl get nodes,pods,pdb,namespaces,priorityclasses -A -o json``
-prints, with the fields the API server fills in (priority from the class, QoS class, the
-default not-ready/unreachable tolerations, PDB status as the disruption controller computes
-it), so the same objects can be loaded into an API server unchanged.
+output has the shape ``kubectl get nodes,pods,pdb,namespaces,priorityclasses,deployments,
+replicasets,statefulsets -A -o json`` prints, with the fields the API server fills in
+(priority from the class, QoS class, the default not-ready/unreachable tolerations, PDB status
+as the disruption controller computes it), so the same objects can be loaded into an API
+server unchanged (owner references re-pointed to the UIDs it gives the controllers).
 
 The cluster: ten nodes in three zones. node-a1 and node-a2 are over-committed; node-a4 and
 node-b3 are nearly empty; node-gpu1 is big, empty and tainted for GPU jobs; node-edge1 takes
@@ -373,6 +374,30 @@ def workloads() -> list[JSON]:
     return pods
 
 
+def controllers(pods: list[JSON]) -> list[JSON]:
+    """The Deployments and ReplicaSets behind the ``replicas`` pods and the StatefulSet behind
+    postgres, each with as many replicas as it has pods (the default rollout)."""
+    counts: dict[tuple[str, str, str, str], int] = {}
+    for pod in pods:
+        metadata = pod["metadata"]
+        for ref in metadata.get("ownerReferences") or ():
+            if ref["kind"] in ("ReplicaSet", "StatefulSet"):
+                key = (ref["kind"], metadata["namespace"], ref["name"], metadata["labels"]["app"])
+                counts[key] = counts.get(key, 0) + 1
+    items: list[JSON] = []
+    for (kind, namespace, name, app), count in sorted(counts.items()):
+        common: dict[str, Any] = {"namespace": namespace, "created": CREATED, "replicas": count}
+        if kind == "ReplicaSet":
+            items.append(
+                kubeobjects.workload(
+                    "Deployment", app, uid=uid("Deployment", namespace, app), **common
+                )
+            )
+            common["owner"] = owner("Deployment", app, namespace)
+        items.append(kubeobjects.workload(kind, name, uid=uid(kind, namespace, name), **common))
+    return items
+
+
 def pdb_over(name: str, namespace: str, app: str, min_available: int, pods: list[JSON]) -> JSON:
     """A PDB with the status the disruption controller computes over ``pods``."""
     matching = [
@@ -404,6 +429,7 @@ def snapshot() -> JSON:
     pods = workloads()
     items: list[JSON] = [node(name) for name in NODES]
     items += pods
+    items += controllers(pods)
     items += [
         pdb_over("web", "shop", "web", 12, pods),
         pdb_over("postgres", "data", "postgres", 1, pods),

@@ -48,6 +48,9 @@ class DeschedulerConfig:
     )
     prometheus_timeout: Duration = setting(Duration(30.0), minimum=0.001)
     """Ours: each Prometheus attempt's connect timeout, and again its answer's."""
+    implicit_rollout_budgets: bool = setting(True)
+    """Ours: a workload no PodDisruptionBudget selects loses no more pods at once than its
+    rollout's ``maxUnavailable`` (at least one); the rest wait for replacements to be Ready."""
 
     def validate(self) -> list[FieldError]:
         errors = []

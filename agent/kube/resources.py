@@ -47,6 +47,12 @@ NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet", namespaced=True)
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=True)
+REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet", namespaced=True)
+STATEFUL_SETS = Resource("apps", "v1", "statefulsets", "StatefulSet", namespaced=True)
+REPLICATION_CONTROLLERS = Resource(
+    "", "v1", "replicationcontrollers", "ReplicationController", namespaced=True
+)
 CSI_NODES = Resource("storage.k8s.io", "v1", "csinodes", "CSINode", namespaced=False)
 POD_DISRUPTION_BUDGETS = Resource(
     "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True

@@ -455,6 +455,53 @@ def daemon_set(
     }
 
 
+_STRATEGY_FIELDS = {"Deployment": "strategy", "StatefulSet": "updateStrategy"}
+
+
+def workload(
+    kind: str,
+    name: str,
+    *,
+    namespace: str = "default",
+    uid: str | None = None,
+    created: str | None = None,
+    replicas: int | None = None,
+    strategy: str | None = None,
+    max_unavailable: int | str | None = None,
+    max_surge: int | str | None = None,
+    owner: Mapping[str, Any] | None = None,
+    spec: Mapping[str, Any] | None = None,
+) -> JSON:
+    """A Deployment, ReplicaSet, StatefulSet or ReplicationController (``kind``) selecting,
+    and templating pods labelled, ``app=<name>``: ``strategy`` is the rollout's type
+    (``spec.strategy`` of a Deployment, ``spec.updateStrategy`` of a StatefulSet) with its
+    rolling update's ``max_unavailable``/``max_surge``; ``owner`` a ReplicaSet's Deployment
+    (``owner_ref(...)``)."""
+    labels = {"app": name}
+    built_spec: JSON = {
+        # A ReplicationController's selector is a plain label map.
+        "selector": labels if kind == "ReplicationController" else {"matchLabels": labels},
+        "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": []}},
+    }
+    if replicas is not None:
+        built_spec["replicas"] = replicas
+    rolling = {"maxUnavailable": max_unavailable, "maxSurge": max_surge}
+    rolling = {key: value for key, value in rolling.items() if value is not None}
+    if strategy is not None or rolling:
+        rollout: JSON = {"type": strategy or "RollingUpdate"}
+        if rolling:
+            rollout["rollingUpdate"] = rolling
+        built_spec[_STRATEGY_FIELDS[kind]] = rollout
+    return {
+        "apiVersion": _API_VERSIONS.get(kind, "v1"),
+        "kind": kind,
+        "metadata": _metadata(
+            name, namespace, uid=uid, labels=None, annotations=None, created=created, owner=owner
+        ),
+        "spec": _merged(built_spec, spec),
+    }
+
+
 def pdb(
     name: str,
     *,

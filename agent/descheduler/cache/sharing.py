@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from agent.descheduler.model.cluster import NodeInfo, PodInfo
+from agent.descheduler.model.cluster import NodeInfo, PodInfo, WorkloadInfo
 
 T = TypeVar("T")
 
@@ -107,3 +107,14 @@ class Sharing:
 
     def labels(self, value: Mapping[str, str]) -> Mapping[str, str]:
         return self._map("l", value)
+
+    def workload(self, workload: WorkloadInfo) -> WorkloadInfo:
+        """The same workload, its controller reference shared: a Deployment keeps ten
+        ReplicaSets of history, each naming it."""
+        controller = workload.controller
+        if controller is None:
+            return workload
+        shared = self.shared(("c", controller), controller)
+        if shared is controller:
+            return workload
+        return msgspec.structs.replace(workload, controller=shared)

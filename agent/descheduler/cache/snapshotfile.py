@@ -1,10 +1,13 @@
 """A ``ClusterSnapshot`` read from files: what ``descheduler plan`` plans on, with no cluster.
 
 The input is what ``kubectl get nodes,pods,pdb,namespaces,priorityclasses -A -o json``
-prints: a ``v1`` List of mixed kinds (PersistentVolumeClaims and NodeReports are read too
-when present; other kinds are counted and ignored). NodeReports may also come in a second
-file (``kubectl get nodereports -o json``). Either file may be gzipped (recognised by its
-magic bytes, not its name).
+prints: a ``v1`` List of mixed kinds (PersistentVolumeClaims, NodeReports, and the
+Deployments, ReplicaSets, StatefulSets and ReplicationControllers implicit budgets read, are
+read too when present; other kinds are counted and ignored). Without them the file still
+loads: implicit budgets then count the pods seen of each controller of a kind the file holds
+none of, and the plan says so. NodeReports may also come
+in a second file (``kubectl get nodereports -o json``). Either file may be gzipped
+(recognised by its magic bytes, not its name).
 
 The snapshot is the one the live loop builds: every item is decoded and projected by the
 caches' own code, not a copy of it. Pods take the pod-list path (``podlist``: the struct
@@ -52,12 +55,15 @@ from agent.descheduler.cache.shapes import object_meta_problems
 from agent.descheduler.cache.sharing import Sharing
 from agent.descheduler.cache.usage import Distrusted, judge_all
 from agent.descheduler.cache.wire import codec_for
+from agent.descheduler.cache.workloads import project_workload
 from agent.descheduler.model.cluster import (
+    WORKLOAD_KINDS,
     ClaimInfo,
     ClusterSnapshot,
     DisruptionBudget,
     NodeInfo,
     PodInfo,
+    WorkloadInfo,
 )
 from agent.kube import nodereports
 from agent.kube.nodereports import NodeUsageReport
@@ -238,6 +244,8 @@ class SnapshotReader:
     claims: dict[str, ClaimInfo] = field(default_factory=dict)
     priority_classes: dict[str, int] = field(default_factory=dict)
     reports: dict[str, NodeUsageReport] = field(default_factory=dict)
+    workloads: dict[str, WorkloadInfo] = field(default_factory=dict)
+    """The ``WORKLOAD_KINDS``, by UID."""
     ignored: Counter[str] = field(default_factory=Counter)
     """Items of kinds a snapshot does not read, by kind."""
     newest_stamp: float | None = None
@@ -247,6 +255,7 @@ class SnapshotReader:
         self._pod_list = PodListProjector()
         self._node_sharing = Sharing()
         self._label_sharing = Sharing()
+        self._workload_sharing = Sharing()
         self._decoders: dict[str, Callable[[bytes], Any]] = {}
         self._first: dict[tuple[str, str], str] = {}
         """(kind, namespace/name) -> where the object was first read (``file: items[i]``)."""
@@ -372,6 +381,9 @@ class SnapshotReader:
             obj = self._decode(kind, raw)
             value = projection.priority_class_value(obj)
             self.priority_classes[str(obj["metadata"]["name"])] = value
+        elif kind in WORKLOAD_KINDS:
+            workload = project_workload(self._decode(kind, raw), kind)
+            self.workloads[workload.uid] = self._workload_sharing.workload(workload)
         else:  # NODE_REPORT
             report = nodereports.project(msgspec.json.decode(raw))
             self.reports[report.node] = report
@@ -407,6 +419,8 @@ class SnapshotReader:
             priority_classes=dict(self.priority_classes),
             node_usage=verdicts.usage,
             now=captured_at if captured_at is not None else now,
+            workloads=dict(self.workloads),
+            workload_kinds=frozenset(w.kind for w in self.workloads.values()),
         )
         return Snapshot(snapshot, dict(self.ignored), verdicts.distrusted, capture)
 
@@ -420,6 +434,7 @@ KINDS = frozenset(
         "PersistentVolumeClaim",
         "PriorityClass",
         NODE_REPORT,
+        *WORKLOAD_KINDS,
     }
 )
 """The kinds a snapshot reads; items of any other kind are counted and ignored."""

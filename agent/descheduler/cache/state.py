@@ -9,6 +9,10 @@ only the projection is kept. Pods are indexed by ``spec.nodeName``. A pod list p
 bulk of a cold start, takes ``podlist``'s path: the same projection, each part that repeats
 across pods computed once.
 
+Deployments, ReplicaSets, StatefulSets and ReplicationControllers are cached too
+(``workloads``: their replicas and rollout settings, for implicit budgets), unless implicit
+budgets are off; then they are neither listed nor watched.
+
 A cycle never reads the caches directly: ``snapshot(now)`` copies the references into an
 immutable ``ClusterSnapshot`` (O(objects), no object copies), so the caches move on while
 the cycle plans.
@@ -30,24 +34,31 @@ from agent.descheduler.cache import projection
 from agent.descheduler.cache.podlist import PodListProjector
 from agent.descheduler.cache.sharing import Sharing
 from agent.descheduler.cache.wire import codec_for
+from agent.descheduler.cache.workloads import project_workload
 from agent.descheduler.model.cluster import (
+    WORKLOAD_KINDS,
     ClaimInfo,
     ClusterSnapshot,
     DisruptionBudget,
     NodeInfo,
     NodeUsage,
     PodInfo,
+    WorkloadInfo,
 )
 from agent.kube.api import KubeApi
 from agent.kube.jsontypes import Decode, JsonObject
 from agent.kube.reflector import ProjectingReflector
 from agent.kube.resources import (
+    DEPLOYMENTS,
     NAMESPACES,
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
     POD_DISRUPTION_BUDGETS,
     PODS,
     PRIORITY_CLASSES,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    STATEFUL_SETS,
     Resource,
 )
 
@@ -68,6 +79,8 @@ class Projections:
     pod_status: bool = True
     """Whether ``pod`` keeps the pod-state details (``podstatus``); a list page is projected
     the same way (``PodListProjector(with_status=...)``)."""
+    workload: Callable[[JsonObject, str], WorkloadInfo] = project_workload
+    """A Deployment, ReplicaSet or StatefulSet (the kind given)."""
 
 
 PROJECTIONS = Projections(
@@ -106,8 +119,13 @@ def _pod_node(pod: PodInfo) -> str:
     return pod.node_name
 
 
+WORKLOAD_RESOURCES = (DEPLOYMENTS, REPLICA_SETS, STATEFUL_SETS, REPLICATION_CONTROLLERS)
+"""The caches of ``WORKLOAD_KINDS``, in that order."""
+
+
 class ClusterState:
-    """The descheduler's view of the cluster: six caches, and snapshots of them."""
+    """The descheduler's view of the cluster: six caches (ten with the workloads), and
+    snapshots of them."""
 
     def __init__(
         self,
@@ -118,9 +136,11 @@ class ClusterState:
         decoding: Decoding = "msgspec",
         read_timeout: float = 90.0,
         watch_timeout: float = 300.0,
+        workloads: bool = True,
     ) -> None:
         self.usage = usage
         pod_sharing, node_sharing, label_sharing = Sharing(), Sharing(), Sharing()
+        workload_sharing = Sharing()
 
         # List pages are projected as they are decoded (``entries``), memoized and already
         # shared; watch events take the dict path.
@@ -173,6 +193,22 @@ class ClusterState:
             PRIORITY_CLASSES, "PriorityClass", projection.priority_class_value
         )
 
+        def workload_of(kind: str) -> Callable[[JsonObject], WorkloadInfo]:
+            def project(obj: JsonObject) -> WorkloadInfo:
+                return workload_sharing.workload(projections.workload(obj, kind))
+
+            return project
+
+        self.workloads: tuple[ProjectingReflector[WorkloadInfo], ...] = (
+            tuple(
+                cache(resource, resource.kind, workload_of(resource.kind))
+                for resource in WORKLOAD_RESOURCES
+            )
+            if workloads
+            else ()
+        )
+        """The caches of ``WORKLOAD_KINDS``; none when implicit budgets are off."""
+
     @property
     def reflectors(self) -> tuple[ProjectingReflector[Any], ...]:
         return (
@@ -182,6 +218,7 @@ class ClusterState:
             self.disruption_budgets,
             self.claims,
             self.priority_classes,
+            *self.workloads,
         )
 
     @property
@@ -211,4 +248,10 @@ class ClusterState:
             priority_classes=dict(self.priority_classes.store),
             node_usage=dict(self.usage(nodes)),
             now=now,
+            workloads={
+                workload.uid: workload
+                for reflector in self.workloads
+                for workload in reflector.store.values()
+            },
+            workload_kinds=frozenset(WORKLOAD_KINDS) if self.workloads else frozenset(),
         )

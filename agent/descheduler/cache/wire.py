@@ -180,6 +180,61 @@ class PriorityClass(_Wire):
     global_default: bool | None = None
 
 
+class WorkloadMeta(_Wire):
+    """A workload's metadata: no labels or annotations (a ReplicaSet carries its pods')."""
+
+    name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    creation_timestamp: str | None = None
+    owner_references: list[OwnerReference] | None = None
+
+
+class RollingUpdate(_Wire):
+    max_unavailable: int | str | None = None
+    max_surge: int | str | None = None
+
+
+class Strategy(_Wire):
+    type: str | None = None
+    rolling_update: RollingUpdate | None = None
+
+
+class DeploymentSpec(_Wire):
+    replicas: int | None = None
+    strategy: Strategy | None = None
+
+
+class Deployment(_Wire):
+    metadata: WorkloadMeta | None = None
+    spec: DeploymentSpec | None = None
+
+
+class ReplicaSetSpec(_Wire):
+    replicas: int | None = None
+
+
+class ReplicaSet(_Wire):
+    metadata: WorkloadMeta | None = None
+    spec: ReplicaSetSpec | None = None
+
+
+class ReplicationController(_Wire):
+    metadata: WorkloadMeta | None = None
+    spec: ReplicaSetSpec | None = None
+
+
+class StatefulSetSpec(_Wire):
+    replicas: int | None = None
+    update_strategy: Strategy | None = None
+
+
+class StatefulSet(_Wire):
+    metadata: WorkloadMeta | None = None
+    spec: StatefulSetSpec | None = None
+
+
 class ListMeta(_Wire):
     resource_version: str | None = None
     continue_: str | None = msgspec.field(default=None, name="continue")
@@ -251,6 +306,10 @@ _KINDS: dict[str, type[msgspec.Struct]] = {
     "PodDisruptionBudget": PodDisruptionBudget,
     "PersistentVolumeClaim": PersistentVolumeClaim,
     "PriorityClass": PriorityClass,
+    "Deployment": Deployment,
+    "ReplicaSet": ReplicaSet,
+    "StatefulSet": StatefulSet,
+    "ReplicationController": ReplicationController,
 }
 
 Decode = Callable[[bytes], Any]

@@ -51,6 +51,9 @@ class CycleOptions:
     """The churn guard's memory from earlier cycles (owner UID -> Unix seconds)."""
     apply_budgets: bool = True
     """Apply PDBs as the API server would; off only to reproduce upstream's dry run."""
+    implicit_budgets: bool = True
+    """Hold evictions beyond a workload's implicit budget, where no PDB selects the pod
+    (``rules.rollouts``); ``--implicit-rollout-budgets=false`` turns it off."""
     monotonic: Callable[[], float] | None = None
     """Clock for the per-plugin durations; ``None`` reports 0."""
 
@@ -155,6 +158,7 @@ def _plan_cycle(
         limits,
         owner_evictions=options.owner_evictions,
         apply_budgets=options.apply_budgets,
+        implicit_budgets=options.implicit_budgets,
     )
     plan = planner.plan
     nodes = cycle_nodes(policy, snapshot)

@@ -225,9 +225,17 @@ async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires 
         projections(with_status=policy.reads_pod_status),
         usage=usage,
         decoding=options.decoding,
+        workloads=options.implicit_budgets,
     )
-    budgets = BudgetWatch(state.disruption_budgets.get, clock)
+    budgets = BudgetWatch(
+        state.disruption_budgets.get,
+        clock,
+        # ``items`` reads the store when asked: a relist replaces the store's dict.
+        pods=state.pods.items if options.implicit_budgets else None,
+    )
     state.disruption_budgets.subscribe(budgets.on_event)
+    if budgets.rollouts is not None:
+        state.pods.subscribe(budgets.rollouts.on_pod_event)
     registry.register(DroppedEvents(lambda: events.dropped))
     registry.register(
         SkippedObjects(

@@ -1,4 +1,6 @@
 """PodDisruptionBudgets as the live loop waits on them: each budget's status, and its changes.
+Implicit budgets too (``rolloutwatch``): a key of that form (``Deployment ns/name``) is asked
+of them, and a change of a workload's health wakes its waiters the same way.
 
 A held eviction (``evictions.planner``) goes when its budget allows it again: the disruption
 controller raises ``disruptionsAllowed`` once the pod that replaced the last one evicted is
@@ -12,10 +14,12 @@ Concurrency: the cache's listener and every waiter run on the event loop.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 
 from agent.clock import Clock, sleep_or_set
-from agent.descheduler.model.cluster import DisruptionBudget
+from agent.descheduler.live.rolloutwatch import RolloutWatch
+from agent.descheduler.model.cluster import DisruptionBudget, PodInfo
+from agent.descheduler.plan.shape import ImplicitBudget, PlannedEviction, is_implicit_key
 
 Lookup = Callable[[str], DisruptionBudget | None]
 """``namespace/name`` -> the cached budget, ``None`` when there is none."""
@@ -28,11 +32,19 @@ def budget_key(budget: DisruptionBudget) -> str:
 class BudgetWatch:
     """The budgets' current state and a version per budget, bumped by every change."""
 
-    def __init__(self, lookup: Lookup, clock: Clock) -> None:
+    def __init__(
+        self,
+        lookup: Lookup,
+        clock: Clock,
+        pods: Callable[[], Iterable[PodInfo]] | None = None,
+    ) -> None:
+        """``pods``: the pod cache's pods, which implicit budgets count; without it implicit
+        budgets are not followed (their held evictions go as if allowed)."""
         self.lookup = lookup
         self.clock = clock
         self._versions: dict[str, int] = {}
         self._changed = asyncio.Event()
+        self.rollouts = RolloutWatch(pods, self._bump) if pods is not None else None
 
     def on_event(self, kind: str, budget: DisruptionBudget | None) -> None:
         """The budget cache's listener: every event bumps its budget's version; a relist
@@ -40,19 +52,38 @@ class BudgetWatch:
         if kind == "SYNCED" or budget is None:
             for key in self._versions:
                 self._versions[key] += 1
+            self._wake()
         else:
-            key = budget_key(budget)
-            self._versions[key] = self._versions.get(key, 0) + 1
+            self._bump(budget_key(budget))
+
+    def _bump(self, key: str) -> None:
+        self._versions[key] = self._versions.get(key, 0) + 1
+        self._wake()
+
+    def _wake(self) -> None:
         # Wake every waiter; each checks its own budget's version and waits again if it is
         # not the one that moved (budgets change rarely: a shared event is enough).
         self._changed.set()
         self._changed = asyncio.Event()
+
+    def track(self, implicit: Mapping[str, ImplicitBudget]) -> None:
+        """Follow one cycle's implicit budgets (the plan's) while its evictions go."""
+        if self.rollouts is not None:
+            self.rollouts.track(implicit)
+
+    def evicted(self, eviction: PlannedEviction) -> None:
+        """``eviction`` succeeded: an implicit budget counts the pod unavailable at once (a
+        PDB's status is the API server's to update)."""
+        if self.rollouts is not None and is_implicit_key(eviction.budget):
+            self.rollouts.evicted(eviction.budget, eviction.uid)
 
     def version(self, key: str) -> int:
         return self._versions.get(key, 0)
 
     def allows(self, key: str) -> bool:
         """Whether the budget's status would let one more pod go now (or it is gone)."""
+        if is_implicit_key(key):
+            return self.rollouts is None or self.rollouts.allows(key)
         budget = self.lookup(key)
         if budget is None:
             return True

@@ -15,6 +15,7 @@ from pathlib import Path
 import structlog
 
 from agent.config import ConfigError, DeschedulerConfig, FieldError, load_file
+from agent.config.booleans import parse_bool
 from agent.config.durations import parse_duration
 from agent.config.schema import Duration, HostPort
 from agent.descheduler.core.policy import DeschedulerPolicy, url_problem
@@ -66,6 +67,7 @@ def resolve_config(args: argparse.Namespace) -> DeschedulerConfig:
         value = getattr(args, flag, None)
         if value is not None:
             changes[name] = value
+    _bool_flag(args, "implicit_rollout_budgets", changes, errors)
     if args.metrics_bind_address is not None:
         changes["metrics_bind_address"] = HostPort(args.metrics_bind_address)
     if args.client_connection_burst is not None and args.client_connection_burst < 1:
@@ -79,6 +81,19 @@ def resolve_config(args: argparse.Namespace) -> DeschedulerConfig:
     if errors:
         raise ConfigError("descheduler flags", errors)
     return merged
+
+
+def _bool_flag(
+    args: argparse.Namespace, field: str, changes: dict[str, object], errors: list[FieldError]
+) -> None:
+    """A ``--flag[=true|false]`` the user gave, laid over the config's ``field``."""
+    value = getattr(args, field, None)
+    if value is None:
+        return
+    try:
+        changes[field] = parse_bool(value)
+    except ValueError as error:
+        errors.append(FieldError("--" + field.replace("_", "-"), str(error)))
 
 
 def election_timing(args: argparse.Namespace) -> ElectionTiming:
@@ -122,6 +137,7 @@ def options_from(config: DeschedulerConfig, args: argparse.Namespace) -> RunOpti
             insecure_skip_tls_verify=config.prometheus_insecure_skip_tls_verify,
             timeout=float(config.prometheus_timeout),
         ),
+        implicit_budgets=config.implicit_rollout_budgets,
     )
 
 

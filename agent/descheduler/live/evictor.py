@@ -22,6 +22,12 @@ Ready lets its pods go within the cycle, one at a time, as the API server would 
 and in their turn, as upstream's one-by-one evictions meet them: not at the end, when their
 node may have been drained by everything else and the replacement would go straight back.
 
+Evictions an implicit budget holds (a workload without a PDB, ``core.rules.rollouts``) wait
+the same way, on their workload's Ready pods (``rolloutwatch``): every eviction of such a
+workload that succeeds is counted at once, since no API server keeps that budget. Each one
+held and each one released is logged at info with its workload, so how many of a workload's
+pods were gone and not yet replaced at any moment can be read from the log.
+
 Events never slow evictions: a success posts a Normal Event ``Descheduled`` through the
 ``EventBroadcaster``, which queues it and spends its own tokens.
 
@@ -40,12 +46,13 @@ import structlog
 from agent.clock import sleep_or_set
 from agent.descheduler.live.budgetwatch import BudgetWatch
 from agent.descheduler.live.metrics import (
+    RESULT_BLOCKED_BY_IMPLICIT_BUDGET,
     RESULT_BLOCKED_BY_PDB,
     RESULT_ERROR,
     RESULT_NOT_FOUND,
     RESULT_SUCCESS,
 )
-from agent.descheduler.plan.shape import PlannedEviction
+from agent.descheduler.plan.shape import PlannedEviction, is_implicit_key
 from agent.kube.backoff import Backoff, retry_async
 from agent.kube.client import AsyncKube
 from agent.kube.errors import KubeError, NotFound, TooManyRequests, Unavailable
@@ -150,7 +157,7 @@ class LiveEvictor:
         log = _log.bind()
         by_budget: dict[str, list[PlannedEviction]] = {}
         for eviction in held:
-            by_budget.setdefault(eviction.blocked_by_pdb, []).append(eviction)
+            by_budget.setdefault(eviction.hold_key, []).append(eviction)
         # A budget's held evictions wait until its allowed ones (earlier in the plan) were
         # answered: they must not race them for the same disruption.
         gates = {key: _Gate() for key in by_budget}
@@ -175,7 +182,7 @@ class LiveEvictor:
             for key, pending in by_budget.items()
         ]
         try:
-            sent = await self._pool(evictions, log, gates)
+            sent = await self._pool(evictions, log, gates, budgets)
             held_results = [r for results in await asyncio.gather(*holding) for r in results]
         except BaseException:
             for task in holding:
@@ -197,6 +204,7 @@ class LiveEvictor:
         evictions: Sequence[PlannedEviction],
         log: Logger,
         gates: Mapping[str, _Gate] | None = None,
+        budgets: BudgetWatch | None = None,
     ) -> list[EvictionResult]:
         slots = asyncio.Semaphore(self.concurrency)
         tasks: list[asyncio.Task[EvictionResult]] = []
@@ -204,7 +212,10 @@ class LiveEvictor:
 
         async def run(eviction: PlannedEviction) -> EvictionResult:
             try:
-                return await self._evict_one(eviction, log)
+                result = await self._evict_one(eviction, log)
+                if result.evicted and budgets is not None:
+                    budgets.evicted(eviction)  # before the gate opens for its held ones
+                return result
             finally:
                 slots.release()
                 gate = gates.get(eviction.budget)
@@ -249,6 +260,10 @@ class LiveEvictor:
     ) -> list[EvictionResult]:
         """One budget's held evictions, in plan order, each when the budget allows it."""
         results: list[EvictionResult] = []
+        implicit = is_implicit_key(key)
+        if implicit:
+            for eviction in pending:
+                log.info("eviction held by an implicit budget", owner=key, pod=eviction.pod)
         if budgets is not None and hold_until <= budgets.clock.monotonic():
             budgets = None  # no hold at all: report them blocked, as the plan says
         if budgets is not None:
@@ -261,19 +276,28 @@ class LiveEvictor:
                 except _Stopped:
                     log.warning("no longer allowed to evict; held evictions dropped", budget=key)
                     return results
+                if implicit and budgets.rollouts is not None:
+                    log.info(
+                        "implicit budget releases a held eviction",
+                        owner=key,
+                        pod=pending[0].pod,
+                        **budgets.rollouts.facts(key),
+                    )
                 result = await self._evict_one(pending[0], log, report_blocked=False)
                 if result.result != RESULT_BLOCKED_BY_PDB:
                     results.append(result)
-                    pending.pop(0)
+                    done = pending.pop(0)
                     if not result.evicted:
                         continue  # gone or failed: the next one may go at once
+                    budgets.evicted(done)
                 # Sent (or refused: the status moved under us): the next waits for the
                 # budget's status to show it.
             if not await budgets.wait_changed(key, seen, hold_until):
                 break
+        blocked = RESULT_BLOCKED_BY_IMPLICIT_BUDGET if implicit else RESULT_BLOCKED_BY_PDB
         for eviction in pending:
             result = EvictionResult(
-                eviction, RESULT_BLOCKED_BY_PDB, f"{key} still refused it when the cycle ended"
+                eviction, blocked, f"{key} still refused it when the cycle ended"
             )
             self._report(log, result)
             results.append(result)
@@ -324,6 +348,8 @@ class LiveEvictor:
             "plugin": eviction.plugin,
             "profile": eviction.profile,
         }
+        if eviction.budget:
+            fields["budget"] = eviction.budget  # a PDB's ``ns/name``, or a workload's
         if result.evicted:
             log.info("Evicted pod", **fields, reason=eviction.reason)
             self.events.post(

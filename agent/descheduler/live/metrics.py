@@ -23,6 +23,9 @@ from agent import __version__
 RESULT_SUCCESS = "success"
 RESULT_ERROR = "error"
 RESULT_BLOCKED_BY_PDB = "blocked by PodDisruptionBudget"
+RESULT_BLOCKED_BY_IMPLICIT_BUDGET = "blocked by implicit budget"
+"""Ours: held by its workload's implicit budget (no PDB selects the pod) until the cycle
+ended: its replacements did not turn Ready in time."""
 RESULT_NOT_FOUND = "pod not found"
 
 _DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)

@@ -62,6 +62,9 @@ class RunOptions:
     held_eviction_timeout: float = DEFAULT_HELD_EVICTION_TIMEOUT
     """How long a cycle holds an eviction a budget refuses, waiting for the budget to allow
     it (never past the next interval)."""
+    implicit_budgets: bool = True
+    """Implicit budgets for workloads without a PDB (``core.rules.rollouts``); off, the
+    workload caches are not kept either."""
 
     @property
     def hold_seconds(self) -> float:

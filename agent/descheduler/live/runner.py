@@ -25,7 +25,11 @@ from agent.descheduler.core.cycle import CycleOptions, run_cycle
 from agent.descheduler.core.policy import DeschedulerPolicy
 from agent.descheduler.live.budgetwatch import BudgetWatch
 from agent.descheduler.live.evictor import EvictionResult, LiveEvictor
-from agent.descheduler.live.metrics import RESULT_BLOCKED_BY_PDB, DeschedulerMetrics
+from agent.descheduler.live.metrics import (
+    RESULT_BLOCKED_BY_IMPLICIT_BUDGET,
+    RESULT_BLOCKED_BY_PDB,
+    DeschedulerMetrics,
+)
 from agent.descheduler.live.options import RunOptions
 from agent.descheduler.live.taintactions import TaintActions, emptying_nodes
 from agent.descheduler.live.taintmarks import UnrecordedMarks
@@ -111,7 +115,11 @@ class Descheduler:
         snapshot = dataclasses.replace(await self._snapshot(), taint_record=record)
         if self.taint_actions is not None:
             self.marks.check(snapshot.nodes, record, self.taint_actions.taints.released)
-        options = CycleOptions(owner_evictions=owner_evictions, monotonic=self.clock.monotonic)
+        options = CycleOptions(
+            owner_evictions=owner_evictions,
+            monotonic=self.clock.monotonic,
+            implicit_budgets=self.options.implicit_budgets,
+        )
         plan = await asyncio.to_thread(run_cycle, self.policy, snapshot, options)
         self._count_fallbacks(plan)
         for run in plan.durations:
@@ -166,10 +174,15 @@ class Descheduler:
         until the replacements of the pods that left are bound (``emptying``)."""
         actions = self.taint_actions if plan.taints else None
         failed = await actions.apply(plan.taints) if actions is not None else set()
-        allowed = actions.sendable(plan.allowed, failed) if actions is not None else plan.allowed
+        allowed, held = plan.at_once, plan.held
+        if actions is not None:
+            # A held eviction of a rescue goes later: never without its taint either.
+            allowed, held = actions.sendable(allowed, failed), actions.sendable(held, failed)
+        if self.budgets is not None:
+            self.budgets.track(plan.implicit_budgets)
         results = await self.evictor.evict_all(
             allowed,
-            held=plan.held,
+            held=held,
             refused=plan.refused,
             budgets=self.budgets,
             hold_until=self.clock.monotonic() + self.options.hold_seconds,
@@ -294,12 +307,17 @@ def cycle_summary(plan: Plan, results: Sequence[EvictionResult]) -> dict[str, ob
         if result.evicted:
             where = f"{result.eviction.profile}/{result.eviction.plugin}"
             evicted[where] = evicted.get(where, 0) + 1
+    blocked = sum(1 for r in results if r.result in BLOCKED)
     return {
         "evicted": dict(sorted(evicted.items())),
-        "blocked": sum(1 for r in results if r.result == RESULT_BLOCKED_BY_PDB),
-        "failed": sum(1 for r in results if not r.evicted and r.result != RESULT_BLOCKED_BY_PDB),
+        "blocked": blocked,
+        "failed": sum(1 for r in results if not r.evicted and r.result not in BLOCKED),
         "plugin_errors": len(plan.errors),
     }
+
+
+BLOCKED = frozenset({RESULT_BLOCKED_BY_PDB, RESULT_BLOCKED_BY_IMPLICIT_BUDGET})
+"""Results of evictions a budget (a PDB or an implicit one) still held when the cycle ended."""
 
 
 def log_cycle(

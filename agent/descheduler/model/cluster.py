@@ -156,6 +156,40 @@ class DisruptionBudget:
     ``IfHealthyBudget`` only while current >= desired; ``None`` when the status lacks them."""
 
 
+WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController")
+"""The workloads the caches and a snapshot file keep (``WorkloadInfo``)."""
+
+
+class WorkloadInfo(msgspec.Struct, frozen=True, gc=False):
+    """A controller of pods, as far as its rollout settings go: a Deployment, a ReplicaSet, a
+    StatefulSet or a ReplicationController. A workload without a PodDisruptionBudget loses no
+    more pods at once than its rollout would take down (``core.rules.rollouts``); these are
+    the figures for that.
+
+    A ``msgspec.Struct`` like ``PodInfo``: a large cluster keeps ten ReplicaSets of history
+    per Deployment, so these are many and small.
+    """
+
+    kind: str
+    """One of ``WORKLOAD_KINDS``."""
+    namespace: str
+    name: str
+    uid: str
+    replicas: int
+    """``spec.replicas``; 1 when absent (the API server's default)."""
+    strategy: str = ""
+    """``spec.strategy.type`` of a Deployment (``RollingUpdate``, ``Recreate``),
+    ``spec.updateStrategy.type`` of a StatefulSet (``RollingUpdate``, ``OnDelete``); ``""``
+    when absent (the default, ``RollingUpdate``) and for a ReplicaSet."""
+    max_unavailable: int | str | None = None
+    """The rolling update's ``maxUnavailable`` as set (a count or ``"25%"``); ``None`` when
+    absent (the kind's default)."""
+    max_surge: int | str | None = None
+    """A Deployment's ``maxSurge`` as set; ``None`` when absent (25 %)."""
+    controller: OwnerRef | None = None
+    """The workload's own controller (a ReplicaSet's Deployment); ``None`` for none."""
+
+
 @dataclass(frozen=True, slots=True)
 class ClaimInfo:
     namespace: str
@@ -224,6 +258,13 @@ class ClusterSnapshot:
     taint_record: TaintRecord = field(default_factory=TaintRecord)
     """The descheduler's own record of its taints in flight (``model.taintrecord``), read from
     its Lease by the live loop; empty offline, where a snapshot file carries none."""
+    workloads: Mapping[str, WorkloadInfo] = field(default_factory=dict)
+    """Deployments, ReplicaSets, StatefulSets and ReplicationControllers by UID."""
+    workload_kinds: frozenset[str] = frozenset()
+    """The kinds of ``workloads`` the source holds in full (the live caches: all of them; a
+    snapshot file: those it has any of). A controller of such a kind that is not there does
+    not exist; one of another kind may simply not have been dumped (implicit budgets then
+    count the pods seen of it)."""
 
     def pods_on(self, node: str) -> Sequence[PodInfo]:
         return self.pods_by_node.get(node, ())

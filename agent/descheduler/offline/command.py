@@ -1,11 +1,13 @@
 """``kubelet-companion descheduler plan``: the whole cycle on a snapshot file, no cluster.
 
-What a newcomer runs first: a ``kubectl get nodes,pods,pdb,namespaces,priorityclasses -A -o
-json`` dump (and, optionally, ``kubectl get nodereports -o json``) and the policy they run
-give the plan the live loop would make on that state (``--dry-run``'s cycle, PDBs applied as
-the API server would), plus what a dry run cannot say: where each evicted pod would most
-likely land (``placement``, as the default kube-scheduler, or the cluster's own profile from
-``--scheduler-config``) and how the nodes' requests look before and after.
+What a newcomer runs first: a ``kubectl get nodes,pods,pdb,namespaces,priorityclasses,
+deployments,replicasets,statefulsets -A -o json`` dump (and, optionally, ``kubectl get
+nodereports -o json``) and the policy they run give the plan the live loop would make on that
+state (``--dry-run``'s cycle, PDBs and implicit budgets applied as the live loop would; a
+dump without the workloads says which implicit budgets counted the pods seen instead), plus
+what a dry run cannot say: where each evicted pod would most likely land (``placement``, as
+the default kube-scheduler, or the cluster's own profile from ``--scheduler-config``) and how
+the nodes' requests look before and after.
 
 Every problem with the input (the policy, either file, a ``priorityThreshold.name`` no
 PriorityClass of the snapshot has, a metrics source the policy reads that ``--usage``
@@ -26,6 +28,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO, TypeVar
 
+from agent.config.booleans import parse_bool
 from agent.config.errors import ConfigError, FieldError
 from agent.descheduler.cache.snapshotfile import DEFAULT_MAX_BYTES, load_snapshot
 from agent.descheduler.cache.usagefile import load_usage, missing
@@ -89,6 +92,16 @@ def _max_bytes(value: int | None, errors: list[FieldError]) -> int:
     return value
 
 
+def _implicit_budgets(value: str | None, errors: list[FieldError]) -> bool:
+    if value is None:
+        return True
+    try:
+        return parse_bool(value)
+    except ValueError as error:
+        errors.append(FieldError("--implicit-rollout-budgets", str(error)))
+        return True
+
+
 def _say(stream: TextIO, lines: Iterable[str]) -> None:
     stream.write(render_lines(f"kubelet-companion descheduler plan: {line}" for line in lines))
 
@@ -103,6 +116,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
         else DEFAULT_PROFILE
     )
     captured_at = _captured_at(getattr(args, "captured_at", None), errors)
+    implicit = _implicit_budgets(getattr(args, "implicit_rollout_budgets", None), errors)
     max_bytes = _max_bytes(getattr(args, "max_snapshot_bytes", None), errors)
     loaded = (
         _collect(
@@ -148,11 +162,23 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
             for name, each in sorted(loaded.distrusted.items())
         ),
     )
-    cycle = run_cycle(policy, snapshot, CycleOptions())
+    cycle = run_cycle(policy, snapshot, CycleOptions(implicit_budgets=implicit))
     if cycle.errors:
         # A plan missing a plugin's part is not the plan: say why, print none, exit 1.
         _say(sys.stderr, (f"failed: {error}" for error in cycle.errors))
         return EXIT_FAILURE
+    if fallbacks := cycle.fallbacks:
+        named = ", ".join(fallbacks[:5]) + (
+            f" and {len(fallbacks) - 5} more" if len(fallbacks) > 5 else ""
+        )
+        _say(
+            sys.stderr,
+            [
+                f"implicit budgets of {len(fallbacks)} workloads not in the snapshot ({named}) "
+                "count the pods seen as their replicas, with their kind's default share; "
+                "add deployments,replicasets,statefulsets to the kubectl get"
+            ],
+        )
     plan, placed = plan_snapshot(snapshot, cycle, profile)
     text = render_json(plan) if args.output == "json" else render_plan_table(plan, placed)
     target = getattr(args, "out", None)

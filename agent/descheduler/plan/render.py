@@ -16,10 +16,17 @@ from agent.terminaltext import render_lines
 TABLE_HEADER = ("POD", "NODE", "PLUGIN", "REASON", "BLOCKED-BY-PDB")
 
 
+def blocked_cell(eviction: PlannedEviction) -> str:
+    """The PDB that blocks the eviction now, or the implicit budget that holds it."""
+    if eviction.implicit_budget:
+        return f"implicit: {eviction.implicit_budget}"
+    return eviction.blocked_by_pdb or "-"
+
+
 def render_table(plan: Plan) -> str:
     """One row per planned eviction, in the order the cycle decided them, then a summary."""
     rows = [TABLE_HEADER] + [
-        (e.pod, e.node, e.plugin, e.reason, e.blocked_by_pdb or "-") for e in plan.evictions
+        (e.pod, e.node, e.plugin, e.reason, blocked_cell(e)) for e in plan.evictions
     ]
     summary = plan.summary()
     lines = aligned(rows) + taint_lines(plan)
@@ -30,12 +37,18 @@ def render_table(plan: Plan) -> str:
 
 
 def _summary_line(summary: Mapping[str, Any]) -> str:
-    held = summary["held"]
+    implicit = summary["heldByImplicitBudget"]
+    held = summary["held"] - implicit
     refused = summary["blockedByPDB"] - held
     line = (
-        f"{summary['allowed']} pods would be evicted at once, "
+        f"{summary['allowed'] - implicit} pods would be evicted at once, "
         f"{held} held by a PodDisruptionBudget (sent as it allows)"
     )
+    if implicit:
+        line += (
+            f", {implicit} held by their workload's implicit budget "
+            "(sent as replacements turn Ready)"
+        )
     return line + (f", {refused} refused by one (left to the next cycle)" if refused else "")
 
 
@@ -81,7 +94,7 @@ def _destination_cell(eviction: PlannedEviction, placement: Placement) -> str:
 def render_plan_table(plan: Plan, placed: PlacementResult) -> str:
     """The offline plan: evictions with destinations, utilization before/after, a summary."""
     rows = [PLAN_HEADER] + [
-        (e.pod, e.node, e.plugin, e.reason, e.blocked_by_pdb or "-", _destination_cell(e, p))
+        (e.pod, e.node, e.plugin, e.reason, blocked_cell(e), _destination_cell(e, p))
         for e, p in zip(plan.evictions, placed.placements, strict=True)
     ]
     lines = aligned(rows) + taint_lines(plan)

@@ -6,7 +6,8 @@ form is a stable interface, documented in docs/plan.md::
 
     {"evictions": [{"pod": "<namespace>/<name>", "node": "...", "plugin": "...",
                     "profile": "...", "reason": "...", "blockedByPDB": false,
-                    "held": false, "destination": null, "destinationCandidates": []}],
+                    "implicitBudget": null, "held": false, "destination": null,
+                    "destinationCandidates": []}],
      "nodes": [...], "summary": {...}}
 
 plus ``"taints": [...]`` when a plugin asked for taints of ours (added, never changed).
@@ -20,6 +21,43 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agent.kube.taintownership import OwnedTaint
+
+
+def implicit_key(kind: str, namespace: str, name: str) -> str:
+    """``<Kind> <namespace>/<name>``: an implicit budget's key. A PodDisruptionBudget's key is
+    ``namespace/name``, which holds no space, so the two never collide."""
+    return f"{kind} {namespace}/{name}"
+
+
+def is_implicit_key(key: str) -> bool:
+    return " " in key
+
+
+@dataclass(frozen=True, slots=True)
+class ImplicitBudget:
+    """A workload without a PodDisruptionBudget, as its implicit budget counts it: no more of
+    its pods unavailable at once than ``max_unavailable`` (``core.rules.rollouts``).
+
+    The live loop lets a held eviction of it go while its Ready pods (of ``members``, those
+    it evicted not counted) exceed ``desired - max_unavailable``: what a PDB with that
+    ``maxUnavailable`` would allow."""
+
+    key: str
+    """``<Kind> <namespace>/<name>`` of the workload (a Deployment, not its ReplicaSets)."""
+    desired: int
+    """Its replicas (with ``fallback``, the pods of it the snapshot holds)."""
+    max_unavailable: int
+    """How many of its pods may be unavailable at once (at least 1)."""
+    members: frozenset[str]
+    """UIDs of the controllers whose pods count: the workload's own, or its ReplicaSets'."""
+    fallback: bool = False
+    """The workload itself was not in the snapshot: ``desired`` is the pods seen of its
+    controller, and the rollout's settings are the kind's defaults."""
+
+    def allows(self, healthy: int) -> int:
+        """Disruptions allowed with ``healthy`` Ready pods (a PDB's ``disruptionsAllowed``:
+        ``maxUnavailable - (desired - healthy)``, never below 0)."""
+        return max(0, self.max_unavailable - (self.desired - healthy))
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +87,19 @@ class PlannedEviction:
     flight with it; the scheduler picks among ties at random."""
     budget: str = ""
     """``namespace/name`` of the PodDisruptionBudget selecting the pod (the first, if
-    several), allowed or not: the live loop sends a budget's held evictions only after its
-    allowed ones were answered. Not part of the JSON shape."""
+    several), or the key of its implicit budget when none does, allowed or not: the live loop
+    sends a budget's held evictions only after its allowed ones were answered. Not part of
+    the JSON shape."""
+    implicit_budget: str = ""
+    """The key of the workload's implicit budget (``ImplicitBudget``) when it holds the
+    eviction now (the pod has no PDB, and its workload has as many pods unavailable as its
+    rollout allows); empty otherwise. Always ``held``: an implicit budget changes when a pod
+    goes, never which pods go."""
+
+    @property
+    def hold_key(self) -> str:
+        """The budget the live loop waits on for a held eviction: its PDB or implicit one."""
+        return self.blocked_by_pdb or self.implicit_budget
 
     @property
     def pod(self) -> str:
@@ -64,6 +113,7 @@ class PlannedEviction:
             "profile": self.profile,
             "reason": self.reason,
             "blockedByPDB": bool(self.blocked_by_pdb),
+            "implicitBudget": self.implicit_budget or None,
             "held": self.held,
             "destination": self.destination,
             "destinationCandidates": list(self.candidates),
@@ -147,6 +197,10 @@ class Plan:
     taints: list[TaintChange] = field(default_factory=list)
     """Taints of ours to add or remove (CriticalAddonRescue, NodeShutdownRecovery), in the
     order decided; in the JSON shape as ``taints`` only when there are any."""
+    implicit_budgets: dict[str, ImplicitBudget] = field(default_factory=dict)
+    """By key: the implicit budget of every workload an eviction of the plan belongs to
+    (allowed or held), for the live loop to count its Ready pods; not part of the JSON
+    shape."""
     owner_evictions: dict[str, float] = field(default_factory=dict)
     """Owner UID -> Unix seconds of its last pod evicted by us, this cycle's evictions included:
     the churn guard's memory, for the runtime to persist and hand to the next cycle. Entries
@@ -154,12 +208,24 @@ class Plan:
 
     @property
     def allowed(self) -> list[PlannedEviction]:
+        """What no PDB blocks: the cycle's decisions, sent at once or, those an implicit
+        budget holds, once their workload's replacements are Ready."""
         return [eviction for eviction in self.evictions if not eviction.blocked_by_pdb]
 
     @property
+    def at_once(self) -> list[PlannedEviction]:
+        """Sent at once: neither a PDB nor an implicit budget holds them."""
+        return [e for e in self.evictions if not (e.blocked_by_pdb or e.implicit_budget)]
+
+    @property
     def held(self) -> list[PlannedEviction]:
-        """Blocked now, sent once their budget allows."""
+        """Blocked now (by a PDB or an implicit budget), sent once their budget allows."""
         return [eviction for eviction in self.evictions if eviction.held]
+
+    @property
+    def fallbacks(self) -> list[str]:
+        """Keys of the implicit budgets whose workload was not in the snapshot."""
+        return sorted(key for key, budget in self.implicit_budgets.items() if budget.fallback)
 
     @property
     def refused(self) -> list[PlannedEviction]:
@@ -175,6 +241,7 @@ class Plan:
             "allowed": len(self.allowed),
             "blockedByPDB": len(self.evictions) - len(self.allowed),
             "held": len(self.held),
+            "heldByImplicitBudget": sum(1 for e in self.evictions if e.implicit_budget),
             "byPlugin": dict(sorted(by_plugin.items())),
             "skipped": self.skipped or None,
         }

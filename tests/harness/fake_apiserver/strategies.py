@@ -53,6 +53,7 @@ _STRUCT_SECTIONS: dict[str, tuple[str, ...]] = {
     "daemonsets.apps": ("spec", "status"),
     "deployments.apps": ("spec", "status"),
     "replicasets.apps": ("spec", "status"),
+    "statefulsets.apps": ("spec", "status"),
     "poddisruptionbudgets.policy": ("spec", "status"),
     "csinodes.storage.k8s.io": ("spec",),
     "leases.coordination.k8s.io": ("spec",),

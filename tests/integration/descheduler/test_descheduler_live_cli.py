@@ -77,3 +77,49 @@ def test_event_driven_flags_reach_the_run_options(tmp_path: Path) -> None:
     )
     options = options_from(resolve_config(args), args)
     assert (options.event_driven, options.min_cycle_spacing) == (True, 45.0)
+
+
+@pytest.mark.parametrize(
+    ("flags", "config", "expected"),
+    [
+        pytest.param((), "", True, id="on-by-default"),
+        pytest.param(("--implicit-rollout-budgets=false",), "", False, id="flag-off"),
+        pytest.param(("--implicit-rollout-budgets",), "", True, id="bare-flag-on"),
+        pytest.param((), "implicitRolloutBudgets: false\n", False, id="config-off"),
+        pytest.param(
+            ("--implicit-rollout-budgets=true",),
+            "implicitRolloutBudgets: false\n",
+            True,
+            id="flag-wins",
+        ),
+    ],
+)
+def test_implicit_budgets_flag_and_config_reach_the_run_options(
+    tmp_path: Path, flags: tuple[str, ...], config: str, expected: bool
+) -> None:
+    """Implicit budgets are on unless ``--implicit-rollout-budgets=false`` or
+    ``implicitRolloutBudgets: false`` in ``--config`` turns them off; the flag wins."""
+    path = tmp_path / "policy.yaml"
+    path.write_text(HEAD)
+    extra: list[str] = []
+    if config:
+        config_file = tmp_path / "config.yaml"
+        config_file.write_text(config)
+        extra = ["--config", str(config_file)]
+    args = build_parser().parse_args(
+        ["descheduler", *extra, "--policy-config-file", str(path), *flags]
+    )
+    assert options_from(resolve_config(args), args).implicit_budgets is expected
+
+
+def test_a_bad_implicit_budgets_value_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A value that is not a boolean names the flag, exit 2, before any connection."""
+    path = tmp_path / "policy.yaml"
+    path.write_text(HEAD)
+    code, _, err = _run(
+        capsys, "--policy-config-file", str(path), "--implicit-rollout-budgets=sometimes"
+    )
+    assert code == 2
+    assert "--implicit-rollout-budgets: not a boolean: 'sometimes'" in err

@@ -20,11 +20,23 @@ ROOT = Path(__file__).parents[3]
 SAMPLE = ROOT / "examples" / "snapshot.json.gz"
 SAMPLE_POLICY = ROOT / "examples" / "policy.yaml"
 PARITY = ROOT / "tests" / "fixtures" / "descheduler"
-KINDS_IN_ORDER = ("Namespace", "PriorityClass", "Node", "Pod", "PodDisruptionBudget")
+KINDS_IN_ORDER = (
+    "Namespace",
+    "PriorityClass",
+    "Node",
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "Pod",
+    "PodDisruptionBudget",
+)
 RESOURCES = {
     "Namespace": "namespaces",
     "PriorityClass": "priorityclasses",
     "Node": "nodes",
+    "Deployment": "deployments.apps",
+    "ReplicaSet": "replicasets.apps",
+    "StatefulSet": "statefulsets.apps",
     "Pod": "pods",
     "PodDisruptionBudget": "poddisruptionbudgets",
 }
@@ -38,9 +50,12 @@ def _sample_items() -> list[dict[str, Any]]:
 
 def _load_into(server: FakeApiServer, items: list[dict[str, Any]]) -> None:
     """The snapshot's objects, created as kubectl would re-create them (what the fresh
-    server already holds, the system namespaces and priority classes, is left as it is)."""
-    objects = []
+    server already holds, the system namespaces and priority classes, is left as it is),
+    controllers first: each object's owner references are re-pointed to the UIDs the server
+    gave its owners."""
+    uids: dict[str, str] = {}
     for kind in KINDS_IN_ORDER:
+        objects = []
         for item in items:
             if item["kind"] != kind:
                 continue
@@ -48,9 +63,15 @@ def _load_into(server: FakeApiServer, items: list[dict[str, Any]]) -> None:
             if server.exists(RESOURCES[kind], item["metadata"]["name"], namespace):
                 continue
             obj = json.loads(json.dumps(item))
-            obj["metadata"].pop("uid", None)
-            objects.append(obj)
-    server.seed(objects)
+            old = obj["metadata"].pop("uid", None)
+            for ref in obj["metadata"].get("ownerReferences") or ():
+                ref["uid"] = uids.get(ref["uid"], ref["uid"])
+            objects.append((old, obj))
+        server.seed([obj for _, obj in objects])
+        for old, obj in objects:
+            metadata = obj["metadata"]
+            created = server.get(RESOURCES[kind], metadata["name"], metadata.get("namespace"))
+            uids[old] = created["metadata"]["uid"]
 
 
 def _without_destination(plan: dict[str, Any]) -> list[dict[str, Any]]:

@@ -8,7 +8,13 @@ import pytest
 
 from agent.descheduler.cache.podlist.projector import PodListProjector
 from agent.descheduler.cache.state import PROJECTIONS, ClusterState, Decoding
-from agent.descheduler.model.cluster import DisruptionBudget, NodeInfo, NodeUsage, PodInfo
+from agent.descheduler.model.cluster import (
+    DisruptionBudget,
+    NodeInfo,
+    NodeUsage,
+    PodInfo,
+    WorkloadInfo,
+)
 from agent.kube.api import KubeApi
 from agent.kube.resources import PODS
 from tests.harness import kubeobjects
@@ -55,11 +61,75 @@ async def test_caches_list_each_kind_once_from_the_watch_cache(
         "/api/v1/nodes",
         "/api/v1/persistentvolumeclaims",
         "/api/v1/pods",
+        "/api/v1/replicationcontrollers",
+        "/apis/apps/v1/deployments",
+        "/apis/apps/v1/replicasets",
+        "/apis/apps/v1/statefulsets",
         "/apis/policy/v1/poddisruptionbudgets",
         "/apis/scheduling.k8s.io/v1/priorityclasses",
     ]
     assert {r.query.get("resourceVersion") for r in lists} == {"0"}
     assert not any("fieldSelector" in r.query for r in lists)
+
+
+async def test_workloads_are_cached_as_their_rollout_settings(
+    running_state: ClusterState, fake_apiserver: FakeApiServer
+) -> None:
+    """Deployments, ReplicaSets, StatefulSets and ReplicationControllers are followed on
+    their watches and kept as ``WorkloadInfo``; a snapshot holds them by UID, and says it
+    holds every such kind in full."""
+    deployment = fake_apiserver.create(
+        kubeobjects.workload("Deployment", "web", replicas=12, max_unavailable="10%")
+    )
+    fake_apiserver.create(
+        kubeobjects.workload(
+            "ReplicaSet",
+            "web-1",
+            replicas=12,
+            owner=kubeobjects.owner_ref("Deployment", "web", uid=deployment["metadata"]["uid"]),
+        )
+    )
+    fake_apiserver.create(kubeobjects.workload("StatefulSet", "db", replicas=3))
+    fake_apiserver.create(kubeobjects.workload("ReplicationController", "legacy", replicas=2))
+    await _until(lambda: len(running_state.snapshot(0.0).workloads) == 4)
+    snapshot = running_state.snapshot(0.0)
+    by_name = {w.name: w for w in snapshot.workloads.values()}
+    assert by_name["web"] == WorkloadInfo(
+        kind="Deployment",
+        namespace="default",
+        name="web",
+        uid=deployment["metadata"]["uid"],
+        replicas=12,
+        strategy="RollingUpdate",
+        max_unavailable="10%",
+    )
+    controller = by_name["web-1"].controller
+    assert controller is not None
+    assert (controller.kind, controller.uid) == ("Deployment", deployment["metadata"]["uid"])
+    assert (by_name["db"].kind, by_name["legacy"].replicas) == ("StatefulSet", 2)
+    assert snapshot.workload_kinds == {
+        "Deployment",
+        "ReplicaSet",
+        "StatefulSet",
+        "ReplicationController",
+    }
+    fake_apiserver.patch("deployments.apps", "web", {"spec": {"replicas": 3}}, "default")
+    await _until(lambda: by_uid(running_state, deployment["metadata"]["uid"]).replicas == 3)
+
+
+def by_uid(state: ClusterState, uid: str) -> WorkloadInfo:
+    return state.snapshot(0.0).workloads[uid]
+
+
+async def test_without_implicit_budgets_no_workload_is_listed(
+    fake_apiserver: FakeApiServer, kube_api: KubeApi
+) -> None:
+    """Implicit budgets off: the workload caches do not exist, so nothing of theirs is
+    listed or watched (nor needs RBAC)."""
+    state = ClusterState(kube_api, PROJECTIONS, workloads=False, read_timeout=5)
+    assert state.workloads == ()
+    assert all(r.resource.group != "apps" for r in state.reflectors)
+    assert state.snapshot(0.0).workload_kinds == frozenset()
 
 
 async def test_caches_keep_projections_indexed_by_node(running_state: ClusterState) -> None:

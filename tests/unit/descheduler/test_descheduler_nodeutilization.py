@@ -440,11 +440,12 @@ class TestHighNodeUtilization:
             pdb("x", match_labels={"app": "x"}, disruptions_allowed=0),
         )
         plan = run_cycle(policy((HNU, {"thresholds": {"cpu": 20}})), state)
-        assert [(e.node, e.held) for e in plan.evictions] == [
-            ("b", True),
-            ("a", False),
-            ("a", False),
+        assert [(e.node, e.blocked_by_pdb) for e in plan.evictions] == [
+            ("b", "default/x"),
+            ("a", ""),
+            ("a", ""),
         ]
+        assert plan.evictions[0].held
         assert [(t.node, t.taint, t.add, t.plugin) for t in plan.taints] == [
             ("b", "kubelet-companion.io/emptying=HighNodeUtilization:PreferNoSchedule", True, HNU),
             ("a", "kubelet-companion.io/emptying=HighNodeUtilization:PreferNoSchedule", True, HNU),

@@ -53,12 +53,13 @@ from agent.descheduler.cache.projection import snapshot_from_list
 from agent.descheduler.core.cycle import CycleHandle, _build, cycle_nodes, run_cycle
 from agent.descheduler.core.evictions.limits import EvictionLimits
 from agent.descheduler.core.evictions.planner import Planner
-from agent.descheduler.core.plugins.nodeutilization.common import budget_over, eviction_key, raw_sum
+from agent.descheduler.core.plugins.nodeutilization.common import budget_over, raw_sum
 from agent.descheduler.core.plugins.nodeutilization.lownodeutilization import (
     LowNodeUtilization,
     _above_target_with_budget,
 )
 from agent.descheduler.core.policy import DeschedulerPolicy
+from agent.descheduler.core.rules.podorder import eviction_key
 from agent.descheduler.model.cluster import ClusterSnapshot, PodInfo
 from agent.descheduler.plan.shape import Plan
 from agent.descheduler.policyfile import load_policy

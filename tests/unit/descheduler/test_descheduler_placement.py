@@ -15,6 +15,7 @@ from agent.descheduler.core.placement import (
     BLOCKED,
     DAEMON_POD,
     FINISHED_NOTE,
+    HELD_BY_IMPLICIT_BUDGET,
     NOT_RECREATED,
     REFUSED,
     place,
@@ -484,6 +485,24 @@ def test_pods_that_go_nowhere_else(
     state = snapshot(node("src"), node("other"), pod("mover", "src", **moving))
     result = place(state, [_eviction(state, "mover", blocked=blocked, held=held)])
     assert (result.placements[0].node, result.placements[0].note) == (expected, note)
+
+
+def test_an_eviction_an_implicit_budget_holds_is_placed_once_after_the_others() -> None:
+    """Held by its workload's implicit budget (no PDB): placed once, after the evictions sent
+    at once, as the live loop sends it; every pod that leaves lands exactly once."""
+    state = snapshot(
+        node("src"),
+        node("a"),
+        node("b"),
+        *(pod(f"web-{i}", "src", cpu="1") for i in range(3)),
+    )
+    first, second, third = (_eviction(state, f"web-{i}") for i in range(3))
+    implicit = replace(second, held=True, implicit_budget="Deployment default/web")
+    result = place(state, [first, implicit, third], window=1)
+    assert [p.node for p in result.placements] == ["a", "a", "b"]
+    assert result.placements[1].note == HELD_BY_IMPLICIT_BUDGET
+    pods = {load.node: (load.before["pods"], load.after["pods"]) for load in result.loads}
+    assert pods == {"src": (3, 0), "a": (0, 2), "b": (0, 1)}
 
 
 def test_no_fit_says_why_per_node() -> None:

@@ -18,6 +18,12 @@ DESCHEDULER_CLUSTER_GRANTS = {
     *(("", "persistentvolumeclaims", verb) for verb in READ),
     *(("policy", "poddisruptionbudgets", verb) for verb in READ),
     *(("scheduling.k8s.io", "priorityclasses", verb) for verb in READ),
+    *(
+        ("apps", kind, verb)
+        for kind in ("deployments", "replicasets", "statefulsets")
+        for verb in READ
+    ),
+    *(("", "replicationcontrollers", verb) for verb in READ),
     *(("kubelet-companion.io", "nodereports", verb) for verb in READ),
     ("metrics.k8s.io", "nodes", "list"),  # KubernetesMetrics: no watch in that API
     ("metrics.k8s.io", "pods", "list"),

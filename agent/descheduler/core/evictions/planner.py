@@ -32,6 +32,13 @@ the offline plan say of it), and then one of two things:
   allows, the cycle's other evictions have drained it: a node drained to its target
   meanwhile would get the replacement straight back.
 
+**Implicit budgets** (``rules.rollouts``, on unless ``implicit_budgets`` is off): a Running and
+Ready pod that no PDB selects counts against its workload's implicit budget, which allows
+what its rollout's ``maxUnavailable`` allows. One it refuses now is always held, whatever the
+plugin's ``hold``: an implicit budget changes when a pod goes, never which pods go, so the
+plan's decisions (and upstream parity) stay as they are without it. A pod that is not Running
+and Ready costs it nothing (it is unavailable already), as under ``AlwaysAllow``.
+
 Pods evicted earlier in the cycle look terminating to later filters: against a real API
 server the eviction sets ``deletionTimestamp`` at once and the informer catches up long before
 the next plugin runs (upstream's run on the parity state took a minute).
@@ -45,8 +52,9 @@ from agent.descheduler.core.errors import EvictionLimitReached
 from agent.descheduler.core.evictions.limits import EvictionLimits
 from agent.descheduler.core.framework.types import EvictorPlugin
 from agent.descheduler.core.rules.budgets import BudgetIndex
+from agent.descheduler.core.rules.rollouts import Rollouts
 from agent.descheduler.model.cluster import ClusterSnapshot, DisruptionBudget, PodInfo
-from agent.descheduler.plan.shape import Plan, PlannedEviction
+from agent.descheduler.plan.shape import ImplicitBudget, Plan, PlannedEviction
 
 
 def owner_uid(pod: PodInfo) -> str:
@@ -65,10 +73,15 @@ class Planner:
         *,
         owner_evictions: Mapping[str, float] | None = None,
         apply_budgets: bool = True,
+        implicit_budgets: bool = True,
     ) -> None:
         self.snapshot = snapshot
         self.limits = limits
         self.apply_budgets = apply_budgets
+        self.rollouts = Rollouts(snapshot)
+        """The workloads' implicit budgets; the eviction order reads their shares too."""
+        self.implicit_budgets = implicit_budgets
+        self._implicit_left: dict[str, int] = {}
         self.plan = Plan(owner_evictions=dict(owner_evictions or {}))
         self.evicted: set[str] = set()
         """UIDs of the pods this cycle evicted (allowed, not blocked)."""
@@ -100,6 +113,17 @@ class Planner:
         budgets = self._budgets.budgets_for(pod) if self.apply_budgets else []
         budget = self._key(budgets[0]) if budgets else ""
         blocked = self._blocking(pod, budgets, budget) if budgets else ""
+        implicit = ""
+        if (
+            not budgets
+            and self.implicit_budgets
+            and pod.phase == "Running"
+            and pod.ready
+            and (rollout := self.rollouts.of(pod))
+        ):
+            budget = rollout.key
+            self.plan.implicit_budgets[budget] = rollout
+            implicit = self._implicit_blocking(rollout)
         self.plan.evictions.append(
             PlannedEviction(
                 namespace=pod.namespace,
@@ -110,8 +134,9 @@ class Planner:
                 profile=profile,
                 reason=reason or plugin,
                 blocked_by_pdb=blocked,
-                held=bool(blocked) and hold,
+                held=(bool(blocked) and hold) or bool(implicit),
                 budget=budget,
+                implicit_budget=implicit,
             )
         )
         if blocked and not hold:
@@ -123,7 +148,8 @@ class Planner:
         return True
 
     def would_allow(self, pods: Sequence[PodInfo]) -> bool:
-        """Whether evicting all of ``pods`` now passes every limit and PDB; records nothing."""
+        """Whether evicting all of ``pods`` now passes every limit and PDB; records nothing.
+        Implicit budgets are not asked: they only delay an eviction, never refuse one."""
         limits = self.limits
         saved = (
             limits.evicted_total,
@@ -163,6 +189,21 @@ class Planner:
     def _blocking_budget(self, pod: PodInfo) -> str:
         budgets = self._budgets.budgets_for(pod)
         return self._blocking(pod, budgets, self._key(budgets[0])) if budgets else ""
+
+    def _implicit_blocking(self, rollout: ImplicitBudget) -> str:
+        """The implicit budget's key when it holds the eviction of one of its Running, Ready
+        pods now, else ``""``. A pod that is not Running and Ready is not asked: unavailable
+        already, its eviction costs the workload nothing (nor the cycle a pass over the
+        pods, on a state of Pending pods such as the parity one)."""
+        key = rollout.key
+        remaining = self._implicit_left.get(key)
+        if remaining is None:
+            remaining = self.rollouts.allowed(rollout)
+        if remaining <= 0:
+            self._implicit_left[key] = 0
+            return key
+        self._implicit_left[key] = remaining - 1
+        return ""
 
     def _blocking(self, pod: PodInfo, budgets: Sequence[DisruptionBudget], key: str) -> str:
         """``key`` (the first budget's) when the budgets refuse the eviction now, else ``""``."""
@@ -234,3 +275,6 @@ class ProfileEvictor:
 
     def would_allow(self, pods: Sequence[PodInfo]) -> bool:
         return self.planner.would_allow(pods)
+
+    def rollout_of(self, pod: PodInfo) -> ImplicitBudget | None:
+        return self.planner.rollouts.of(pod)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from agent.descheduler.model.cluster import ClusterSnapshot, NodeInfo, PodInfo
-from agent.descheduler.plan.shape import TaintChange
+from agent.descheduler.plan.shape import ImplicitBudget, TaintChange
 
 PRESORT = "presort"
 SORT = "sort"
@@ -54,6 +54,11 @@ class Evictor(Protocol):
 
     def would_allow(self, pods: Sequence[PodInfo]) -> bool:
         """Evicting all of ``pods`` now would pass every limit and PDB (nothing recorded)."""
+        ...
+
+    def rollout_of(self, pod: PodInfo) -> ImplicitBudget | None:
+        """The implicit budget of the pod's workload (``rules.rollouts``), whether or not
+        implicit budgets are applied; ``None`` for a pod without one."""
         ...
 
 

@@ -82,6 +82,7 @@ __all__ = [
     "BLOCKED",
     "DAEMON_POD",
     "FINISHED_NOTE",
+    "HELD_BY_IMPLICIT_BUDGET",
     "NOT_RECREATED",
     "OWN_NODE",
     "REFUSED",
@@ -95,6 +96,9 @@ IN_FLIGHT = 8
 """How many evictions the live loop has in flight at once (``evictionConcurrency``'s default):
 the window of replacements scheduled in no fixed order."""
 BLOCKED = "held by a PodDisruptionBudget: placed as if it went once the budget allowed"
+HELD_BY_IMPLICIT_BUDGET = (
+    "held by its workload's implicit budget: placed as if it went once a replacement was Ready"
+)
 REFUSED = "refused by a PodDisruptionBudget: not sent this cycle (the next one plans again)"
 NOT_RECREATED = "no controller: nothing recreates it"
 FINISHED_NOTE = "finished: its controller has replaced it already"
@@ -129,7 +133,8 @@ def place(
     }
     simulation = Simulation(snapshot, fast=fast, profile=profile)
     placements: dict[int, Placement] = {}
-    order = [i for i, e in enumerate(evictions) if not e.blocked_by_pdb] + [
+    # Those sent at once first, then the held ones (a PDB's or an implicit budget's).
+    order = [i for i, e in enumerate(evictions) if not (e.blocked_by_pdb or e.held)] + [
         i for i, e in enumerate(evictions) if e.held
     ]
     for i, eviction in enumerate(evictions):
@@ -158,6 +163,8 @@ def place(
                 placement = replace(placement, candidates=together)
             if evictions[position].blocked_by_pdb and placement.node is not None:
                 placement = replace(placement, note=BLOCKED)
+            elif evictions[position].implicit_budget and placement.node is not None:
+                placement = replace(placement, note=HELD_BY_IMPLICIT_BUDGET)
             placements[position] = placement
     return PlacementResult(tuple(placements[i] for i in range(len(evictions))), simulation.loads())
 

@@ -4,11 +4,16 @@
 utilization plugins and RemovePodsViolatingInterPodAntiAffinity, so it lives here, once.
 Upstream's ties are arbitrary (``sort.Slice``); ours go by namespace and name, so a cycle
 cut short by a limit is reproducible.
+
+On real usage (ours: upstream balances on requests only), the utilization plugins order pods
+of equal keys by ``spread_order``: spread across their owners, then the biggest real users
+first. Only among equal keys, so upstream's priority and QoS order always holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from agent.descheduler.model.cluster import PodInfo
 from agent.descheduler.model.keys import PREFER_NO_EVICTION_ANNOTATION
@@ -30,3 +35,45 @@ def eviction_key(pod: PodInfo) -> tuple[bool, int, int, bool]:
 def eviction_order(pods: Iterable[PodInfo]) -> list[PodInfo]:
     """Upstream's order, ties by namespace and name (upstream's are arbitrary)."""
     return sorted(pods, key=lambda p: (eviction_key(p), p.namespace, p.name))
+
+
+class Share(Protocol):
+    """What ``spread_order`` reads of a workload's implicit budget (``ImplicitBudget``)."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def max_unavailable(self) -> int: ...
+
+
+def spread_order(
+    pods: Iterable[PodInfo],
+    size: Callable[[PodInfo], tuple[int, int]],
+    share: Callable[[PodInfo], Share | None],
+) -> list[PodInfo]:
+    """Upstream's order; among equal keys, each owner's pods in waves of its share, and
+    within a wave the biggest real users first (``size``: CPU, then memory).
+
+    An owner's first ``max_unavailable`` pods (by size) are its first wave, the next as many
+    its second, and so on (``share``: its implicit budget; a pod without one is in the
+    first). So where several pods would bring a node under its target, the biggest users of
+    every owner go before any owner's pods beyond what its rollout would take down at once:
+    those would only wait for replacements, and the node is relieved sooner without them.
+    """
+    by_size = sorted(
+        pods, key=lambda p: (eviction_key(p), -size(p)[0], -size(p)[1], p.namespace, p.name)
+    )
+    taken: dict[tuple[tuple[bool, int, int, bool], str], int] = {}
+    wave: dict[str, int] = {}
+    for pod in by_size:
+        budget = share(pod)
+        if budget is None:
+            wave[pod.uid] = 0
+            continue
+        group = (eviction_key(pod), budget.key)
+        rank = taken.get(group, 0)
+        taken[group] = rank + 1
+        wave[pod.uid] = rank // max(1, budget.max_unavailable)
+    # A stable sort: within a key and a wave, the size order above holds.
+    return sorted(by_size, key=lambda p: (eviction_key(p), wave[p.uid]))

@@ -12,7 +12,8 @@ Where we differ on purpose:
   percentages over the thresholds' resources instead;
 - where usage is the agents' NodeReports (``metricsUtilization.source: NodeReports``, or a
   Prometheus node signal with ``podUsage: NodeReports``; ``usage`` says where usage comes
-  from), pods of equal upstream keys go biggest real user first (CPU, then memory);
+  from), pods of equal upstream keys are spread across owners in waves of their implicit
+  budgets, then go biggest real user first (CPU, then memory; ``spread_order``);
 - every node records where its usage came from (the plan's ``nodes``: ``usageSource``,
   ``fallback``);
 - a node whose agent reports it shutting down, gated or stopped is never room (never an
@@ -37,7 +38,7 @@ from agent.descheduler.core.framework.args import Namespaces
 from agent.descheduler.core.framework.types import Handle
 from agent.descheduler.core.plugins.nodeutilization.metrics import NODE_REPORTS
 from agent.descheduler.core.plugins.nodeutilization.usage import NodeState, Usage, UsageSource
-from agent.descheduler.core.rules.podorder import eviction_key, eviction_order
+from agent.descheduler.core.rules.podorder import eviction_order, spread_order
 from agent.descheduler.model.cluster import CPU, MEMORY, NodeInfo, PodInfo
 from agent.descheduler.model.gomath import go_round
 from agent.kube.taintownership import is_emptying_taint
@@ -191,21 +192,18 @@ class EvictionRun:
                 return
 
     def _ordered(self, pods: list[PodInfo], state: NodeState) -> list[PodInfo]:
-        """Upstream's order; on the agents' figures, equal keys go biggest user first
-        (upstream's order among them is arbitrary, so this stays within it and drains in
-        fewer moves)."""
+        """Upstream's order. On the agents' figures, equal keys are spread across owners in
+        waves of their implicit budgets, then go biggest user first (``spread_order``):
+        upstream's order among them is arbitrary, so this stays within it and drains in
+        fewer moves. Elsewhere (requests, a node signal without per-pod figures, metrics.k8s.io
+        as upstream reads it), upstream's order alone, so its decisions stay as they are."""
         if state.pods_by != NODE_REPORTS:
             return eviction_order(pods)
         usage = {p.uid: self.usage_source.pod_usage(p, state) or {} for p in pods}
-        return sorted(
+        return spread_order(
             pods,
-            key=lambda p: (
-                eviction_key(p),
-                -usage[p.uid].get(CPU, 0),
-                -usage[p.uid].get(MEMORY, 0),
-                p.namespace,
-                p.name,
-            ),
+            lambda p: (usage[p.uid].get(CPU, 0), usage[p.uid].get(MEMORY, 0)),
+            self.handle.evictor.rollout_of,
         )
 
     def _may_evict(

@@ -10,11 +10,11 @@ at sizes that double, fed to ``kubelet-companion descheduler plan`` in a fresh p
   this one the cycle alone is timed too (in the child, after the snapshot is read), the
   part the live loop spends each cycle.
 
-Target: doubling the input costs at most 2.3x the time (linear, with room for noise),
-computed per round from the sizes' times (``(t2/t1) ** (1 / log2(n2/n1))``: the cost of a
-doubling, for pairs that are not doublings) and quoted as the worst pair's median over the
-rounds; sizes run round by round, so a slow spell of the machine falls on every size. The
-smallest size of each input, measured in the same run, is the baseline. Each input may be
+Target: doubling the input costs at most 2.3x the time (linear, with room for noise). Each
+larger size is compared with the smallest (the baseline, measured in the same round):
+``(t / t0) ** (1 / log2(n / n0))`` is the cost of one doubling, whether the sizes are 2x, 3x
+or 8x apart; the figure is the worst size's median over the rounds. Sizes run round by
+round, so a slow spell of the machine falls on every size alike. Each input may be
 read or refused: a refusal is fine (the time to refuse is what grows then), and the table
 says which happened at each size. A size that takes longer than ``--timeout`` stops its
 input's larger sizes, and the growth figure says so.
@@ -32,7 +32,6 @@ Run: .venv/bin/python -m scripts.benchmarks.growth [--gzip-mb 1,2,4,8]
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import math
 import statistics
@@ -90,7 +89,7 @@ class Outcome:
     placed: int | None = None
 
 
-def child(mode: str, argv: Sequence[str], timeout: float) -> Outcome:
+def child(mode: str, argv: Sequence[str], timeout: float, workdir: Path) -> Outcome:
     command = [sys.executable, "-c", CHILD, mode, *argv]
     try:
         done = subprocess.run(
@@ -103,6 +102,7 @@ def child(mode: str, argv: Sequence[str], timeout: float) -> Outcome:
         raise RuntimeError(f"{mode} {argv} died (exit {done.returncode}): {done.stderr[-1500:]}")
     result = json.loads(tail.splitlines()[0])
     said = " / ".join([line.strip() for line in head.splitlines() if line.strip()][:2])
+    said = said.replace(f"{workdir}/", "")  # the temp dir's name says nothing
     outcome = Outcome(result["seconds"], result["exit"], said[:200], result.get("evictions"))
     if mode == "plan" and result["exit"] == 0 and done.stdout.strip():
         plan = json.loads(done.stdout)
@@ -142,11 +142,12 @@ class Series:
         return [o.seconds for o in self.outcomes.get(size, []) if o.seconds is not None]
 
     def doubling_ratios(self) -> list[tuple[float, float, list[float]]]:
-        """Per pair of consecutive sizes measured in every round: each round's cost of a
-        doubling."""
+        """Per larger size measured in every round, against the smallest (the baseline):
+        each round's cost of one doubling, ``(t / t0) ** (1 / log2(n / n0))``."""
         measured = [s for s in self.sizes if self.seconds(s) and s not in self._timed_out()]
         pairs = []
-        for small, large in itertools.pairwise(measured):
+        for large in measured[1:]:
+            small = measured[0]
             exponent = 1 / math.log2(large / small)
             ratios = [
                 (b / a) ** exponent
@@ -194,7 +195,7 @@ def build_series(args: argparse.Namespace, workdir: Path) -> list[Series]:
     def plan(path: Path) -> Outcome:
         argv = ["descheduler", "plan", "--snapshot", str(path)]
         argv += ["--policy-config-file", str(policy), "--output", "json"]
-        return child("plan", argv, args.timeout)
+        return child("plan", argv, args.timeout, workdir)
 
     def gzip_run(megabytes: float) -> Outcome:
         path = workdir / f"members-{megabytes:g}.json.gz"
@@ -215,7 +216,8 @@ def build_series(args: argparse.Namespace, workdir: Path) -> list[Series]:
         return path
 
     def cycle_run(pods: float) -> Outcome:
-        return child("cycle", [str(antiaffinity_path(pods)), str(policy)], args.timeout)
+        argv = [str(antiaffinity_path(pods)), str(policy)]
+        return child("cycle", argv, args.timeout, workdir)
 
     return [
         Series("gzip", "(a) empty gzip members", "MB", _sizes(args.gzip_mb), gzip_run),
@@ -276,7 +278,8 @@ def emit(results: Results, series: list[Series], upstream: growth_upstream.Compa
         reason = each.stopped or f"{small:,g} -> {large:,g} {each.unit}"
         results.add(
             f"{each.key}_doubling",
-            f"{each.title}: time per doubling of the input, worst pair ({others})",
+            f"{each.title}: time per doubling of the input, worst size against the smallest "
+            f"({others})",
             ratios,
             "x",
             target=("<=", DOUBLING_TARGET),

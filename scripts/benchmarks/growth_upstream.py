@@ -36,7 +36,7 @@ from typing import Any
 from scripts.benchmarks import growth_inputs
 from scripts.benchmarks.livecluster import binaries
 from scripts.benchmarks.livecluster.api import MERGE_PATCH, Api
-from scripts.benchmarks.livecluster.controlplane import ControlPlane
+from scripts.benchmarks.livecluster.controlplane import ControlPlane, free_port
 from scripts.benchmarks.livecluster.nodes import node_name, node_status
 from scripts.benchmarks.results import ROOT, Results
 
@@ -50,6 +50,7 @@ RECORDED: dict[str, Any] = {
     "ours_evictions": 291,
     "ours_plan": 7.8,
     "ours_plan_evictions": 291,
+    "same_pods": True,
 }
 """The live run's figures on this state as last measured (2 CPUs, load average about 10
 from other work): the same 291 pods evicted by both."""
@@ -59,6 +60,7 @@ UPSTREAM_INTERVAL = "30s"
 UPSTREAM_TIMEOUT = 3600.0
 KLOG_TIME = re.compile(r"^[IWEF]\d{4} (\d\d:\d\d:\d\d\.\d{6})")
 SECONDS = re.compile(r"seconds[\"']?[=:]\s*([0-9.]+)")
+EVICTED = re.compile(r'"Evicted pod in dry run mode" pod="([^"]+)"')
 PLANNED = re.compile(r"planned[\"']?[=:]\s*(\d+)")
 
 
@@ -99,6 +101,9 @@ class Comparison:
                     str(figures.get(count, "")),
                 ]
             )
+        if "same_pods" in figures:
+            same = "the same pods" if figures["same_pods"] else "different pods"
+            rows.append(["upstream and our plan evicted", same, ""])
         results.tables.append(
             {
                 "title": f"{self.pods:,} pods x 20 anti-affinity terms on a real API server "
@@ -242,6 +247,7 @@ def _upstream_cycle(binary: Path, kubeconfig: Path, policy: Path, workdir: Path)
         "upstream_cycle": _klog_seconds(cycle, START, END),
         "upstream_evictions": int(evicted.group(1)) if evicted else None,
         "upstream_nodes": cycle.count('"Processing node"'),
+        "upstream_evicted": sorted(EVICTED.findall(cycle)),
     }
 
 
@@ -257,6 +263,7 @@ def _run(
     figures: dict[str, Any] = {"pods": pods, "date": time.strftime("%Y-%m-%d")}
 
     figures.update(_upstream_cycle(upstream, plane.kubeconfig, policy, workdir))
+    upstream_pods = figures.pop("upstream_evicted", None)
     print(
         f"  upstream: cycle {figures['upstream_cycle']} s, "
         f"{figures['upstream_evictions']} evictions"
@@ -272,6 +279,8 @@ def _run(
         "--dry-run",
         "--output",
         "json",
+        "--metrics-bind-address",
+        f"127.0.0.1:{free_port()}",  # the default port may be another descheduler's
     ]
     began = time.monotonic()
     done = subprocess.run(ours, capture_output=True, text=True, timeout=3600, check=False)
@@ -279,6 +288,8 @@ def _run(
     (workdir / "ours.log").write_text(done.stderr, encoding="utf-8")
     line = next((x for x in done.stderr.splitlines() if "descheduling cycle done" in x), "")
     seconds, planned = SECONDS.search(line), PLANNED.search(line)
+    if done.returncode != 0:
+        print(f"  ours failed (exit {done.returncode}): {done.stderr[-1500:]}")
     figures["ours_cycle"] = float(seconds.group(1)) if seconds else None
     figures["ours_evictions"] = int(planned.group(1)) if planned else None
     print(
@@ -313,7 +324,10 @@ def _run(
     done = subprocess.run(plan, capture_output=True, text=True, cwd=ROOT, timeout=3600, check=False)
     figures["ours_plan"] = time.monotonic() - began
     if done.returncode == 0:
-        figures["ours_plan_evictions"] = len(json.loads(done.stdout)["evictions"])
+        evictions = json.loads(done.stdout)["evictions"]
+        figures["ours_plan_evictions"] = len(evictions)
+        ours_pods = sorted(str(e["pod"]) for e in evictions)
+        figures["same_pods"] = ours_pods == upstream_pods
     print(
         f"  ours plan on the listed state: exit {done.returncode}, {figures['ours_plan']:.1f} s "
         f"(process, imports included), {figures.get('ours_plan_evictions')} evictions"

@@ -82,7 +82,9 @@ class Comparison:
 
     def emit(self, results: Results) -> None:
         figures = self.figures
-        origin = "this run" if self.live else f"recorded {RECORDED['date']} ({self.skipped})"
+        origin = (
+            "this run" if self.live else f"recorded {RECORDED['date']}; not run: {self.skipped}"
+        )
         rows = []
         for label, key, count in (
             (

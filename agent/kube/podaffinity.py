@@ -7,8 +7,9 @@ descheduler's node fit (``podMatchesInterPodAntiAffinity``), its anti-affinity p
 Follows upstream's ``utils/predicates.go``: a term's namespaces are its ``namespaces`` list, or
 the owning pod's namespace when the list is empty (``namespaceSelector`` is not read, as
 upstream does not read it); its ``labelSelector`` is ``metav1.LabelSelector`` (absent selects
-no pod, ``{}`` every pod); two nodes share a domain when they are the same node, or both carry
-the term's ``topologyKey`` with equal values.
+no pod, ``{}`` every pod). Two nodes share a term's domain when they are the same node, or both
+carry its ``topologyKey`` with equal values (``hasSameLabelValue``); the descheduler applies
+that rule to whole sets of pods at once, through its pod index.
 
 Pure: plain mappings in, answers out. A selector the API server would reject raises
 ``SelectorError`` (callers decide, as upstream's callers do, what a broken term means).
@@ -63,17 +64,3 @@ def required_anti_affinity_terms(
     anti = (affinity or {}).get("podAntiAffinity") or {}
     raws = anti.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
     return tuple(affinity_term(raw, owner_namespace) for raw in raws)
-
-
-def same_domain(
-    first: str,
-    first_labels: Mapping[str, str],
-    second: str,
-    second_labels: Mapping[str, str],
-    topology_key: str,
-) -> bool:
-    """``hasSameLabelValue``: the same node, or both nodes carry the key with equal values."""
-    if first == second:
-        return True
-    value = first_labels.get(topology_key)
-    return value is not None and second_labels.get(topology_key) == value

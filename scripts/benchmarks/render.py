@@ -28,6 +28,7 @@ ORDER = (
     "report",
     "kube_json",
     "descheduler",
+    "growth",
     "live",
     "testsuite",
 )
@@ -41,6 +42,7 @@ TITLES = {
     "report": "NodeReport",
     "kube_json": "Raw JSON versus typed models",
     "descheduler": "Central descheduler",
+    "growth": "Growth with hostile input",
     "live": "Live loop on a real control plane",
     "testsuite": "Test suite on a fresh clone",
 }

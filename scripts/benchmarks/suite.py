@@ -74,6 +74,15 @@ BENCHMARKS = (
         minutes=15,
     ),
     Benchmark(
+        "growth",
+        ("--runs", "5"),
+        (
+            *("--gzip-mb", "0.25,0.5", "--digits", "20000,40000", "--pods", "300,600"),
+            *("--runs", "1", "--upstream", "off"),
+        ),
+        minutes=12,
+    ),
+    Benchmark(
         "footprint",
         ("--duration", "120", "--leak-minutes", "30"),
         # The test venv: building .venv-agent (runtime dependencies only) takes a minute.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 import msgspec
@@ -10,11 +9,15 @@ import pytest
 
 from agent.descheduler.cache.projection import project_node, project_pod
 from agent.descheduler.core.rules.antiaffinity import (
-    forbidden_by_pods_on,
-    scheduler_anti_affinity_rejection,
-    violated_by,
+    NodeFitAntiAffinity,
+    anti_affinity_terms,
+    forbidden_domains,
+    violation,
 )
+from agent.descheduler.core.rules.existingterms import ExistingTerms
+from agent.descheduler.core.rules.podindex import PodIndex
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
+from agent.kube.podaffinity import AffinityTerm
 from tests.harness.deschedulerstate import node, pod
 
 
@@ -35,11 +38,14 @@ NODES = {
 }
 
 
-def _by_namespace(*pods: PodInfo) -> dict[str, list[PodInfo]]:
-    grouped: dict[str, list[PodInfo]] = defaultdict(list)
-    for each in pods:
-        grouped[each.namespace].append(each)
-    return grouped
+def _index(*pods: PodInfo) -> PodIndex:
+    return PodIndex(NODES, pods)
+
+
+def _forbidden_by_pods_on(moving: PodInfo, target: NodeInfo, pods: list[PodInfo]) -> bool:
+    """Node fit over just ``pods`` (finished ones are never indexed, as the cycle's are not)."""
+    index = PodIndex(NODES, [p for p in pods if p.phase not in ("Succeeded", "Failed")])
+    return NodeFitAntiAffinity(index).forbidden(moving, target)
 
 
 def _web(name: str, node_name: str, **kwargs: Any) -> PodInfo:
@@ -66,14 +72,14 @@ def test_violation_in_place(
     """A pod on n1 violates its anti-affinity when a pod it selects runs in its domain."""
     candidate = _web("candidate", "n1", affinity=affinity)
     other = _web("other", other_node, **other_kwargs)
-    found = violated_by(candidate, NODES, _by_namespace(candidate, other))
+    found = violation(candidate, _index(candidate, other))
     assert (found is other) if violated else found is None
 
 
 def test_a_pod_never_violates_its_own_anti_affinity() -> None:
     """The candidate matching its own selector is no violation (upstream skips it by name)."""
     candidate = _web("candidate", "n1", affinity=anti())
-    assert violated_by(candidate, NODES, _by_namespace(candidate)) is None
+    assert violation(candidate, _index(candidate)) is None
 
 
 def test_broken_selector_is_no_violation_but_no_fit() -> None:
@@ -89,8 +95,8 @@ def test_broken_selector_is_no_violation_but_no_fit() -> None:
     }
     candidate = msgspec.structs.replace(_web("candidate", "n1"), affinity=broken)
     other = _web("other", "n1")
-    assert violated_by(candidate, NODES, _by_namespace(candidate, other)) is None
-    assert forbidden_by_pods_on(candidate, NODES["n2"], [])
+    assert violation(candidate, _index(candidate, other)) is None
+    assert _forbidden_by_pods_on(candidate, NODES["n2"], [])
 
 
 @pytest.mark.parametrize(
@@ -109,21 +115,14 @@ def test_node_fit_reads_only_the_pods_on_the_node(
     carries the term's key."""
     moving = _web("moving", "n1", affinity=anti(key))
     on_node = [_web(f"o-{n}", n) for n in others]
-    assert forbidden_by_pods_on(moving, target, on_node) is forbidden
+    assert _forbidden_by_pods_on(moving, target, on_node) is forbidden
 
 
 def test_node_fit_ignores_finished_pods() -> None:
     """A Succeeded pod on the node no longer keeps the moving pod away."""
     moving = _web("moving", "n1", affinity=anti())
     done = _web("done", "n2", phase="Succeeded")
-    assert not forbidden_by_pods_on(moving, NODES["n2"], [done])
-
-
-def _placed(*pods: PodInfo) -> Any:
-    def pods_on(name: str) -> list[PodInfo]:
-        return [p for p in pods if p.node_name == name]
-
-    return pods_on
+    assert not _forbidden_by_pods_on(moving, NODES["n2"], [done])
 
 
 @pytest.mark.parametrize(
@@ -171,8 +170,49 @@ def test_scheduler_anti_affinity(
     """kube-scheduler's filter reads whole domains and the existing pods' terms as well."""
     moving = _web("moving", "n9", affinity=moving_affinity)
     pods = [_web(name, where, **kwargs) for name, where, kwargs in placed]
-    anti_affine = [p for p in pods if p.affinity]
-    reason = scheduler_anti_affinity_rejection(
-        moving, NODES[target], NODES, _placed(*pods), anti_affine
-    )
+    reason = _scheduler_filter(moving, pods).rejection(NODES[target])
     assert (reason is not None) is rejected
+
+
+def _scheduler_filter(moving: PodInfo, pods: list[PodInfo]) -> Any:
+    """The scheduler's anti-affinity filter for ``moving`` with ``pods`` in place (finished
+    ones are never indexed, as the simulation's are not)."""
+    index = PodIndex(NODES)
+    existing: ExistingTerms[AffinityTerm] = ExistingTerms(NODES)
+    in_place = []
+    for each in pods:
+        if each.phase in ("Succeeded", "Failed"):
+            continue
+        slot = index.add(each)
+        existing.add(slot, each.uid, each.node_name, anti_affinity_terms(each))
+        if each.uid == moving.uid:
+            in_place.append(slot)
+    return forbidden_domains(moving, index, existing, excluding=tuple(in_place))
+
+
+def test_the_scheduler_filter_never_counts_the_pod_itself() -> None:
+    """A pod still in place whose own terms select itself is not kept from its own domain
+    by itself (the scheduler compares other pods only), by its own terms or as a pod in
+    place."""
+    moving = _web("moving", "n1", affinity=anti("zone"))
+    assert _scheduler_filter(moving, [moving]).rejection(NODES["n2"]) is None
+    other = _web("other", "n1", affinity=anti("zone"))
+    assert _scheduler_filter(moving, [moving, other]).rejection(NODES["n2"]) is not None
+
+
+def test_a_broken_term_after_a_violated_one_still_reports_the_violation() -> None:
+    """Upstream reads the terms in order: a term that finds a violation answers before a
+    later term that does not parse ends the check."""
+    terms = [
+        {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "web"}}},
+        {"topologyKey": "zone", "labelSelector": {"matchLabels": {"a": "b c"}}},
+    ]
+    affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": terms}}
+    candidate = _web("candidate", "n1", affinity=affinity)
+    other = _web("other", "n2")
+    assert violation(candidate, _index(candidate, other)) is other
+    broken_first = {
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": terms[::-1]}
+    }
+    first = _web("candidate", "n1", affinity=broken_first)
+    assert violation(first, _index(first, other)) is None

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from agent.kube.labelselector import SelectorError
-from agent.kube.podaffinity import affinity_term, required_anti_affinity_terms, same_domain
+from agent.kube.podaffinity import affinity_term, required_anti_affinity_terms
 
 
 def _term(**fields: Any) -> dict[str, Any]:
@@ -69,20 +69,3 @@ def test_a_broken_selector_raises() -> None:
         required_anti_affinity_terms(
             {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [bad]}}, "s"
         )
-
-
-@pytest.mark.parametrize(
-    ("first", "second", "same"),
-    [
-        pytest.param(("n1", {}), ("n1", {}), True, id="same-node-without-label"),
-        pytest.param(("n1", {"zone": "a"}), ("n2", {"zone": "a"}), True, id="same-value"),
-        pytest.param(("n1", {"zone": "a"}), ("n2", {"zone": "b"}), False, id="other-value"),
-        pytest.param(("n1", {"zone": "a"}), ("n2", {}), False, id="second-lacks-key"),
-        pytest.param(("n1", {}), ("n2", {}), False, id="neither-has-key"),
-    ],
-)
-def test_same_domain(
-    first: tuple[str, dict[str, str]], second: tuple[str, dict[str, str]], same: bool
-) -> None:
-    """Two nodes share a domain when they are one node or carry equal ``zone`` values."""
-    assert same_domain(first[0], first[1], second[0], second[1], "zone") is same

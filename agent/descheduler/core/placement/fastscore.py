@@ -53,7 +53,7 @@ def fast_path_applies(sim: Simulation, pod: PodInfo, static: frozenset[int]) -> 
         return False
     if pod.extra.get("topologySpreadConstraints"):
         return False
-    if sim.affinity_scorers or affinity_terms(pod) is not NO_TERMS:
+    if sim.has_affinity_scorers or affinity_terms(pod) is not NO_TERMS:
         return False
     if any(sim.image_nodes.get(normalized_image_name(i)) for i in pod.images):
         return False

@@ -40,7 +40,7 @@ from agent.descheduler.core.placement.scoring import (
     spread_scoring,
     topology_weight,
 )
-from agent.descheduler.model.cluster import NodeInfo, PodInfo
+from agent.descheduler.model.cluster import PodInfo
 from agent.kube.labelselector import matches
 from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
 
@@ -194,46 +194,37 @@ def _counting_nodes(sim: Simulation, pod: PodInfo, scoring: SpreadScoring) -> It
 def _affinity_scores(
     sim: Simulation, pod: PodInfo, nodes: Sequence[SimNode], hard_weight: int
 ) -> list[int]:
-    """InterPodAffinity's normalized scores of ``nodes``; 0 when it has nothing to say."""
-    own = affinity_terms(pod)
-    scorers: Iterable[PodInfo] = (
-        sim.pods()
-        if own.preferred_affinity or own.preferred_anti_affinity
-        else sim.affinity_scorers
-    )
+    """InterPodAffinity's normalized scores of ``nodes``; 0 when it has nothing to say.
+
+    Its PreScore's topology scores, by topology key and value: the pod's own preferred
+    (anti-)affinity terms add their weight for each pod in place they select, in that pod's
+    domain; the terms of the pods in place that select the pod add theirs (required
+    affinity at ``hard_weight``) in their owner's domain. Both are read from the simulation's
+    indexes, term by term, never pod by pod.
+    """
     namespaces = sim.snapshot.namespaces
-    own = _resolved(own, namespaces)
+    own = _resolved(affinity_terms(pod), namespaces)
     pod_namespace_labels = namespaces.get(pod.namespace, {})
     topology: dict[str, Counter[str]] = {}
-    scored = False
+    excluding = sim.slots_of(pod.uid)
+    for terms, sign in ((own.preferred_affinity, 1), (own.preferred_anti_affinity, -1)):
+        for term in terms:
+            counts = sim.pod_index.domain_counts(
+                term.namespaces, term.selector, term.topology_key, excluding=excluding
+            )
+            _add(topology, term.topology_key, counts, sign * term.weight)
 
-    def add(key: str, node: NodeInfo, weight: int) -> None:
-        nonlocal scored
-        value = node.labels.get(key)
-        if value is not None:
-            topology.setdefault(key, Counter())[value] += weight
-            scored = True
+    def selects(term: SchedulerTerm) -> bool:
+        return term.matches(pod, pod_namespace_labels)
 
-    for existing in scorers:
-        if existing.phase in FINISHED or existing.uid == pod.uid:
-            continue
-        where = sim.snapshot.nodes.get(existing.node_name)
-        if where is None or not where.labels:
-            continue
-        theirs = affinity_terms(existing)
-        # (terms, who they must select, that one's namespace labels, weight or sign)
-        for terms, target, labels, factor in (
-            (own.preferred_affinity, existing, {}, 1),
-            (own.preferred_anti_affinity, existing, {}, -1),
-            (theirs.required_affinity, pod, pod_namespace_labels, 0),
-            (theirs.preferred_affinity, pod, pod_namespace_labels, 1),
-            (theirs.preferred_anti_affinity, pod, pod_namespace_labels, -1),
-        ):
-            for term in terms:
-                if term.matches(target, labels):
-                    weight = factor * term.weight if factor else hard_weight
-                    add(term.topology_key, where, weight)
-    if not scored:
+    for existing, weight_of in (
+        (sim.required_affinity, lambda _: hard_weight),
+        (sim.preferred_affinity, lambda term: term.weight),
+        (sim.preferred_anti_affinity, lambda term: -term.weight),
+    ):
+        for term, counts in existing.selecting(pod.labels, selects, excluding_uid=pod.uid):
+            _add(topology, term.topology_key, counts, weight_of(term))
+    if not topology:
         return [0 for _ in nodes]
     raws = [
         sum(
@@ -244,6 +235,16 @@ def _affinity_scores(
         for node in nodes
     ]
     return affinity_normalize(raws)
+
+
+def _add(
+    topology: dict[str, Counter[str]], key: str, counts: Mapping[str, int], weight: int
+) -> None:
+    """Add ``weight`` once per pod of ``counts`` to the topology scores of ``key``."""
+    if counts:
+        scores = topology.setdefault(key, Counter())
+        for value, count in counts.items():
+            scores[value] += weight * count
 
 
 def _resolved(terms: AffinityTerms, namespaces: Mapping[str, Mapping[str, str]]) -> AffinityTerms:

@@ -29,16 +29,21 @@ from agent.descheduler.core.placement.profile import DEFAULT_PROFILE, SchedulerP
 from agent.descheduler.core.placement.scoring import (
     HOSTNAME,
     PREFER_NO_SCHEDULE,
+    SchedulerTerm,
     affinity_terms,
 )
 from agent.descheduler.core.rules.antiaffinity import (
+    ParsedTerms,
+    forbidden_domains,
     has_required_anti_affinity,
-    scheduler_anti_affinity_rejection,
 )
+from agent.descheduler.core.rules.existingterms import ExistingTerms
+from agent.descheduler.core.rules.podindex import PodIndex, Slot
 from agent.descheduler.core.rules.topology import scheduler_spread_counts, spread_rejection
 from agent.descheduler.model.cluster import CPU, MEMORY, PODS, ClusterSnapshot, NodeInfo, PodInfo
 from agent.descheduler.plan.destinations import NodeLoad, Placement
 from agent.kube.labelselector import SelectorError
+from agent.kube.podaffinity import AffinityTerm
 
 FINISHED = frozenset({"Succeeded", "Failed"})
 MAX_RANKINGS = 64
@@ -69,11 +74,32 @@ class Simulation:
         self.owners: dict[str, Counter[int]] = {}
         """Controller UID -> node index -> its scheduled pods there (not terminating): what
         the system default spread constraints count."""
+        self.anti_affinity_of = ParsedTerms()
+        self.pod_index = PodIndex(snapshot.nodes)
+        """The unfinished pods as the plan leaves them, for the inter-pod filter and score."""
+        self.anti_affinity_terms: ExistingTerms[AffinityTerm] = ExistingTerms(snapshot.nodes)
+        """Required anti-affinity of the pods in place: each newcomer is checked against it."""
+        self.required_affinity: ExistingTerms[SchedulerTerm] = ExistingTerms(snapshot.nodes)
+        self.preferred_affinity: ExistingTerms[SchedulerTerm] = ExistingTerms(snapshot.nodes)
+        self.preferred_anti_affinity: ExistingTerms[SchedulerTerm] = ExistingTerms(snapshot.nodes)
+        """The terms of the pods in place that add to InterPodAffinity's scores of a newcomer."""
+        self._slots: dict[str, list[Slot]] = {}
+        """Pod uid -> its slots in the index (the snapshot's pods, in place)."""
+        self._ghost_slots: dict[int, Slot] = {}
+        """``id`` of a placed replacement -> its slot."""
+        self._anti_affine: Counter[str] = Counter()
+        self._scorers: Counter[str] = Counter()
+        """Uids of the pods, finished ones too, with required anti-affinity or with terms
+        that score: while there are none, a newcomer without them needs no inter-pod check,
+        and may be scored from the rankings."""
         for node in self.nodes:
             for pod in snapshot.pods_on(node.info.name):
                 if pod.phase not in FINISHED:
                     node.add(pod, +1)
                     self._count_owner(pod, node.index, +1)
+                    slot = self._index(pod)
+                    self._slots.setdefault(pod.uid, []).append(slot)
+                self._count_terms(pod, +1)
         self.before = {node.info.name: node.load() for node in self.nodes}
         self._rankings: dict[PodSize, Ranking] = {}
         """By pod size; the dict's order is the order of last use."""
@@ -83,11 +109,6 @@ class Simulation:
         """The replacement pods placed so far, each with ``node_name`` its destination."""
         self._static: dict[str, tuple[frozenset[int], Counter[str]]] = {}
         self._placed_on: dict[str, list[PodInfo]] = {}
-        self._anti_affinity = [pod for pod in self.pods() if has_required_anti_affinity(pod)]
-        """Pods with required anti-affinity, as the plan leaves them: every newcomer is
-        checked against their terms (few clusters have many)."""
-        self.affinity_scorers = [pod for pod in self.pods() if affinity_terms(pod).scores]
-        """Pods whose affinity terms add to InterPodAffinity's scores of a newcomer."""
         self.soft_tainted = [n.index for n in self.nodes if has_soft_taint(n.info)]
         self.unnamed_hosts = frozenset(n.index for n in self.nodes if HOSTNAME not in n.info.labels)
         """Nodes without the hostname label: the system default spread skips its hostname
@@ -114,6 +135,53 @@ class Simulation:
             if pod.uid not in self.gone:
                 yield pod
         yield from self._placed_on.get(node_name, ())
+
+    @property
+    def has_affinity_scorers(self) -> bool:
+        """Whether a pod (finished ones too) has terms that add to InterPodAffinity's scores."""
+        return bool(self._scorers)
+
+    def slots_of(self, uid: str) -> tuple[Slot, ...]:
+        """The index's slots of the snapshot's pods with ``uid`` still in place."""
+        return tuple(self._slots.get(uid, ()))
+
+    def _index(self, pod: PodInfo) -> Slot:
+        """Put an unfinished pod in place into the index and the terms in place."""
+        slot = self.pod_index.add(pod)
+        if has_required_anti_affinity(pod):
+            try:
+                terms = self.anti_affinity_of(pod)
+            except SelectorError:
+                terms = ()  # the scheduler skips the terms of a pod in place that do not parse
+            self.anti_affinity_terms.add(slot, pod.uid, pod.node_name, terms)
+        scoring = affinity_terms(pod)
+        if scoring.scores:
+            self.required_affinity.add(slot, pod.uid, pod.node_name, scoring.required_affinity)
+            self.preferred_affinity.add(slot, pod.uid, pod.node_name, scoring.preferred_affinity)
+            self.preferred_anti_affinity.add(
+                slot, pod.uid, pod.node_name, scoring.preferred_anti_affinity
+            )
+        return slot
+
+    def _unindex(self, slot: Slot) -> None:
+        self.pod_index.remove(slot)
+        for terms in (
+            self.anti_affinity_terms,
+            self.required_affinity,
+            self.preferred_affinity,
+            self.preferred_anti_affinity,
+        ):
+            terms.remove(slot)
+
+    def _count_terms(self, pod: PodInfo, sign: int) -> None:
+        for counter, counts in (
+            (self._anti_affine, has_required_anti_affinity(pod)),
+            (self._scorers, affinity_terms(pod).scores),
+        ):
+            if counts:
+                counter[pod.uid] += sign
+                if counter[pod.uid] <= 0:
+                    del counter[pod.uid]
 
     def _count_owner(self, pod: PodInfo, index: int, sign: int) -> None:
         controller = pod.controller
@@ -145,10 +213,12 @@ class Simulation:
         if index is not None and pod.uid not in self.gone and pod.phase not in FINISHED:
             self._move(index, pod, -1)
         self.gone.add(pod.uid)
+        for slot in self._slots.pop(pod.uid, ()):
+            self._unindex(slot)
         if has_required_anti_affinity(pod):
-            self._anti_affinity = [p for p in self._anti_affinity if p.uid != pod.uid]
+            self._anti_affine.pop(pod.uid, None)
         if affinity_terms(pod).scores:
-            self.affinity_scorers = [p for p in self.affinity_scorers if p.uid != pod.uid]
+            self._scorers.pop(pod.uid, None)
 
     def land(self, pod: PodInfo, node_name: str) -> None:
         """Put the replacement of ``pod`` on ``node_name``."""
@@ -158,10 +228,9 @@ class Simulation:
         self._move(self.index[node_name], ghost, +1)
         self.placed.append(ghost)
         self._placed_on.setdefault(node_name, []).append(ghost)
-        if has_required_anti_affinity(ghost):
-            self._anti_affinity = [*self._anti_affinity, ghost]
-        if affinity_terms(ghost).scores:
-            self.affinity_scorers = [*self.affinity_scorers, ghost]
+        if ghost.phase not in FINISHED:
+            self._ghost_slots[id(ghost)] = self._index(ghost)
+        self._count_terms(ghost, +1)
 
     def unland(self, pod: PodInfo) -> None:
         """Take the replacement of ``pod`` off its node again (the last one ``land`` put)."""
@@ -169,8 +238,10 @@ class Simulation:
         ghost = _pop_last(self.placed, lambda placed: placed.uid == uid)
         self._move(self.index[ghost.node_name], ghost, -1)
         _pop_last(self._placed_on[ghost.node_name], lambda placed: placed is ghost)
-        self._anti_affinity = [p for p in self._anti_affinity if p is not ghost]
-        self.affinity_scorers = [p for p in self.affinity_scorers if p is not ghost]
+        slot = self._ghost_slots.pop(id(ghost), None)
+        if slot is not None:
+            self._unindex(slot)
+        self._count_terms(ghost, -1)
 
     # -- the scheduler's pick ----------------------------------------------------------------
 
@@ -239,15 +310,18 @@ class Simulation:
         """The anti-affinity and spread filters for ``pod`` (spread counted once, as the
         scheduler's PreFilter does); ``None`` when neither can reject it (most pods)."""
         spread = scheduler_spread_counts(pod, self.snapshot.nodes.values(), self.pods_on)
-        if not spread and not self._anti_affinity and not has_required_anti_affinity(pod):
+        if not spread and not self._anti_affine and not has_required_anti_affinity(pod):
             return None
-        nodes = self.snapshot.nodes
-        with_terms = self._anti_affinity
+        forbidden = forbidden_domains(
+            pod,
+            self.pod_index,
+            self.anti_affinity_terms,
+            excluding=self.slots_of(pod.uid),
+            terms_of=self.anti_affinity_of,
+        )
 
         def check(node: NodeInfo) -> str | None:
-            return spread_rejection(spread, node) or scheduler_anti_affinity_rejection(
-                pod, node, nodes, self.pods_on, with_terms
-            )
+            return spread_rejection(spread, node) or forbidden.rejection(node)
 
         return check
 

@@ -19,7 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from agent.descheduler.core.rules.antiaffinity import forbidden_by_pods_on
+from agent.descheduler.core.rules.antiaffinity import (
+    NodeFitAntiAffinity,
+    has_required_anti_affinity,
+)
+from agent.descheduler.core.rules.podindex import PodIndex
 from agent.descheduler.model.cluster import PODS, ClusterSnapshot, NodeInfo, PodInfo
 from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
 from agent.kube.tolerations import untolerated
@@ -31,6 +35,8 @@ class NodeFit:
     def __init__(self, snapshot: ClusterSnapshot) -> None:
         self.snapshot = snapshot
         self._requested: dict[str, dict[str, int]] = {}
+        self._anti_affinity: NodeFitAntiAffinity | None = None
+        """Made when the first pod with required anti-affinity asks (most cycles: never)."""
 
     def reason(self, pod: PodInfo, node: NodeInfo) -> str | None:  # noqa: PLR0911 - one exit per predicate
         """Why the pod does not fit the node, or ``None`` when it does."""
@@ -47,7 +53,7 @@ class NodeFit:
             return reason
         if untolerated(node.taints, list(pod.tolerations)):
             return "pod does not tolerate taints on the node"
-        if forbidden_by_pods_on(pod, node, self.snapshot.pods_on(node.name)):
+        if has_required_anti_affinity(pod) and self.anti_affinity().forbidden(pod, node):
             return "pod matches inter-pod anti-affinity rule of other pod on node"
         if pod.node_name != node.name:
             available = self.available(node)
@@ -57,6 +63,22 @@ class NodeFit:
             if available.get(PODS, 0) <= 0:
                 return f"insufficient {PODS}"
         return None
+
+    def anti_affinity(self) -> NodeFitAntiAffinity:
+        """The anti-affinity check over the snapshot's unfinished pods, indexed once."""
+        if self._anti_affinity is None:
+            index = PodIndex(
+                self.snapshot.nodes,
+                (
+                    pod
+                    for name, pods in self.snapshot.pods_by_node.items()
+                    if name
+                    for pod in pods
+                    if pod.phase not in FINISHED
+                ),
+            )
+            self._anti_affinity = NodeFitAntiAffinity(index)
+        return self._anti_affinity
 
     def fits(self, pod: PodInfo, node: NodeInfo) -> bool:
         return self.reason(pod, node) is None

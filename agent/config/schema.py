@@ -102,57 +102,83 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _HOST_PORT = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[^:\s\[\]]*):(\d{1,5})$")
 
 
-def _parse_scalar(hint: Any, value: Any) -> Any:  # noqa: PLR0911, PLR0912 - one branch per type
+def _must(ok: bool, reason: str) -> None:
+    if not ok:
+        raise ValueError(reason)
+
+
+def _duration(value: Any) -> Duration:
+    _must(not isinstance(value, bool), "must be a duration string like 30s")
+    _must(
+        not isinstance(value, int | float), f"must be a duration string with a unit, like {value}s"
+    )
+    _must(isinstance(value, str), "must be a duration string like 30s")
+    seconds = parse_duration(value)
+    _must(seconds >= 0, "must not be negative")  # the grammar admits no sign
+    return Duration(seconds)
+
+
+def _byte_quantity(value: Any) -> ByteQuantity:
+    _must(
+        isinstance(value, str | int) and not isinstance(value, bool),
+        "must be a quantity like 512Mi or an integer number of bytes",
+    )
+    return ByteQuantity(quantity_to_bytes(value))
+
+
+def _host_port(value: Any) -> HostPort:
+    match = _HOST_PORT.match(value) if isinstance(value, str) else None
+    _must(match is not None, "must be host:port, e.g. 127.0.0.1:9477")
+    _must(match is not None and int(match.group(2)) <= 65535, "port must be 0-65535")
+    return HostPort(value)
+
+
+def _bool(value: Any) -> bool:
+    _must(isinstance(value, bool), "must be true or false")
+    return bool(value)
+
+
+def _int(value: Any) -> int:
+    _must(isinstance(value, int) and not isinstance(value, bool), "must be an integer")
+    _must(INT64_MIN <= value <= INT64_MAX, "must fit in an int64")
+    return int(value)
+
+
+def _float(value: Any) -> float:
+    _must(isinstance(value, int | float) and not isinstance(value, bool), "must be a number")
+    _must(not isinstance(value, int) or INT64_MIN <= value <= INT64_MAX, "must fit in an int64")
+    _must(math.isfinite(value), "must be a finite number")
+    return float(value)
+
+
+def _str(value: Any) -> str:
+    _must(isinstance(value, str), "must be a string")
+    return str(value)
+
+
+_SCALARS: dict[Any, Callable[[Any], Any]] = {
+    Duration: _duration,
+    ByteQuantity: _byte_quantity,
+    HostPort: _host_port,
+    bool: _bool,
+    int: _int,
+    float: _float,
+    str: _str,
+}
+"""Each scalar type's parser: the value, or ``ValueError`` with the reason."""
+
+
+def _parse_scalar(hint: Any, value: Any) -> Any:
     """Parse one scalar of the hinted type; raise ``ValueError`` with the reason."""
-    if hint is Duration:
-        if isinstance(value, bool):
-            raise ValueError("must be a duration string like 30s")
-        if isinstance(value, int | float):
-            raise ValueError(f"must be a duration string with a unit, like {value}s")
-        if not isinstance(value, str):
-            raise ValueError("must be a duration string like 30s")
-        seconds = parse_duration(value)
-        if seconds < 0:  # pragma: no cover - the grammar admits no sign
-            raise ValueError("must not be negative")
-        return Duration(seconds)
-    if hint is ByteQuantity:
-        if isinstance(value, bool) or not isinstance(value, str | int):
-            raise ValueError("must be a quantity like 512Mi or an integer number of bytes")
-        return ByteQuantity(quantity_to_bytes(value))
-    if hint is HostPort:
-        if not isinstance(value, str) or not (match := _HOST_PORT.match(value)):
-            raise ValueError("must be host:port, e.g. 127.0.0.1:9477")
-        if int(match.group(2)) > 65535:
-            raise ValueError("port must be 0-65535")
-        return HostPort(value)
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise ValueError("must be true or false")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError("must be an integer")
-        if not INT64_MIN <= value <= INT64_MAX:
-            raise ValueError("must fit in an int64")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError("must be a number")
-        if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
-            raise ValueError("must fit in an int64")
-        if not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise ValueError("must be a string")
-        return value
     if get_origin(hint) is Literal:
         choices = get_args(hint)
         if value not in choices:
             raise ValueError("must be one of " + ", ".join(repr(c) for c in choices))
         return value
-    raise TypeError(f"unsupported config type {hint!r}")  # a programming error, not input
+    parse = _SCALARS.get(hint)
+    if parse is None:
+        raise TypeError(f"unsupported config type {hint!r}")  # a programming error, not input
+    return parse(value)
 
 
 def _bounds(field: dataclasses.Field[Any], value: Any) -> str | None:

@@ -82,107 +82,10 @@ def _cmd_version(args: argparse.Namespace) -> int:  # noqa: ARG001 - every handl
     return EXIT_OK
 
 
-def _descheduler_flags(parser: argparse.ArgumentParser) -> None:
-    """Upstream's flag names where they mean the same; each overrides ``--config``."""
-    add = parser.add_argument
-    add("--policy-config-file", metavar="FILE", help="DeschedulerPolicy (descheduler/v1alpha2)")
-    add(
-        "--descheduling-interval",
-        metavar="DURATION",
-        help="Go duration between cycles; 0 (the default) runs one cycle and exits",
-    )
-    add("--dry-run", action="store_true", default=None, help="plan and print, evict nothing")
-    add("--output", choices=("table", "json"), default="table", help="dry-run output format")
-    add("--kubeconfig", metavar="FILE", help="kubeconfig (default: in-cluster, ~/.kube/config)")
-    add("--leader-elect", action="store_true", default=None, help="only the Lease holder evicts")
-    add(
-        "--leader-elect-resource-namespace",
-        metavar="NAMESPACE",
-        default="kube-system",
-        help="namespace of the leader Lease (upstream's default: kube-system)",
-    )
-    add(
-        "--leader-elect-resource-name",
-        metavar="NAME",
-        default="descheduler",
-        help="name of the leader Lease (upstream's default: descheduler)",
-    )
-    for flag, default in (
-        ("--leader-elect-lease-duration", "137s"),
-        ("--leader-elect-renew-deadline", "107s"),
-        ("--leader-elect-retry-period", "26s"),
-    ):
-        add(flag, metavar="DURATION", default=default, help=f"Go duration (default {default})")
-    add(
-        "--client-connection-qps",
-        type=float,
-        metavar="QPS",
-        help="API requests per second (50; Events have a bucket of their own)",
-    )
-    add("--client-connection-burst", type=int, metavar="N", help="API request burst (100)")
-    add("--metrics-bind-address", metavar="HOST:PORT", help="/metrics, /healthz, /readyz")
-    add(
-        "--event-driven-cycles",
-        action="store_true",
-        default=None,
-        help="also run a cycle soon after a node becomes Ready, a NodeReport crosses the "
-        "LowNodeUtilization thresholds or a critical add-on goes Unschedulable",
-    )
-    add(
-        "--min-cycle-spacing",
-        metavar="DURATION",
-        help="event-driven cycles start at least this long after the previous one (30s)",
-    )
-    add(
-        "--held-eviction-timeout",
-        metavar="DURATION",
-        help="how long a cycle waits for a PodDisruptionBudget to allow the evictions it "
-        "refused when planned (60s, never past the next interval; 0: report them blocked)",
-    )
-    add(
-        "--prometheus-url",
-        metavar="URL",
-        help="Prometheus to query instead of the policy's metricsProviders URL",
-    )
-    add(
-        "--prometheus-token-file",
-        metavar="FILE",
-        help="bearer token for Prometheus, read before every query (default: the policy's "
-        "Secret; in a pod without one, the service-account token)",
-    )
-    add(
-        "--prometheus-ca-file",
-        metavar="FILE",
-        help="trust only this CA for Prometheus (default: the system's, and the "
-        "service-account CA in a pod)",
-    )
-    add(
-        "--prometheus-insecure-skip-tls-verify",
-        action="store_true",
-        default=None,
-        help="do not check Prometheus's certificate",
-    )
-    add(
-        "--prometheus-timeout",
-        metavar="DURATION",
-        help="each Prometheus attempt's connect and read timeout (30s; 3 attempts)",
-    )
-    _implicit_budgets_flag(add)
-
-
-def _implicit_budgets_flag(add: Callable[..., object]) -> None:
-    add(
-        "--implicit-rollout-budgets",
-        nargs="?",
-        const="true",
-        metavar="true|false",
-        help="a workload without a PodDisruptionBudget loses no more pods at once than its "
-        "rollout's maxUnavailable (true, the default); the others wait for replacements",
-    )
-
-
 def _descheduler_plan_flags(parser: argparse.ArgumentParser) -> None:
     """``descheduler plan``: the cycle on a snapshot file (flags as in ``agent.descheduler``)."""
+    from agent.descheduler.options import add_implicit_budgets_flag  # noqa: PLC0415
+
     add = parser.add_argument
     add(
         "--snapshot",
@@ -220,10 +123,11 @@ def _descheduler_plan_flags(parser: argparse.ArgumentParser) -> None:
         help="refuse a snapshot or NodeReports file (or what a gzip expands to) larger than N "
         "bytes, counted as read (FIFOs too); N >= 1 (default 8 GiB; 0 is refused)",
     )
-    _implicit_budgets_flag(add)
+    add_implicit_budgets_flag(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from agent.descheduler.options import add_flags  # noqa: PLC0415
     from agent.readiness import commands as readiness_commands  # noqa: PLC0415
     from agent.report import commands as report_commands  # noqa: PLC0415
     from agent.shutdown import commands as shutdown_commands  # noqa: PLC0415
@@ -242,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     descheduler = sub.add_parser(
         "descheduler", parents=[common], help="run the central descheduler"
     )
-    _descheduler_flags(descheduler)
+    add_flags(descheduler)
     descheduler.set_defaults(handler=_cmd_descheduler)
     offline = descheduler.add_subparsers(dest="descheduler_command", metavar="plan")
     plan = offline.add_parser(

@@ -1,7 +1,6 @@
 """Settings: YAML documents loaded into frozen dataclasses, validated all at once."""
 
 from agent.config.agent import AgentConfig, HostPathsConfig, KubeConfig
-from agent.config.descheduler import DeschedulerConfig
 from agent.config.errors import ConfigError, FieldError
 from agent.config.loader import load_agent_config, load_file, parse_document
 from agent.config.readiness import ReadinessConfig
@@ -14,7 +13,6 @@ __all__ = [
     "CRITICAL_POD_PRIORITY",
     "AgentConfig",
     "ConfigError",
-    "DeschedulerConfig",
     "FieldError",
     "HostPathsConfig",
     "KubeConfig",

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from agent.config.agent import AgentConfig
 from agent.config.errors import ConfigError, FieldError
-from agent.config.schema import load
+from agent.config.schema import load, load_layers
 from agent.config.yamlfile import parse_yaml, read_yaml
 
 T = TypeVar("T")
@@ -37,6 +38,28 @@ def load_file(cls: type[T], path: str | os.PathLike[str] | None) -> T:
             raise ConfigError("<defaults>", errors)
         return value
     return _from_yaml(cls, read_yaml(path), str(path))
+
+
+def load_with_flags(
+    cls: type[T],
+    path: str | os.PathLike[str] | None,
+    flags: Mapping[str, Any],
+    *,
+    flags_source: str,
+) -> T:
+    """``cls`` from ``path`` (or defaults), the flags given over it, validated once; raise
+    ``ConfigError`` naming every bad key and every bad flag (``flags_source`` says where the
+    flags came from in its heading)."""
+    raw = {} if path is None else read_yaml(path)
+    source = flags_source if path is None else f"{path} and {flags_source}"
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(str(path), [FieldError("", "the document must be a mapping")])
+    value, errors = load_layers(cls, raw, flags)
+    if errors:
+        raise ConfigError(source, errors)
+    return value
 
 
 def load_agent_config(

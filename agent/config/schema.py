@@ -4,6 +4,10 @@ Why not a schema library: the rules we need are few (types, bounds, choices, unk
 but the error report must name *every* bad field with its full path, in kubelet's camelCase
 spelling, and never stop at the first problem. Dataclass fields declare their constraints
 in ``metadata``; the loader walks the type hints and collects errors instead of raising.
+
+A field may also be bound to a command-line flag (``setting(flag=...)``; argparse's side is
+``agent.config.flags``): ``load_layers`` lays the flags given over a document, each value
+parsed and bounded by the same rules and named by its flag, then validates the result once.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NewType, TypeVar, get_args, get_origin
 
+from agent.config.booleans import parse_bool
 from agent.config.durations import parse_duration
 from agent.config.errors import FieldError
 from agent.config.quantities import quantity_to_bytes
@@ -41,9 +46,19 @@ def setting(
     maximum: float | None = None,
     check: Validator | None = None,
     factory: Callable[[], Any] | None = None,
+    flag: str | None = None,
+    flag_only: bool = False,
 ) -> Any:
-    """Declare a config field: its YAML key (camelCase by default) and its bounds."""
-    metadata = {"key": key, "minimum": minimum, "maximum": maximum, "check": check}
+    """Declare a config field: its YAML key (camelCase by default), its bounds, and the
+    command-line flag bound to it, if any (``flag_only``: no key in the file at all)."""
+    metadata = {
+        "key": key,
+        "minimum": minimum,
+        "maximum": maximum,
+        "check": check,
+        "flag": flag,
+        "in_file": not flag_only,
+    }
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -56,6 +71,17 @@ def camel_case(name: str) -> str:
 
 def yaml_key(field: dataclasses.Field[Any]) -> str:
     return str(field.metadata.get("key") or camel_case(field.name))
+
+
+def flag_name(field: dataclasses.Field[Any]) -> str | None:
+    """The command-line flag bound to ``field`` (``--dry-run``), or ``None``."""
+    flag = field.metadata.get("flag")
+    return str(flag) if flag else None
+
+
+def _file_fields(cls: type[Any]) -> dict[str, dataclasses.Field[Any]]:
+    """The fields a document may set, by YAML key (flag-only fields are not among them)."""
+    return {yaml_key(f): f for f in dataclasses.fields(cls) if f.metadata.get("in_file", True)}
 
 
 class _Collector:
@@ -76,57 +102,83 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _HOST_PORT = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[^:\s\[\]]*):(\d{1,5})$")
 
 
-def _parse_scalar(hint: Any, value: Any) -> Any:  # noqa: PLR0911, PLR0912 - one branch per type
+def _must(ok: bool, reason: str) -> None:
+    if not ok:
+        raise ValueError(reason)
+
+
+def _duration(value: Any) -> Duration:
+    _must(not isinstance(value, bool), "must be a duration string like 30s")
+    _must(
+        not isinstance(value, int | float), f"must be a duration string with a unit, like {value}s"
+    )
+    _must(isinstance(value, str), "must be a duration string like 30s")
+    seconds = parse_duration(value)
+    _must(seconds >= 0, "must not be negative")  # the grammar admits no sign
+    return Duration(seconds)
+
+
+def _byte_quantity(value: Any) -> ByteQuantity:
+    _must(
+        isinstance(value, str | int) and not isinstance(value, bool),
+        "must be a quantity like 512Mi or an integer number of bytes",
+    )
+    return ByteQuantity(quantity_to_bytes(value))
+
+
+def _host_port(value: Any) -> HostPort:
+    match = _HOST_PORT.match(value) if isinstance(value, str) else None
+    _must(match is not None, "must be host:port, e.g. 127.0.0.1:9477")
+    _must(match is not None and int(match.group(2)) <= 65535, "port must be 0-65535")
+    return HostPort(value)
+
+
+def _bool(value: Any) -> bool:
+    _must(isinstance(value, bool), "must be true or false")
+    return bool(value)
+
+
+def _int(value: Any) -> int:
+    _must(isinstance(value, int) and not isinstance(value, bool), "must be an integer")
+    _must(INT64_MIN <= value <= INT64_MAX, "must fit in an int64")
+    return int(value)
+
+
+def _float(value: Any) -> float:
+    _must(isinstance(value, int | float) and not isinstance(value, bool), "must be a number")
+    _must(not isinstance(value, int) or INT64_MIN <= value <= INT64_MAX, "must fit in an int64")
+    _must(math.isfinite(value), "must be a finite number")
+    return float(value)
+
+
+def _str(value: Any) -> str:
+    _must(isinstance(value, str), "must be a string")
+    return str(value)
+
+
+_SCALARS: dict[Any, Callable[[Any], Any]] = {
+    Duration: _duration,
+    ByteQuantity: _byte_quantity,
+    HostPort: _host_port,
+    bool: _bool,
+    int: _int,
+    float: _float,
+    str: _str,
+}
+"""Each scalar type's parser: the value, or ``ValueError`` with the reason."""
+
+
+def _parse_scalar(hint: Any, value: Any) -> Any:
     """Parse one scalar of the hinted type; raise ``ValueError`` with the reason."""
-    if hint is Duration:
-        if isinstance(value, bool):
-            raise ValueError("must be a duration string like 30s")
-        if isinstance(value, int | float):
-            raise ValueError(f"must be a duration string with a unit, like {value}s")
-        if not isinstance(value, str):
-            raise ValueError("must be a duration string like 30s")
-        seconds = parse_duration(value)
-        if seconds < 0:  # pragma: no cover - the grammar admits no sign
-            raise ValueError("must not be negative")
-        return Duration(seconds)
-    if hint is ByteQuantity:
-        if isinstance(value, bool) or not isinstance(value, str | int):
-            raise ValueError("must be a quantity like 512Mi or an integer number of bytes")
-        return ByteQuantity(quantity_to_bytes(value))
-    if hint is HostPort:
-        if not isinstance(value, str) or not (match := _HOST_PORT.match(value)):
-            raise ValueError("must be host:port, e.g. 127.0.0.1:9477")
-        if int(match.group(2)) > 65535:
-            raise ValueError("port must be 0-65535")
-        return HostPort(value)
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise ValueError("must be true or false")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError("must be an integer")
-        if not INT64_MIN <= value <= INT64_MAX:
-            raise ValueError("must fit in an int64")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError("must be a number")
-        if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
-            raise ValueError("must fit in an int64")
-        if not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise ValueError("must be a string")
-        return value
     if get_origin(hint) is Literal:
         choices = get_args(hint)
         if value not in choices:
             raise ValueError("must be one of " + ", ".join(repr(c) for c in choices))
         return value
-    raise TypeError(f"unsupported config type {hint!r}")  # a programming error, not input
+    parse = _SCALARS.get(hint)
+    if parse is None:
+        raise TypeError(f"unsupported config type {hint!r}")  # a programming error, not input
+    return parse(value)
 
 
 def _bounds(field: dataclasses.Field[Any], value: Any) -> str | None:
@@ -177,43 +229,85 @@ def _parse_value(hint: Any, value: Any, path: str, out: _Collector) -> Any:  # n
         return None
 
 
-def load_section(cls: type[T], raw: Any, path: str, out: _Collector) -> T:
-    """Build ``cls`` from ``raw``; bad fields are recorded and get their default."""
+_BAD = object()
+"""A value that did not parse or broke its bounds (already recorded)."""
+
+
+def _setting_value(
+    field: dataclasses.Field[Any], hint: Any, raw: Any, here: str, out: _Collector
+) -> Any:
+    """``raw`` parsed as ``field`` and within its bounds, or ``_BAD`` (the error recorded)."""
+    before = len(out.errors)
+    parsed = _parse_value(hint, raw, here, out)
+    if len(out.errors) != before:
+        return _BAD
+    reason = _bounds(field, parsed)
+    if reason:
+        out.add(here, reason)
+        return _BAD
+    return parsed
+
+
+def _read_section(cls: type[Any], raw: Any, path: str, out: _Collector) -> dict[str, Any]:
+    """The values ``raw`` sets, by field name; bad and unknown keys are recorded."""
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
         out.add(path, "must be a mapping")
         raw = {}
-    assert dataclasses.is_dataclass(cls)  # noqa: S101 - the loader is only called on dataclasses
     hints = typing.get_type_hints(cls)
-    fields = {yaml_key(f): f for f in dataclasses.fields(cls)}
+    fields = _file_fields(cls)
     for key in raw:
         if key not in fields:
             known = ", ".join(sorted(fields))
             out.add(_join(path, str(key)), f"unknown field (known: {known})")
     values: dict[str, Any] = {}
-    errors_before_section = len(out.errors)
     for key, field in fields.items():
-        if key not in raw:
+        if key in raw:
+            parsed = _setting_value(field, hints[field.name], raw[key], _join(path, key), out)
+            if parsed is not _BAD:
+                values[field.name] = parsed
+    return values
+
+
+def _read_flags(cls: type[Any], flags: Mapping[str, Any], out: _Collector) -> dict[str, Any]:
+    """The values the flags given set (field name -> what argparse stored), each named by its
+    flag. A flag's text for a bool reads as Go's ``strconv.ParseBool`` reads it."""
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for field in dataclasses.fields(cls):
+        flag = flag_name(field)
+        if field.name not in flags or flag is None:
             continue
-        here = _join(path, key)
-        before = len(out.errors)
-        parsed = _parse_value(hints[field.name], raw[key], here, out)
-        if len(out.errors) != before:
-            continue
-        reason = _bounds(field, parsed)
-        if reason:
-            out.add(here, reason)
-            continue
-        values[field.name] = parsed
+        raw = flags[field.name]
+        if hints[field.name] is bool and isinstance(raw, str):
+            try:
+                raw = parse_bool(raw)
+            except ValueError as error:
+                out.add(flag, str(error))
+                continue
+        parsed = _setting_value(field, hints[field.name], raw, flag, out)
+        if parsed is not _BAD:
+            values[field.name] = parsed
+    return values
+
+
+def _validated(cls: type[T], values: dict[str, Any], path: str, out: _Collector, since: int) -> T:
+    """``cls`` built from ``values`` (the rest default), then its own cross-field rules."""
     instance = cls(**values)
     validate = getattr(instance, "validate", None)
     # Cross-field rules would judge defaults standing in for rejected values and report
     # problems the operator does not have, so they wait until the fields themselves parse.
-    if callable(validate) and len(out.errors) == errors_before_section:
+    if callable(validate) and len(out.errors) == since:
         for error in validate():
             out.add(_join(path, error.path) if error.path else path, error.reason)
     return instance
+
+
+def load_section(cls: type[T], raw: Any, path: str, out: _Collector) -> T:
+    """Build ``cls`` from ``raw``; bad fields are recorded and get their default."""
+    since = len(out.errors)
+    return _validated(cls, _read_section(cls, raw, path, out), path, out, since)
 
 
 def load(cls: type[T], raw: Any) -> tuple[T, list[FieldError]]:
@@ -221,3 +315,15 @@ def load(cls: type[T], raw: Any) -> tuple[T, list[FieldError]]:
     out = _Collector()
     value = load_section(cls, raw, "", out)
     return value, out.errors
+
+
+def load_layers(cls: type[T], raw: Any, flags: Mapping[str, Any]) -> tuple[T, list[FieldError]]:
+    """A document with the flags given laid over it (field name -> the flag's value).
+
+    Every value of both is parsed and bounded where it came from, so every bad one is
+    named, by its key or by its flag (a bad key the flag overrides too); the flag's value
+    wins; then ``validate`` runs once, on the result.
+    """
+    out = _Collector()
+    values = _read_section(cls, raw, "", out) | _read_flags(cls, flags, out)
+    return _validated(cls, values, "", out, 0), out.errors

@@ -61,11 +61,12 @@ _log = structlog.get_logger(subsystem="kube.leaderelection")
 
 @dataclass(frozen=True)
 class ElectionTiming:
-    """Upstream descheduler's defaults: lease 137 s, renew deadline 107 s, retry 26 s."""
+    """How long a lease lasts, how long a leader may go without renewing it, how often a
+    candidate tries (the descheduler's options hold its defaults, upstream's)."""
 
-    lease_duration: float = 137.0
-    renew_deadline: float = 107.0
-    retry_period: float = 26.0
+    lease_duration: float
+    renew_deadline: float
+    retry_period: float
     jitter: float = 0.2
     """A candidate waits ``retry_period * (1 + jitter * random())`` between tries, so
     followers that start together do not hit the API server in step."""
@@ -104,7 +105,7 @@ class LeaderElector:
         *,
         clock: Clock,
         identity: str | None = None,
-        timing: ElectionTiming = ElectionTiming(),
+        timing: ElectionTiming,
         backoff: Backoff = Backoff(initial=0.5, cap=5.0),
         on_started_leading: Callable[[], None] | None = None,
         on_stopped_leading: Callable[[], None] | None = None,

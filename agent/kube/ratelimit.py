@@ -1,9 +1,10 @@
 """A client-side token bucket, like client-go's ``flowcontrol.NewTokenBucketRateLimiter``.
 
-``--client-connection-qps`` refills it, ``--client-connection-burst`` is its size. Every
-request the descheduler sends on its hot path takes one token first, so a pool of
-concurrent calls can never exceed the rate the operator allowed. A QPS of 0 or less means
-no limit (client-go does the same for a negative QPS).
+``--client-connection-qps`` refills it, ``--client-connection-burst`` is its size (their
+defaults, and why they are not client-go's, are the descheduler's options'). Every request
+the descheduler sends on its hot path takes one token first, so a pool of concurrent calls
+can never exceed the rate the operator allowed. A QPS of 0 or less means no limit (client-go
+does the same for a negative QPS).
 
 Concurrency: used from the event loop only. Callers that wait are served in arrival order
 (each reserves its token before sleeping), so the limiter never reorders requests.
@@ -15,14 +16,6 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-DEFAULT_QPS = 50.0
-DEFAULT_BURST = 100
-"""kube-scheduler's client defaults, not client-go's 5/10 (upstream's descheduler gets those
-when its flags are not set): a descheduler is idle between cycles and then sends a burst of
-evictions, and every second of that burst is a second the cluster stays unbalanced; the API
-server's priority and fairness protects it from any one client, and 50/s is what the
-scheduler, which creates the replacements, is allowed anyway."""
-
 
 async def _sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
@@ -31,8 +24,8 @@ async def _sleep(seconds: float) -> None:
 class TokenBucket:
     def __init__(
         self,
-        qps: float = DEFAULT_QPS,
-        burst: int = DEFAULT_BURST,
+        qps: float,
+        burst: int,
         *,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = _sleep,

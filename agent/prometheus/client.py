@@ -45,7 +45,6 @@ from agent.retrying import Backoff, RetryPolicy
 QUERY_PATH = "/api/v1/query"
 IN_CLUSTER_CA = Path("/var/run/secrets/kubernetes.io/serviceaccount/ca.crt")
 """The service-account CA upstream trusts for Prometheus in a pod."""
-DEFAULT_TIMEOUT = 30.0
 DEFAULT_ATTEMPTS = 3
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 2**20
 """A vector of one sample per node is about 150 bytes a node: 32 MiB is 200,000 nodes."""
@@ -63,11 +62,12 @@ def no_token() -> str:
 class PrometheusSettings:
     url: str
     """The server's base URL (a path prefix is kept: ``https://host/prometheus``)."""
+    timeout: float
+    """Seconds for each attempt's connect, and again for its answer (the descheduler's
+    ``--prometheus-timeout``)."""
     token: TokenSource = no_token
     ca_file: str = ""
     insecure_skip_tls_verify: bool = False
-    timeout: float = DEFAULT_TIMEOUT
-    """Seconds for each attempt's connect, and again for its answer."""
     attempts: int = DEFAULT_ATTEMPTS
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 

@@ -461,12 +461,11 @@ def eviction_throughput_separate(
 async def cold_start_first_cycle(nodes: int) -> tuple[float, int, float]:
     """Process start of the descheduler (dry run, one shot) -> its first cycle done; and how
     long seeding the fake took (``seed``: ``create`` one at a time is quadratic there)."""
-    from agent.descheduler.live.app import run_descheduler  # noqa: PLC0415
-    from agent.descheduler.live.options import RunOptions  # noqa: PLC0415
     from agent.descheduler.policyfile import parse_policy_text  # noqa: PLC0415
     from agent.kube.api import KubeApi  # noqa: PLC0415
     from agent.kube.connection import connect  # noqa: PLC0415
     from tests.harness.fake_apiserver import FakeApiServer  # noqa: PLC0415
+    from tests.harness.livedescheduler import run_live  # noqa: PLC0415
 
     cluster = descheduler_cluster.cluster(nodes)
     with tempfile.TemporaryDirectory() as workdir, FakeApiServer() as server:
@@ -492,12 +491,8 @@ async def cold_start_first_cycle(nodes: int) -> tuple[float, int, float]:
         api = KubeApi(connection.api_client, request_timeout=120)
         with Path(os.devnull).open("w", encoding="utf-8") as sink:  # noqa: ASYNC230 - /dev/null never blocks
             started = time.perf_counter()
-            await run_descheduler(
-                parse_policy_text(POLICY, "bench"),
-                RunOptions(dry_run=True, output="json", metrics_bind_address="127.0.0.1:0"),
-                api,
-                out=sink,
-                install_signal_handlers=False,
+            await run_live(
+                parse_policy_text(POLICY, "bench"), api, out=sink, dry_run=True, output="json"
             )
             elapsed = time.perf_counter() - started
         api.close()

@@ -1,9 +1,11 @@
 """The ``descheduler`` process: caches, cycles, evictions, leader election, telemetry.
 
-Wiring only: this module builds the parts and hands them to the supervisor. A cycle is
-``runner.Descheduler.cycle`` (plan on a snapshot of the caches, then print or carry out);
-when cycles run is ``loop.CycleLoop``; which cache events start one early is
-``triggerfeeds``; every decision is the pure cycle's (``core.cycle.run_cycle``).
+Wiring only, as ``agent.daemon`` wires the agent: ``build`` makes the parts from the
+options (``agent.descheduler.options``) and the seams a test replaces (``Seams``),
+``assemble`` hands them to the supervisor as root tasks, ``run_descheduler`` runs them until
+the end. A cycle is ``runner.Descheduler.cycle`` (plan on a snapshot of the caches, then
+print or carry out); when cycles run is ``loop.CycleLoop``; which cache events start one
+early is ``triggerfeeds``; every decision is the pure cycle's (``core.cycle.run_cycle``).
 
 A plan's taints (CriticalAddonRescue, NodeShutdownRecovery, HighNodeUtilization's emptying
 taints) are recorded on the Lease and then applied before any of its evictions is sent
@@ -37,9 +39,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from typing import TextIO
 
 import structlog
@@ -49,19 +54,18 @@ from agent.clock import Clock, SystemClock
 from agent.descheduler.cache.state import ClusterState, UsageSource, projections
 from agent.descheduler.core.policy import DeschedulerPolicy
 from agent.descheduler.live.budgetwatch import BudgetWatch
-from agent.descheduler.live.evictor import EvictionResult, LiveEvictor, ResultListener
+from agent.descheduler.live.evictor import EvictionResult, LiveEvictor
 from agent.descheduler.live.loop import CycleLoop
 from agent.descheduler.live.metrics import DeschedulerMetrics, DroppedEvents, SkippedObjects
 from agent.descheduler.live.metricscollector import MetricsCollector
-from agent.descheduler.live.options import RunOptions
 from agent.descheduler.live.recordedtaints import RecordedTaints
 from agent.descheduler.live.reporttrust import NodeReportTrustMetrics, ReportTrust
 from agent.descheduler.live.runner import Descheduler
 from agent.descheduler.live.taintactions import RescueTracker, TaintActions
 from agent.descheduler.live.taintmarks import UnrecordedMarks
 from agent.descheduler.live.triggerfeeds import watch_triggers
-from agent.descheduler.live.triggers import CycleSchedule
 from agent.descheduler.live.usagefeed import UsageFeed, prometheus_client
+from agent.descheduler.options import DeschedulerOptions
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
 from agent.kube.events import EventBroadcaster, EventRecorder, ObjectRef
@@ -92,6 +96,369 @@ EVENT_DRAIN_SECONDS = 5.0
 _log = structlog.get_logger(subsystem="descheduler")
 
 
+@dataclass(frozen=True)
+class Seams:
+    """What the process takes from its surroundings rather than from its options; tests
+    and benchmarks give their own."""
+
+    clock: Clock = field(default_factory=SystemClock)
+    out: TextIO | None = None
+    """Where a dry run prints its plan; ``None``: stdout."""
+    usage: UsageSource | None = None
+    """Real usage, and which nodes are no room (shutting down, gated, agent stopped);
+    ``None``: the agents' NodeReports, watched."""
+    registry: CollectorRegistry | None = None
+    identity: str | None = None
+    """This replica's name on the Lease; ``None``: the host name plus a random suffix."""
+    election_jitter: float | None = None
+    """Replaces the elector's spread of its tries (a test on a hand-driven clock)."""
+
+
+async def run_descheduler(
+    policy: DeschedulerPolicy,
+    options: DeschedulerOptions,
+    api: KubeApi,
+    seams: Seams | None = None,
+    *,
+    stop: asyncio.Event | None = None,
+    install_signal_handlers: bool = True,
+) -> int:
+    """Run until the one-shot cycle is done, or until ``stop`` / SIGTERM; return the exit
+    code."""
+    stop = stop or asyncio.Event()
+    process = build(policy, options, api, seams or Seams(), stop)
+    supervisor = assemble(process)
+    try:
+        with _stopped_by_signals(stop, install=install_signal_handlers):
+            await supervisor.run(stop)
+    finally:
+        process.close()
+    return process.loop.exit_code
+
+
+@dataclass(frozen=True)
+class Process:
+    """One descheduler process, built: what its root tasks run, and what it closes."""
+
+    health: Health
+    server: TelemetryServer
+    kube: AsyncKube
+    state: ClusterState
+    reports: NodeReportCache | None
+    collector: MetricsCollector | None
+    elector: LeaderElector | None
+    events: EventBroadcaster
+    descheduler: Descheduler
+    loop: CycleLoop
+
+    def close(self) -> None:
+        self.kube.close()
+        self.server.close()
+
+
+def build(
+    policy: DeschedulerPolicy,
+    options: DeschedulerOptions,
+    api: KubeApi,
+    seams: Seams,
+    stop: asyncio.Event,
+) -> Process:
+    """Every part, the telemetry listener first (a slow API server never hides
+    ``/healthz``), then the Lease's users, the Events, the caches and the cycle's parts."""
+    clock, health = seams.clock, Health()
+    registry = seams.registry or new_registry(COMPONENT)
+    metrics = DeschedulerMetrics(registry)
+    server = _serve(options, registry, health)
+    kube = AsyncKube(api, workers=max(16, options.eviction_concurrency * 2))
+    lease = _lease(policy, options, kube, seams)
+    events = _events(options, kube, clock, lease.elector)
+    caches = _caches(policy, options, api, seams)
+    _register_collectors(registry, events, caches, clock)
+    feed, collector = _usage_feed(policy, options, api, clock, metrics)
+    descheduler = Descheduler(
+        policy,
+        options,
+        caches.state,
+        evictor=_evictor(
+            policy, options, kube, events, metrics=metrics, elector=lease.elector, clock=clock
+        ),
+        metrics=metrics,
+        clock=clock,
+        out=seams.out or sys.stdout,
+        elector=lease.elector,
+        memory=lease.memory,
+        taint_actions=_taint_actions(
+            policy, kube, lease.annotations, events, state=caches.state, clock=clock
+        ),
+        events=events,
+        subject=event_subject(options.lease_namespace, options.lease_name),
+        budgets=caches.budgets,
+        marks=UnrecordedMarks(metrics.unrecorded_taint_marks),
+        usage_feed=feed,
+    )
+    metrics.follow_leadership(lambda: descheduler.leading)
+    loop = CycleLoop(
+        descheduler,
+        caches.state,
+        options,
+        clock=clock,
+        stop=stop,
+        reports=caches.reports,
+        elector=lease.elector,
+    )
+    if options.event_driven_cycles:
+        watch_triggers(policy, caches.state, caches.reports, loop.trigger, clock.now)
+    return Process(
+        health=health,
+        server=server,
+        kube=kube,
+        state=caches.state,
+        reports=caches.reports,
+        collector=collector,
+        elector=lease.elector,
+        events=events,
+        descheduler=descheduler,
+        loop=loop,
+    )
+
+
+def assemble(process: Process) -> Supervisor:
+    """The root tasks: the caches' watches, the election, the cycles, the Events' queue."""
+    supervisor = Supervisor(process.health)
+    for reflector in process.state.reflectors:
+        supervisor.add(watch_task(reflector, process.health))
+    if process.reports is not None:
+        # Not a readiness gate and not critical: without the CRD the descheduler still works
+        # on requests, and the reflector keeps retrying quietly until the CRD appears.
+        supervisor.add(
+            RootTask(
+                name="watch-nodereports",
+                run=process.reports.reflector.run,
+                stage=STAGE_WATCH,
+                critical=False,
+            )
+        )
+    if process.collector is not None:
+        # Not critical: a metrics-server that keeps failing fails the cycles that need it
+        # (loudly), never the process.
+        supervisor.add(
+            RootTask(
+                name="metrics-collector",
+                run=process.collector.run,
+                stage=STAGE_WATCH,
+                critical=False,
+            )
+        )
+    if process.elector is not None:
+        release = functools.partial(_step_down, process.elector)
+        supervisor.add(RootTask(name="leader-election", run=process.elector.run, stop=release))
+    # Its graceful stop takes the emptying taints off (a killed run's go at the next start).
+    supervisor.add(
+        RootTask(
+            name="cycles",
+            run=process.loop.run,
+            stage=STAGE_CONTROLLER,
+            stop=process.descheduler.release_emptying,
+        )
+    )
+    # Stopped after the cycles (a later stage), so the last cycle's Events are in the queue.
+    flush = functools.partial(_flush_events, process.events)
+    supervisor.add(RootTask(name="events", run=process.events.run, stop=flush, stage=STAGE_WATCH))
+    return supervisor
+
+
+@contextlib.contextmanager
+def _stopped_by_signals(stop: asyncio.Event, *, install: bool) -> Iterator[None]:
+    """SIGTERM and SIGINT set ``stop`` meanwhile (when ``install``)."""
+    event_loop = asyncio.get_running_loop()
+    signals = (signal.SIGTERM, signal.SIGINT) if install else ()
+    for signum in signals:
+        event_loop.add_signal_handler(signum, stop.set)
+    try:
+        yield
+    finally:
+        for signum in signals:
+            with contextlib.suppress(ValueError, RuntimeError):
+                event_loop.remove_signal_handler(signum)
+
+
+async def _step_down(elector: LeaderElector) -> None:
+    elector.stop()
+
+
+async def _flush_events(events: EventBroadcaster) -> None:
+    # The last cycle's Events go out before the process does (a bounded wait).
+    await events.drain(EVENT_DRAIN_SECONDS)
+
+
+def _serve(
+    options: DeschedulerOptions, registry: CollectorRegistry, health: Health
+) -> TelemetryServer:
+    server = TelemetryServer(options.metrics_bind_address, registry, health)
+    server.start()
+    host, port = server.address
+    _log.info("serving metrics", address=f"{host}:{port}")
+    return server
+
+
+@dataclass(frozen=True)
+class _Lease:
+    """Who uses the descheduler's Lease: the election, the churn guard's memory, and the
+    annotations our taint record is written to."""
+
+    elector: LeaderElector | None
+    memory: EvictionsMemory | None
+    annotations: AnnotationStore
+
+
+def _lease(
+    policy: DeschedulerPolicy, options: DeschedulerOptions, kube: AsyncKube, seams: Seams
+) -> _Lease:
+    lease_api = KubeLeaseApi(kube, options.lease_namespace, options.lease_name)
+    clock = seams.clock
+    if not options.leader_elect:
+        # The same Lease, holderless, written with guarded read-change-writes: a Job or
+        # CronJob keeps its memory and its taint record there across runs.
+        memory = (
+            LeaseAnnotationMemory(lease_api, clock=clock, max_age=CHURN_MEMORY_SECONDS)
+            if policy.uses_cooldown
+            else None
+        )
+        return _Lease(None, memory, LeaseAnnotations(lease_api))
+    timing = options.election()
+    if seams.election_jitter is not None:
+        timing = replace(timing, jitter=seams.election_jitter)
+    elector = LeaderElector(lease_api, clock=clock, identity=seams.identity, timing=timing)
+    return _Lease(
+        elector,
+        RecentEvictionsMemory(elector, clock=clock, max_age=CHURN_MEMORY_SECONDS),
+        LeaderAnnotations(elector),
+    )
+
+
+def _rate_limiter(options: DeschedulerOptions, clock: Clock) -> TokenBucket:
+    return TokenBucket(
+        options.client_connection_qps,
+        options.client_connection_burst,
+        monotonic=clock.monotonic,
+        sleep=clock.sleep,
+    )
+
+
+def _events(
+    options: DeschedulerOptions, kube: AsyncKube, clock: Clock, elector: LeaderElector | None
+) -> EventBroadcaster:
+    # Events spend tokens of their own (client-go's broadcaster has its own client too):
+    # a Descheduled Event never waits for, nor takes, an eviction's token.
+    host = elector.identity if elector is not None else COMPONENT
+    return EventBroadcaster(
+        EventRecorder(kube, component=COMPONENT, host=host),
+        acquire=_rate_limiter(options, clock).acquire,
+    )
+
+
+def _evictor(
+    policy: DeschedulerPolicy,
+    options: DeschedulerOptions,
+    kube: AsyncKube,
+    events: EventBroadcaster,
+    *,
+    metrics: DeschedulerMetrics,
+    elector: LeaderElector | None,
+    clock: Clock,
+) -> LiveEvictor:
+    return LiveEvictor(
+        kube,
+        events,
+        limiter=_rate_limiter(options, clock),
+        concurrency=options.eviction_concurrency,
+        grace_period_seconds=policy.grace_period_seconds,
+        on_result=functools.partial(_count_result, metrics),
+        may_continue=(lambda: elector.is_leader) if elector is not None else None,
+        failure_events=policy.eviction_failure_event_notification,
+    )
+
+
+def _count_result(metrics: DeschedulerMetrics, result: EvictionResult) -> None:
+    eviction = result.eviction
+    metrics.evicted(
+        result.result,
+        strategy=eviction.plugin,
+        profile=eviction.profile,
+        namespace=eviction.namespace,
+        node=eviction.node,
+    )
+
+
+@dataclass(frozen=True)
+class _Caches:
+    state: ClusterState
+    budgets: BudgetWatch
+    reports: NodeReportCache | None
+    """The agents' NodeReports, watched unless the seams replace the usage source."""
+    trust: ReportTrust | None
+
+
+def _caches(
+    policy: DeschedulerPolicy, options: DeschedulerOptions, api: KubeApi, seams: Seams
+) -> _Caches:
+    reports, trust, usage = None, None, seams.usage
+    if usage is None:
+        reports = NodeReportCache(api, monotonic=seams.clock.monotonic)
+        trust = ReportTrust(reports, seams.clock)
+        usage = trust.usage
+    implicit = options.implicit_rollout_budgets
+    state = ClusterState(
+        api, projections(with_status=policy.reads_pod_status), usage=usage, workloads=implicit
+    )
+    # ``items`` reads the store when asked: a relist replaces the store's dict.
+    budgets = BudgetWatch(
+        state.disruption_budgets.get, seams.clock, pods=state.pods.items if implicit else None
+    )
+    state.disruption_budgets.subscribe(budgets.on_event)
+    if budgets.rollouts is not None:
+        state.pods.subscribe(budgets.rollouts.on_pod_event)
+    return _Caches(state, budgets, reports, trust)
+
+
+def _register_collectors(
+    registry: CollectorRegistry, events: EventBroadcaster, caches: _Caches, clock: Clock
+) -> None:
+    state, trust = caches.state, caches.trust
+    registry.register(DroppedEvents(lambda: events.dropped))
+    registry.register(
+        SkippedObjects(
+            lambda: {reflector.name: reflector.skipped for reflector in state.reflectors}
+        )
+    )
+    if trust is not None:
+        registry.register(
+            NodeReportTrustMetrics(lambda: trust.verdicts(dict(state.nodes.store)), clock.now)
+        )
+
+
+def _taint_actions(
+    policy: DeschedulerPolicy,
+    kube: AsyncKube,
+    annotations: AnnotationStore,
+    events: EventBroadcaster,
+    *,
+    state: ClusterState,
+    clock: Clock,
+) -> TaintActions:
+    recorded = RecordedTaints(OwnedTaints(kube, monotonic=clock.monotonic), annotations)
+    actions = TaintActions(
+        recorded,
+        RescueTracker(recorded, clock.monotonic),
+        events,
+        rescue_timeout=policy.rescue_taint_timeout,
+        lookup=state.pods.get,
+        now=clock.now,
+    )
+    state.pods.subscribe(actions.emptying.on_pod_event)
+    return actions
+
+
 def event_subject(namespace: str, lease: str) -> ObjectRef:
     """This replica's Pod (``POD_NAME``/``POD_NAMESPACE`` from the downward API), else the
     leader Lease: the object the cycle's own Warning Events are posted on."""
@@ -103,23 +470,9 @@ def event_subject(namespace: str, lease: str) -> ObjectRef:
     )
 
 
-def _on_result(metrics: DeschedulerMetrics) -> ResultListener:
-    def count(result: EvictionResult) -> None:
-        eviction = result.eviction
-        metrics.evicted(
-            result.result,
-            strategy=eviction.plugin,
-            profile=eviction.profile,
-            namespace=eviction.namespace,
-            node=eviction.node,
-        )
-
-    return count
-
-
 def _usage_feed(
     policy: DeschedulerPolicy,
-    options: RunOptions,
+    options: DeschedulerOptions,
     api: KubeApi,
     clock: Clock,
     metrics: DeschedulerMetrics,
@@ -130,11 +483,7 @@ def _usage_feed(
     if not queries and not kubernetes:
         return None, None
     provider = policy.prometheus
-    client = (
-        prometheus_client(provider, options.prometheus, api)
-        if queries and provider is not None
-        else None
-    )
+    client = prometheus_client(provider, options, api) if queries and provider is not None else None
     metrics_api = MetricsApi(api) if kubernetes else None
     collector = (
         MetricsCollector(metrics_api, clock, metrics.usage_source_errors)
@@ -149,210 +498,3 @@ def _usage_feed(
         metrics_api=metrics_api,
     )
     return feed, collector
-
-
-async def run_descheduler(  # noqa: PLR0912, PLR0915 - the one place that wires the process
-    policy: DeschedulerPolicy,
-    options: RunOptions,
-    api: KubeApi,
-    *,
-    out: TextIO | None = None,
-    clock: Clock | None = None,
-    usage: UsageSource | None = None,
-    stop: asyncio.Event | None = None,
-    install_signal_handlers: bool = True,
-    registry: CollectorRegistry | None = None,
-) -> int:
-    """Run until the one-shot cycle is done, or until ``stop`` / SIGTERM; return the exit code.
-
-    ``usage`` replaces the agents' NodeReports (watched by default) as the source of real
-    usage and of which nodes are no room (shutting down, gated, agent stopped).
-    """
-    clock = clock or SystemClock()
-    stop = stop or asyncio.Event()
-    health = Health()
-    registry = registry or new_registry(COMPONENT)
-    metrics = DeschedulerMetrics(registry)
-    server = TelemetryServer(options.metrics_bind_address, registry, health)
-    server.start()
-    host, port = server.address
-    _log.info("serving metrics", address=f"{host}:{port}")
-    kube = AsyncKube(api, workers=max(16, options.concurrency * 2))
-    limiter = TokenBucket(options.qps, options.burst, monotonic=clock.monotonic, sleep=clock.sleep)
-    lease_api = KubeLeaseApi(kube, options.lease_namespace, options.lease_name)
-    elector: LeaderElector | None = None
-    memory: EvictionsMemory | None = None
-    lease_annotations: AnnotationStore
-    if options.leader_elect:
-        elector = LeaderElector(
-            lease_api, clock=clock, identity=options.identity, timing=options.election
-        )
-        memory = RecentEvictionsMemory(elector, clock=clock, max_age=CHURN_MEMORY_SECONDS)
-        lease_annotations = LeaderAnnotations(elector)
-    else:
-        # The same Lease, holderless, written with guarded read-change-writes: a Job or
-        # CronJob keeps its memory and its taint record there across runs.
-        lease_annotations = LeaseAnnotations(lease_api)
-        if policy.uses_cooldown:
-            memory = LeaseAnnotationMemory(lease_api, clock=clock, max_age=CHURN_MEMORY_SECONDS)
-    # Events spend tokens of their own (client-go's broadcaster has its own client too):
-    # a Descheduled Event never waits for, nor takes, an eviction's token.
-    event_limiter = TokenBucket(
-        options.qps, options.burst, monotonic=clock.monotonic, sleep=clock.sleep
-    )
-    events = EventBroadcaster(
-        EventRecorder(kube, component=COMPONENT, host=elector.identity if elector else COMPONENT),
-        acquire=event_limiter.acquire,
-    )
-    evictor = LiveEvictor(
-        kube,
-        events,
-        limiter=limiter,
-        concurrency=options.concurrency,
-        grace_period_seconds=policy.grace_period_seconds,
-        on_result=_on_result(metrics),
-        may_continue=(lambda: elector.is_leader) if elector is not None else None,
-        failure_events=policy.eviction_failure_event_notification,
-    )
-    reports: NodeReportCache | None = None
-    trust: ReportTrust | None = None
-    if usage is None:
-        reports = NodeReportCache(api, monotonic=clock.monotonic)
-        trust = ReportTrust(reports, clock)
-        usage = trust.usage
-    state = ClusterState(
-        api,
-        projections(with_status=policy.reads_pod_status),
-        usage=usage,
-        decoding=options.decoding,
-        workloads=options.implicit_budgets,
-    )
-    budgets = BudgetWatch(
-        state.disruption_budgets.get,
-        clock,
-        # ``items`` reads the store when asked: a relist replaces the store's dict.
-        pods=state.pods.items if options.implicit_budgets else None,
-    )
-    state.disruption_budgets.subscribe(budgets.on_event)
-    if budgets.rollouts is not None:
-        state.pods.subscribe(budgets.rollouts.on_pod_event)
-    registry.register(DroppedEvents(lambda: events.dropped))
-    registry.register(
-        SkippedObjects(
-            lambda: {reflector.name: reflector.skipped for reflector in state.reflectors}
-        )
-    )
-    if trust is not None:
-        judging = trust
-        registry.register(
-            NodeReportTrustMetrics(lambda: judging.verdicts(dict(state.nodes.store)), clock.now)
-        )
-    recorded = RecordedTaints(OwnedTaints(kube, monotonic=clock.monotonic), lease_annotations)
-    taint_actions = TaintActions(
-        recorded,
-        RescueTracker(recorded, clock.monotonic),
-        events,
-        rescue_timeout=policy.rescue_taint_timeout,
-        lookup=state.pods.get,
-        now=clock.now,
-    )
-    state.pods.subscribe(taint_actions.emptying.on_pod_event)
-    feed, collector = _usage_feed(policy, options, api, clock, metrics)
-    descheduler = Descheduler(
-        policy,
-        options,
-        state,
-        evictor=evictor,
-        metrics=metrics,
-        clock=clock,
-        out=out or sys.stdout,
-        elector=elector,
-        memory=memory,
-        taint_actions=taint_actions,
-        events=events,
-        subject=event_subject(options.lease_namespace, options.lease_name),
-        budgets=budgets,
-        marks=UnrecordedMarks(metrics.unrecorded_taint_marks),
-        usage_feed=feed,
-    )
-    metrics.follow_leadership(lambda: descheduler.leading)
-    schedule = CycleSchedule(options.interval, options.min_cycle_spacing)
-    wake = asyncio.Event()
-    if options.event_driven:
-
-        def fire(reason: str, delay: float) -> None:
-            _log.info("cycle triggered", reason=reason, delay=round(delay, 1))
-            schedule.fire(reason, clock.monotonic() + max(0.0, delay))
-            wake.set()
-
-        watch_triggers(policy, state, reports, fire, clock.now)
-
-    loop = CycleLoop(
-        descheduler,
-        state,
-        options,
-        clock=clock,
-        stop=stop,
-        reports=reports,
-        elector=elector,
-        schedule=schedule,
-        wake=wake,
-    )
-
-    supervisor = Supervisor(health)
-    for reflector in state.reflectors:
-        supervisor.add(watch_task(reflector, health))
-    if reports is not None:
-        # Not a readiness gate and not critical: without the CRD the descheduler still works
-        # on requests, and the reflector keeps retrying quietly until the CRD appears.
-        supervisor.add(
-            RootTask(
-                name="watch-nodereports",
-                run=reports.reflector.run,
-                stage=STAGE_WATCH,
-                critical=False,
-            )
-        )
-    if collector is not None:
-        # Not critical: a metrics-server that keeps failing fails the cycles that need it
-        # (loudly), never the process.
-        supervisor.add(
-            RootTask(name="metrics-collector", run=collector.run, stage=STAGE_WATCH, critical=False)
-        )
-    if elector is not None:
-        running_elector = elector
-
-        async def release() -> None:
-            running_elector.stop()
-
-        supervisor.add(RootTask(name="leader-election", run=elector.run, stop=release))
-    # Its graceful stop takes the emptying taints off (a killed run's go at the next start).
-    supervisor.add(
-        RootTask(
-            name="cycles",
-            run=loop.run,
-            stage=STAGE_CONTROLLER,
-            stop=descheduler.release_emptying,
-        )
-    )
-
-    async def flush_events() -> None:
-        # The last cycle's Events go out before the process does (a bounded wait).
-        await events.drain(EVENT_DRAIN_SECONDS)
-
-    # Stopped after the cycles (a later stage), so the last cycle's Events are in the queue.
-    supervisor.add(RootTask(name="events", run=events.run, stop=flush_events, stage=STAGE_WATCH))
-    event_loop = asyncio.get_running_loop()
-    if install_signal_handlers:
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            event_loop.add_signal_handler(signum, stop.set)
-    try:
-        await supervisor.run(stop)
-    finally:
-        if install_signal_handlers:
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                with contextlib.suppress(ValueError, RuntimeError):
-                    event_loop.remove_signal_handler(signum)
-        kube.close()
-        server.close()
-    return loop.exit_code

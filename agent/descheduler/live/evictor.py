@@ -59,7 +59,6 @@ from agent.kube.errors import KubeError, NotFound, TooManyRequests, Unavailable
 from agent.kube.events import EventBroadcaster, ObjectRef
 from agent.kube.ratelimit import TokenBucket
 
-DEFAULT_CONCURRENCY = 8
 DESCHEDULED = "Descheduled"
 EVICTION_FAILED = "EvictionFailed"
 
@@ -116,7 +115,7 @@ class LiveEvictor:
         events: EventBroadcaster,
         *,
         limiter: TokenBucket,
-        concurrency: int = DEFAULT_CONCURRENCY,
+        concurrency: int,
         grace_period_seconds: int | None = None,
         retry_backoff: Backoff = Backoff(initial=0.2, cap=5.0),
         retry_attempts: int = 3,

@@ -18,9 +18,9 @@ import structlog
 
 from agent.clock import Clock, sleep_or_set
 from agent.descheduler.cache.state import ClusterState
-from agent.descheduler.live.options import RunOptions
 from agent.descheduler.live.runner import Descheduler, log_cycle
 from agent.descheduler.live.triggers import CycleSchedule
+from agent.descheduler.options import DeschedulerOptions
 from agent.kube.errors import NotFound
 from agent.kube.leaderelection import LeaderElector
 from agent.kube.nodereports import NodeReportCache
@@ -31,6 +31,10 @@ replacements (in memory, no calls)."""
 REPORTS_SYNC_SECONDS = 10.0
 """How long the first cycle waits for the agents' NodeReports; without them (no CRD, no
 agents) every node falls back to requests, which the plan records and a metric counts."""
+CACHES_SYNC_SECONDS = 600.0
+"""A cache that has not listed by then fails the run (exit 1)."""
+METRICS_SYNC_SECONDS = 60.0
+"""How long the first cycle waits for metrics.k8s.io's first sample (upstream: 1 min)."""
 
 _log = structlog.get_logger(subsystem="descheduler")
 
@@ -42,14 +46,12 @@ class CycleLoop:
         self,
         descheduler: Descheduler,
         state: ClusterState,
-        options: RunOptions,
+        options: DeschedulerOptions,
         *,
         clock: Clock,
         stop: asyncio.Event,
         reports: NodeReportCache | None,
         elector: LeaderElector | None,
-        schedule: CycleSchedule,
-        wake: asyncio.Event,
     ) -> None:
         self.descheduler = descheduler
         self.state = state
@@ -58,26 +60,32 @@ class CycleLoop:
         self.stop = stop
         self.reports = reports
         self.elector = elector
-        self.schedule = schedule
-        self.wake = wake
+        self.schedule = CycleSchedule(options.descheduling_interval, options.min_cycle_spacing)
+        self.wake = asyncio.Event()
         """Set by each trigger: the wait for the next cycle looks at the schedule again."""
         self.exit_code = 0
+
+    def trigger(self, reason: str, delay: float) -> None:
+        """Ask for a cycle ``delay`` seconds from now (``triggerfeeds``' callback)."""
+        _log.info("cycle triggered", reason=reason, delay=round(delay, 1))
+        self.schedule.fire(reason, self.clock.monotonic() + max(0.0, delay))
+        self.wake.set()
 
     async def run(self) -> None:
         options, clock, state = self.options, self.clock, self.state
         try:
-            async with asyncio.timeout(options.sync_timeout):
+            async with asyncio.timeout(CACHES_SYNC_SECONDS):
                 await state.wait_synced()
         except TimeoutError:
-            _log.error("caches did not sync", timeout=options.sync_timeout)
+            _log.error("caches did not sync", timeout=CACHES_SYNC_SECONDS)
             await self._end(1)
         _log.info("caches synced", pods=len(state.pods.store), nodes=len(state.nodes.store))
         if self.reports is not None and not await reports_listed(self.reports, clock):
             _log.warning("no NodeReports (is the CRD installed?); usage falls back to requests")
         feed = self.descheduler.usage_feed
         if feed is not None:
-            await feed.ready(options.metrics_sync_timeout)
-        one_shot = options.interval <= 0 and not options.event_driven
+            await feed.ready(METRICS_SYNC_SECONDS)
+        one_shot = options.one_shot
         elector = self.elector
         while True:
             if elector is not None and not options.dry_run and not elector.is_leader:

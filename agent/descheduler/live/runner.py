@@ -30,13 +30,13 @@ from agent.descheduler.live.metrics import (
     RESULT_BLOCKED_BY_PDB,
     DeschedulerMetrics,
 )
-from agent.descheduler.live.options import RunOptions
 from agent.descheduler.live.taintactions import TaintActions, emptying_nodes
 from agent.descheduler.live.taintmarks import UnrecordedMarks
 from agent.descheduler.live.triggers import CycleSchedule
 from agent.descheduler.live.usagefeed import UsageFeed
 from agent.descheduler.model.cluster import ClusterSnapshot
 from agent.descheduler.model.taintrecord import TaintRecord
+from agent.descheduler.options import DeschedulerOptions
 from agent.descheduler.plan.render import render_json, render_table
 from agent.descheduler.plan.shape import Plan, PlannedEviction
 from agent.kube.errors import KubeError, LeadershipLost
@@ -56,7 +56,7 @@ class Descheduler:
     def __init__(
         self,
         policy: DeschedulerPolicy,
-        options: RunOptions,
+        options: DeschedulerOptions,
         state: ClusterState,
         *,
         evictor: LiveEvictor,
@@ -118,7 +118,7 @@ class Descheduler:
         options = CycleOptions(
             owner_evictions=owner_evictions,
             monotonic=self.clock.monotonic,
-            implicit_budgets=self.options.implicit_budgets,
+            implicit_budgets=self.options.implicit_rollout_budgets,
         )
         plan = await asyncio.to_thread(run_cycle, self.policy, snapshot, options)
         self._count_fallbacks(plan)

@@ -27,7 +27,6 @@ from agent.descheduler.model.cluster import NodeInfo, PodInfo
 from agent.descheduler.model.keys import UNSCHEDULABLE_SINCE
 from agent.kube.nodereports import NodeUsageReport
 
-DEFAULT_MIN_SPACING = 30.0
 NODE_READY = "node became Ready"
 UTILIZATION = "node crossed the utilization thresholds"
 ADDON_UNSCHEDULABLE = "critical add-on Unschedulable"
@@ -38,7 +37,7 @@ class CycleSchedule:
     """When the next cycle starts: the interval, or a trigger, spaced at least ``min_spacing``."""
 
     interval: float
-    min_spacing: float = DEFAULT_MIN_SPACING
+    min_spacing: float
     last_start: float | None = None
     trigger: str = ""
     """Why an early cycle is wanted; empty when none is."""

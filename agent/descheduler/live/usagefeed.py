@@ -33,8 +33,8 @@ from agent.descheduler.cache.prometheussamples import samples_from
 from agent.descheduler.core.policy import DeschedulerPolicy, Prometheus
 from agent.descheduler.live.metricscollector import SOURCE as KUBERNETES_METRICS
 from agent.descheduler.live.metricscollector import MetricsCollector
-from agent.descheduler.live.options import PrometheusOptions
 from agent.descheduler.model.metricsusage import KubernetesMetrics, PrometheusSamples
+from agent.descheduler.options import DeschedulerOptions
 from agent.kube.api import KubeApi
 from agent.kube.errors import KubeError
 from agent.kube.metricsapi import MetricsApi
@@ -79,23 +79,23 @@ def secret_token(api: KubeApi, namespace: str, name: str) -> TokenSource:
 
 
 def prometheus_client(
-    provider: Prometheus, options: PrometheusOptions, api: KubeApi
+    provider: Prometheus, options: DeschedulerOptions, api: KubeApi
 ) -> PrometheusClient:
     """The client for the policy's provider, as the command line adjusts it: the URL flag
     wins over the policy's; a token file wins over the policy's Secret."""
     token: TokenSource = no_token
     secret = provider.auth_token.secret_reference if provider.auth_token else None
-    if options.token_file:
-        token = file_token(options.token_file)
+    if options.prometheus_token_file:
+        token = file_token(options.prometheus_token_file)
     elif secret is not None:
         token = secret_token(api, secret.namespace, secret.name)
     return PrometheusClient(
         PrometheusSettings(
-            url=options.url or provider.url,
+            url=options.prometheus_url or provider.url,
             token=token,
-            ca_file=options.ca_file,
-            insecure_skip_tls_verify=options.insecure_skip_tls_verify,
-            timeout=options.timeout,
+            ca_file=options.prometheus_ca_file,
+            insecure_skip_tls_verify=options.prometheus_insecure_skip_tls_verify,
+            timeout=options.prometheus_timeout,
         )
     )
 

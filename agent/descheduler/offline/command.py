@@ -37,6 +37,7 @@ from agent.descheduler.core.placement import place, with_destinations
 from agent.descheduler.core.placement.profile import DEFAULT_PROFILE, SchedulerProfile
 from agent.descheduler.model.cluster import ClusterSnapshot
 from agent.descheduler.offline.schedulerconfig import load_scheduler_config
+from agent.descheduler.options import DeschedulerOptions
 from agent.descheduler.plan.destinations import PlacementResult
 from agent.descheduler.plan.render import render_json, render_plan_table
 from agent.descheduler.plan.shape import Plan
@@ -93,13 +94,15 @@ def _max_bytes(value: int | None, errors: list[FieldError]) -> int:
 
 
 def _implicit_budgets(value: str | None, errors: list[FieldError]) -> bool:
+    """``--implicit-rollout-budgets`` as the live run reads it (the same bound flag)."""
+    default = DeschedulerOptions().implicit_rollout_budgets
     if value is None:
-        return True
+        return default
     try:
         return parse_bool(value)
     except ValueError as error:
         errors.append(FieldError("--implicit-rollout-budgets", str(error)))
-        return True
+        return default
 
 
 def _say(stream: TextIO, lines: Iterable[str]) -> None:

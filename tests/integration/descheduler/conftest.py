@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from agent.descheduler.cache.taintrecord import TAINT_RECORD_ANNOTATION, decode_record
-from agent.descheduler.live.options import LEASE_NAME, LEASE_NAMESPACE
 from agent.descheduler.live.recordedtaints import RecordedTaints, key_of
 from agent.descheduler.model.taintrecord import RecordedTaint, TaintRecord
+from agent.descheduler.options import LEASE_NAME, LEASE_NAMESPACE
 from agent.kube.client import AsyncKube
 from agent.kube.connection import DESCHEDULER, Component
 from agent.kube.lease import KubeLeaseApi

@@ -10,12 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import RunOptions
-from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.evictionmemory import RECENT_EVICTIONS_ANNOTATION
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.livedescheduler import run_live
 from tests.integration.descheduler.conftest import owned_pod
 
 COOLDOWN_POLICY = """\
@@ -50,12 +48,7 @@ def _web_pods_on_n1(server: FakeApiServer, names: list[str]) -> None:
 
 
 async def _run_once(policy_file: Path, api: KubeApi) -> int:
-    return await run_descheduler(
-        load_policy(policy_file),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
-        api,
-        install_signal_handlers=False,
-    )
+    return await run_live(policy_file, api)
 
 
 async def test_a_second_one_shot_run_remembers_the_owner_and_evicts_nothing(

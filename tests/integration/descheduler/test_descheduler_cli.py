@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from agent.cli import build_parser, main
-from agent.descheduler.live.command import options_from, resolve_config
+from agent.descheduler.live.command import resolve_options
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.integration.descheduler.conftest import duplicates_cluster
 
@@ -149,7 +149,7 @@ def test_the_shipped_deployment_flags_resolve() -> None:
             "--client-connection-burst=100",
         ]
     )
-    options = options_from(resolve_config(args), args)
-    assert (options.interval, options.leader_elect) == (300.0, True)
+    options = resolve_options(args)
+    assert (options.descheduling_interval, options.leader_elect) == (300.0, True)
     assert (options.lease_namespace, options.lease_name) == ("kubelet-companion", "descheduler")
-    assert (options.qps, options.burst) == (50.0, 100)
+    assert (options.client_connection_qps, options.client_connection_burst) == (50.0, 100)

@@ -12,15 +12,14 @@ from typing import Any
 
 from structlog.testing import capture_logs
 
-from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import RunOptions
-from agent.descheduler.policyfile import load_policy, parse_policy_text
+from agent.descheduler.policyfile import parse_policy_text
 from agent.kube.api import KubeApi
 from agent.kube.timestamps import rfc3339
 from agent.telemetry.metrics import new_registry
 from tests.harness.clock import HandClock
 from tests.harness.deschedulerstate import node
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.livedescheduler import run_live
 from tests.harness.nodereport import register_crd
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.conftest import duplicates_cluster, owned_pod
@@ -75,13 +74,12 @@ async def test_distrusted_reports_are_logged_once_and_counted_by_reason(
     stop = asyncio.Event()
     with capture_logs() as logs:
         run = asyncio.create_task(
-            run_descheduler(
-                load_policy(policy),
-                RunOptions(interval=60, metrics_bind_address="127.0.0.1:0", qps=0),
+            run_live(
+                policy,
                 kube_api,
+                descheduling_interval=60,
                 clock=clock,
                 stop=stop,
-                install_signal_handlers=False,
                 registry=registry,
             )
         )
@@ -123,13 +121,7 @@ async def test_an_object_the_api_server_would_not_store_is_skipped_and_counted(
     policy = tmp_path / "policy.yaml"
     policy.write_text(DUPLICATES)
     registry = new_registry("descheduler")
-    code = await run_descheduler(
-        load_policy(policy),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
-        kube_api,
-        install_signal_handlers=False,
-        registry=registry,
-    )
+    code = await run_live(policy, kube_api, registry=registry)
     assert code == 0
     skipped = "kubelet_companion_descheduler_objects_skipped_total"
     assert registry.get_sample_value(skipped, {"cache": "descheduler-pods"}) == 1
@@ -163,13 +155,7 @@ async def test_a_failing_profile_fails_the_cycle_loudly_and_the_others_still_run
         "<test>",
     )
     registry = new_registry("descheduler")
-    code = await run_descheduler(
-        policy,
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
-        kube_api,
-        install_signal_handlers=False,
-        registry=registry,
-    )
+    code = await run_live(policy, kube_api, registry=registry)
     assert code == 1
     assert registry.get_sample_value(CYCLES, {"outcome": "failed"}) == 1
     warnings = [

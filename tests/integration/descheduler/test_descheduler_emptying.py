@@ -20,19 +20,16 @@ from typing import Any
 import pytest
 
 from agent.descheduler.cache.projection import project_pod
-from agent.descheduler.live.app import run_descheduler
 from agent.descheduler.live.emptying import EmptyingTracker
-from agent.descheduler.live.options import RunOptions
-from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
-from agent.kube.leaderelection import ElectionTiming
 from agent.kube.taintownership import emptying_taint
 from agent.kube.timestamps import rfc3339
 from agent.nodekeys import EMPTYING_ANNOTATION
 from tests.harness.deschedulerstate import node, pdb, pod, snapshot
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kubeobjects import owner_ref
+from tests.harness.livedescheduler import FAST_LEASE, run_live
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.conftest import left_in_flight, recorded_taints, taint_record
 
@@ -124,15 +121,7 @@ def _policy(tmp_path: Path) -> Path:
 def _run(
     kube_api: KubeApi, tmp_path: Path, stop: asyncio.Event | None = None, **options: Any
 ) -> asyncio.Task[int]:
-    return asyncio.create_task(
-        run_descheduler(
-            load_policy(_policy(tmp_path)),
-            RunOptions(metrics_bind_address="127.0.0.1:0", qps=0, **options),
-            kube_api,
-            install_signal_handlers=False,
-            stop=stop,
-        )
-    )
+    return asyncio.create_task(run_live(_policy(tmp_path), kube_api, stop=stop, **options))
 
 
 async def test_the_node_is_tainted_before_its_pods_go_and_untainted_once_they_are_replaced(
@@ -177,7 +166,7 @@ async def test_a_graceful_stop_takes_the_taint_off(
     it is stopped, rather than leaving it for the next run."""
     _cluster(fake_apiserver)
     stop = asyncio.Event()
-    run = _run(kube_api, tmp_path, interval=3600.0, stop=stop)
+    run = _run(kube_api, tmp_path, descheduling_interval=3600.0, stop=stop)
     try:
         await wait_until(lambda: EMPTYING in _taints(fake_apiserver, "sparse"), timeout=20)
         await wait_until(
@@ -198,7 +187,7 @@ async def test_a_stop_while_evictions_wait_for_their_budget_takes_the_taint_off(
     _cluster(fake_apiserver)
     fake_apiserver.create(pdb("web", match_labels={"app": "web"}, min_available=2))
     stop = asyncio.Event()
-    run = _run(kube_api, tmp_path, interval=3600.0, stop=stop)
+    run = _run(kube_api, tmp_path, descheduling_interval=3600.0, stop=stop)
     try:
         # The taint's Event is queued after the taint lands and before the evictions start.
         await wait_until(lambda: _node_events(fake_apiserver, "sparse"), timeout=20)
@@ -251,8 +240,9 @@ async def test_the_next_leader_takes_an_emptying_taint_in_flight_off(
     }
     fake_apiserver.update(lease)
     stop = asyncio.Event()
-    timing = ElectionTiming(lease_duration=2.0, renew_deadline=1.5, retry_period=0.3)
-    run = _run(kube_api, tmp_path, stop, interval=3600.0, leader_elect=True, election=timing)
+    run = _run(
+        kube_api, tmp_path, stop, descheduling_interval=3600.0, leader_elect=True, **FAST_LEASE
+    )
     try:
         await wait_until(lambda: EMPTYING not in _taints(fake_apiserver, "sparse"), timeout=20)
         await wait_until(lambda: not len(taint_record(fake_apiserver)), "the entry gone", 20)

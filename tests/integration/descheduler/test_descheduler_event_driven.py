@@ -8,13 +8,11 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import RunOptions
-from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.telemetry.metrics import new_registry
 from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.livedescheduler import run_live
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.test_descheduler_rescue import (
     RESCUE_POLICY,
@@ -43,21 +41,15 @@ async def test_node_becoming_ready_starts_a_cycle_before_the_interval(
     fake_apiserver.create(late)
     registry = new_registry("descheduler")
     stop = asyncio.Event()
-    options = RunOptions(
-        metrics_bind_address="127.0.0.1:0",
-        qps=0,
-        interval=3600,
-        event_driven=True,
-        min_cycle_spacing=0.2,
-    )
     run = asyncio.create_task(
-        run_descheduler(
-            load_policy(policy_file),
-            options,
+        run_live(
+            policy_file,
             kube_api,
             stop=stop,
-            install_signal_handlers=False,
             registry=registry,
+            descheduling_interval=3600,
+            event_driven_cycles=True,
+            min_cycle_spacing=0.2,
         )
     )
     try:
@@ -86,21 +78,15 @@ async def test_addon_going_unschedulable_starts_a_rescue_before_the_interval(
     )
     registry = new_registry("descheduler")
     stop = asyncio.Event()
-    options = RunOptions(
-        metrics_bind_address="127.0.0.1:0",
-        qps=0,
-        interval=3600,
-        event_driven=True,
-        min_cycle_spacing=0.2,
-    )
     run = asyncio.create_task(
-        run_descheduler(
-            load_policy(policy_file),
-            options,
+        run_live(
+            policy_file,
             kube_api,
             stop=stop,
-            install_signal_handlers=False,
             registry=registry,
+            descheduling_interval=3600,
+            event_driven_cycles=True,
+            min_cycle_spacing=0.2,
         )
     )
     try:

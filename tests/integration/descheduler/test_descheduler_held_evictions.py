@@ -11,14 +11,12 @@ from pathlib import Path
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import RunOptions
-from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.telemetry.metrics import new_registry
 from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kubeobjects import owner_ref
+from tests.harness.livedescheduler import run_live
 from tests.integration.descheduler.conftest import owned_pod
 
 
@@ -64,13 +62,7 @@ async def test_a_held_eviction_goes_once_the_budget_allows_it(
     db-1's deletion lets the budget recover, in the same cycle."""
     _cluster(fake_apiserver, max_unavailable=1)
     registry = new_registry("descheduler")
-    code = await run_descheduler(
-        load_policy(policy_file),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0, held_eviction_timeout=30),
-        kube_api,
-        install_signal_handlers=False,
-        registry=registry,
-    )
+    code = await run_live(policy_file, kube_api, held_eviction_timeout=30, registry=registry)
     assert code == 0
     accepted = [name for name, status in _evictions(fake_apiserver) if status == 201]
     assert accepted == ["db-1", "db-2"]
@@ -85,13 +77,7 @@ async def test_what_the_budget_still_refuses_when_the_hold_ends_is_reported_bloc
     it may go), and both are reported blocked by the budget when the hold ends."""
     _cluster(fake_apiserver, max_unavailable=0)
     registry = new_registry("descheduler")
-    code = await run_descheduler(
-        load_policy(policy_file),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0, held_eviction_timeout=0.5),
-        kube_api,
-        install_signal_handlers=False,
-        registry=registry,
-    )
+    code = await run_live(policy_file, kube_api, held_eviction_timeout=0.5, registry=registry)
     assert code == 0
     assert _evictions(fake_apiserver) == []
     assert all(fake_apiserver.exists("pods", f"db-{i}", "default") for i in range(3))
@@ -104,13 +90,7 @@ async def test_the_dry_run_says_what_a_budget_blocks_now(
     """The dry run sends nothing and holds nothing: db-1 is allowed, db-2 blocked now."""
     _cluster(fake_apiserver, max_unavailable=1)
     out = StringIO()
-    code = await run_descheduler(
-        load_policy(policy_file),
-        RunOptions(metrics_bind_address="127.0.0.1:0", dry_run=True, output="json"),
-        kube_api,
-        install_signal_handlers=False,
-        out=out,
-    )
+    code = await run_live(policy_file, kube_api, dry_run=True, output="json", out=out)
     assert code == 0
     plan = json.loads(out.getvalue())
     assert [(e["pod"], e["blockedByPDB"]) for e in plan["evictions"]] == [
@@ -158,13 +138,7 @@ async def test_a_utilization_eviction_a_budget_refuses_is_never_sent(
     policy = tmp_path / "policy.yaml"
     policy.write_text(LOW_NODE_UTILIZATION)
     registry = new_registry("descheduler")
-    code = await run_descheduler(
-        load_policy(policy),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0, held_eviction_timeout=5),
-        kube_api,
-        install_signal_handlers=False,
-        registry=registry,
-    )
+    code = await run_live(policy, kube_api, held_eviction_timeout=5, registry=registry)
     assert code == 0
     assert [status for _, status in _evictions(fake_apiserver)] == [201]
     assert _results(registry) == {"success": 1, "blocked by PodDisruptionBudget": 3}

@@ -20,15 +20,13 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from structlog.testing import capture_logs
 
-from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import RunOptions
-from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.telemetry.metrics import new_registry
 from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.fake_apiserver.kubelet import FakeKubelet
 from tests.harness.kubeobjects import owner_ref
+from tests.harness.livedescheduler import run_live
 
 REPLICAS = 12
 AT_ONCE = 3
@@ -157,15 +155,8 @@ async def _run(cluster: Cluster, kube_api: KubeApi, tmp_path: Path, **options: A
     registry = new_registry("descheduler")
     controller = asyncio.create_task(_play_replica_set_controller(cluster))
     try:
-        code = await run_descheduler(
-            load_policy(policy),
-            RunOptions(
-                **{"metrics_bind_address": "127.0.0.1:0", "qps": 0, "held_eviction_timeout": 30}
-                | options
-            ),
-            kube_api,
-            install_signal_handlers=False,
-            registry=registry,
+        code = await run_live(
+            policy, kube_api, registry=registry, **{"held_eviction_timeout": 30} | options
         )
     finally:
         controller.cancel()
@@ -217,7 +208,7 @@ async def test_a_deployment_without_a_pdb_loses_at_most_its_rollouts_share_at_on
 async def test_the_flag_turns_them_off(cluster: Cluster, kube_api: KubeApi, tmp_path: Path) -> None:
     """``--implicit-rollout-budgets=false``: the 6 evictions go at once, as upstream's would,
     and the Deployment has 6 pods unavailable before its first replacement is Ready."""
-    registry = await _run(cluster, kube_api, tmp_path, implicit_budgets=False)
+    registry = await _run(cluster, kube_api, tmp_path, implicit_rollout_budgets=False)
     assert len(_accepted(cluster.server)) == 6
     assert cluster.unavailable.most == 6
     assert _results(registry) == {"success": 6}

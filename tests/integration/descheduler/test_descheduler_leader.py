@@ -2,25 +2,20 @@
 other takes over when the holder dies."""
 
 import asyncio
-import dataclasses
 import time
 from pathlib import Path
 from typing import Any
 
-from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import RunOptions
 from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.evictionmemory import RECENT_EVICTIONS_ANNOTATION
-from agent.kube.leaderelection import ElectionTiming
 from agent.kube.timestamps import rfc3339
 from tests.harness.clock import HandClock
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.livedescheduler import FAST_LEASE, run_live
 from tests.harness.nodereport import register_crd
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.conftest import owned_pod
-
-TIMING = ElectionTiming(lease_duration=2.0, renew_deadline=1.5, retry_period=0.3)
 
 
 def _descheduled(server: FakeApiServer) -> list[dict[str, Any]]:
@@ -48,18 +43,17 @@ async def test_only_the_leader_evicts_and_a_follower_takes_over(
     fake_apiserver.kubelet("n2")
     _duplicates(fake_apiserver, "web", "n1")
     policy = load_policy(policy_file)
-    options = RunOptions(
-        interval=0.3,
-        leader_elect=True,
-        election=TIMING,
-        metrics_bind_address="127.0.0.1:0",
-        qps=0,
-    )
 
     def replica(identity: str) -> asyncio.Task[int]:
-        with_identity = dataclasses.replace(options, identity=identity)
         return asyncio.create_task(
-            run_descheduler(policy, with_identity, kube_api, install_signal_handlers=False)
+            run_live(
+                policy,
+                kube_api,
+                identity=identity,
+                descheduling_interval=0.3,
+                leader_elect=True,
+                **FAST_LEASE,
+            )
         )
 
     replicas = {"replica-a": replica("replica-a"), "replica-b": replica("replica-b")}
@@ -123,23 +117,20 @@ async def test_a_replica_that_becomes_leader_cycles_at_once(
             },
         }
     )
-    options = RunOptions(
-        interval=600,
-        leader_elect=True,
-        election=ElectionTiming(lease_duration=15, renew_deadline=10, retry_period=2, jitter=0),
-        identity="replica-b",
-        metrics_bind_address="127.0.0.1:0",
-        qps=0,
-    )
     stop = asyncio.Event()
     run = asyncio.create_task(
-        run_descheduler(
-            load_policy(policy_file),
-            options,
+        run_live(
+            policy_file,
             kube_api,
             clock=clock,
             stop=stop,
-            install_signal_handlers=False,
+            identity="replica-b",
+            election_jitter=0,
+            descheduling_interval=600,
+            leader_elect=True,
+            lease_duration=15,
+            renew_deadline=10,
+            retry_period=2,
         )
     )
     try:

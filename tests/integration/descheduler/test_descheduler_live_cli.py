@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.cli import build_parser
-from agent.descheduler.live.command import options_from, resolve_config
+from agent.descheduler.live.command import resolve_options
 from tests.integration.descheduler.test_descheduler_cli import _run
 
 HEAD = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n"
@@ -75,8 +75,8 @@ def test_event_driven_flags_reach_the_run_options(tmp_path: Path) -> None:
             "45s",
         ]
     )
-    options = options_from(resolve_config(args), args)
-    assert (options.event_driven, options.min_cycle_spacing) == (True, 45.0)
+    options = resolve_options(args)
+    assert (options.event_driven_cycles, options.min_cycle_spacing) == (True, 45.0)
 
 
 @pytest.mark.parametrize(
@@ -109,7 +109,7 @@ def test_implicit_budgets_flag_and_config_reach_the_run_options(
     args = build_parser().parse_args(
         ["descheduler", *extra, "--policy-config-file", str(path), *flags]
     )
-    assert options_from(resolve_config(args), args).implicit_budgets is expected
+    assert resolve_options(args).implicit_rollout_budgets is expected
 
 
 def test_a_bad_implicit_budgets_value_exits_2(

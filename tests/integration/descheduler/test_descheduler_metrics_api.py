@@ -8,19 +8,18 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from structlog.testing import capture_logs
 
-from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import RunOptions
-from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.telemetry.metrics import new_registry
 from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.livedescheduler import run_live
 from tests.harness.nodereport import register_crd
 from tests.integration.descheduler.conftest import owned_pod
 from tests.integration.descheduler.test_descheduler_nodereports import _report
@@ -77,17 +76,10 @@ def _evicted(server: FakeApiServer) -> list[str]:
     )
 
 
-async def _run(api: KubeApi, policy: Path, **options: object) -> tuple[int, str, object]:
+async def _run(api: KubeApi, policy: Path, **options: Any) -> tuple[int, str, object]:
     out = io.StringIO()
     registry = new_registry("descheduler")
-    code = await run_descheduler(
-        load_policy(policy),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0, **options),  # type: ignore[arg-type]
-        api,
-        out=out,
-        install_signal_handlers=False,
-        registry=registry,
-    )
+    code = await run_live(policy, api, out=out, registry=registry, **options)
     return code, out.getvalue(), registry
 
 

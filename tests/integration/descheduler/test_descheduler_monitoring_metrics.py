@@ -4,18 +4,15 @@ which replica leads, and how fresh the agents' NodeReports are."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import RunOptions
 from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
-from agent.kube.leaderelection import ElectionTiming
 from agent.telemetry.metrics import new_registry
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.livedescheduler import FAST_LEASE, run_live
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.test_descheduler_nodereports import (
     REAL_USAGE_POLICY,
@@ -23,7 +20,6 @@ from tests.integration.descheduler.test_descheduler_nodereports import (
 )
 
 LEADER = "kubelet_companion_descheduler_leader"
-TIMING = ElectionTiming(lease_duration=2.0, renew_deadline=1.5, retry_period=0.3)
 
 
 async def test_a_stale_nodereport_is_counted_and_a_run_without_election_leads(
@@ -35,13 +31,7 @@ async def test_a_stale_nodereport_is_counted_and_a_run_without_election_leads(
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(REAL_USAGE_POLICY)
     registry = new_registry("descheduler")
-    code = await run_descheduler(
-        load_policy(policy_file),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
-        kube_api,
-        install_signal_handlers=False,
-        registry=registry,
-    )
+    code = await run_live(policy_file, kube_api, registry=registry)
     assert code == 0
     reports = "kubelet_companion_descheduler_nodereports"
     assert registry.get_sample_value(reports, {"state": "stale"}) == 1
@@ -58,13 +48,6 @@ async def test_of_two_electing_replicas_exactly_one_exports_itself_as_leader(
     """Two replicas campaigning for one Lease: the sum of their leader gauges becomes 1,
     and the replica exporting 1 is the Lease's holder."""
     fake_apiserver.kubelet("n1")
-    options = RunOptions(
-        interval=0.3,
-        leader_elect=True,
-        election=TIMING,
-        metrics_bind_address="127.0.0.1:0",
-        qps=0,
-    )
     policy = load_policy(policy_file)
     registries: dict[str, CollectorRegistry] = {}
     tasks: list[asyncio.Task[int]] = []
@@ -72,12 +55,14 @@ async def test_of_two_electing_replicas_exactly_one_exports_itself_as_leader(
         registries[identity] = new_registry("descheduler")
         tasks.append(
             asyncio.create_task(
-                run_descheduler(
+                run_live(
                     policy,
-                    dataclasses.replace(options, identity=identity),
                     kube_api,
-                    install_signal_handlers=False,
+                    identity=identity,
                     registry=registries[identity],
+                    descheduling_interval=0.3,
+                    leader_elect=True,
+                    **FAST_LEASE,
                 )
             )
         )

@@ -14,14 +14,12 @@ from typing import Any
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import RunOptions
-from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.timestamps import rfc3339
 from agent.telemetry.metrics import new_registry
 from tests.harness.deschedulerstate import node
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.livedescheduler import run_live
 from tests.harness.nodereport import register_crd
 from tests.integration.descheduler.conftest import owned_pod
 
@@ -123,12 +121,7 @@ async def test_a_hot_node_is_drained_of_its_biggest_real_users_until_below_targe
     _cluster(fake_apiserver)
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(REAL_USAGE_POLICY)
-    code = await run_descheduler(
-        load_policy(policy_file),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
-        kube_api,
-        install_signal_handlers=False,
-    )
+    code = await run_live(policy_file, kube_api)
     assert code == 0
     assert _evicted(fake_apiserver) == ["hot-1", "hot-2"]
 
@@ -142,13 +135,7 @@ async def test_a_stale_report_falls_back_to_requests_and_is_counted(
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(REAL_USAGE_POLICY)
     registry = new_registry("descheduler")
-    code = await run_descheduler(
-        load_policy(policy_file),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
-        kube_api,
-        install_signal_handlers=False,
-        registry=registry,
-    )
+    code = await run_live(policy_file, kube_api, registry=registry)
     assert code == 0
     assert _evicted(fake_apiserver) == []
     assert _fallbacks(registry) == {"stale": 1}

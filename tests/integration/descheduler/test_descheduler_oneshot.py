@@ -6,12 +6,10 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from structlog.testing import capture_logs
 
-from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import RunOptions
-from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.telemetry.metrics import new_registry
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.livedescheduler import run_live
 from tests.integration.descheduler.conftest import README_REMOVE_DUPLICATES, duplicates_cluster
 
 
@@ -30,10 +28,7 @@ async def test_one_cycle_evicts_duplicates_but_not_pdb_protected_pods(
     API, posts Descheduled events, leaves the PDB-protected db pods alone (the budget never
     allows them within the short hold), and exits 0."""
     duplicates_cluster(fake_apiserver)
-    options = RunOptions(metrics_bind_address="127.0.0.1:0", qps=0, held_eviction_timeout=0.2)
-    code = await run_descheduler(
-        load_policy(policy_file), options, kube_api, install_signal_handlers=False
-    )
+    code = await run_live(policy_file, kube_api, held_eviction_timeout=0.2)
     assert code == 0
     evicted = _evictions(fake_apiserver)
     assert sorted(evicted) == ["web-1", "web-2"]
@@ -52,13 +47,7 @@ async def test_metrics_count_evicted_and_blocked(
     refused when the hold ended."""
     duplicates_cluster(fake_apiserver)
     registry = new_registry("descheduler")
-    await run_descheduler(
-        load_policy(policy_file),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0, held_eviction_timeout=0.2),
-        kube_api,
-        install_signal_handlers=False,
-        registry=registry,
-    )
+    await run_live(policy_file, kube_api, held_eviction_timeout=0.2, registry=registry)
     counts: dict[tuple[str, str, str], float] = {}
     for family in text_string_to_metric_families(generate_latest(registry).decode()):
         for sample in family.samples:
@@ -80,13 +69,7 @@ async def test_limit_refusals_are_counted_with_the_limit_text(
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text("maxNoOfPodsToEvictPerNode: 1\n" + README_REMOVE_DUPLICATES)
     registry = new_registry("descheduler")
-    await run_descheduler(
-        load_policy(policy_file),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
-        kube_api,
-        install_signal_handlers=False,
-        registry=registry,
-    )
+    await run_live(policy_file, kube_api, registry=registry)
     results: dict[str, float] = {}
     for family in text_string_to_metric_families(generate_latest(registry).decode()):
         for sample in family.samples:
@@ -105,12 +88,7 @@ async def test_each_cycle_logs_one_summary_line(
     a budget still refused, what failed, how long it took (no next cycle for a one-shot run)."""
     duplicates_cluster(fake_apiserver)
     with capture_logs() as logs:
-        await run_descheduler(
-            load_policy(policy_file),
-            RunOptions(metrics_bind_address="127.0.0.1:0", qps=0, held_eviction_timeout=0.2),
-            kube_api,
-            install_signal_handlers=False,
-        )
+        await run_live(policy_file, kube_api, held_eviction_timeout=0.2)
     (line,) = [e for e in logs if e["event"] == "descheduling cycle done"]
     assert line["log_level"] == "info"
     assert line["evicted"] == {"ProfileName/RemoveDuplicates": 2}

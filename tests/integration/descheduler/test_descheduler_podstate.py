@@ -3,11 +3,9 @@ list+watch caches, decide evictions sent through the eviction API."""
 
 from pathlib import Path
 
-from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import RunOptions
-from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.livedescheduler import run_live
 from tests.integration.descheduler.conftest import owned_pod
 
 POLICY = """\
@@ -50,11 +48,6 @@ async def test_restarting_and_failed_pods_are_evicted_through_the_api(
         kubelets["n2"].set_phase("default", name, "Failed", exit_code=code)
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(POLICY)
-    code = await run_descheduler(
-        load_policy(policy_file),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
-        kube_api,
-        install_signal_handlers=False,
-    )
+    code = await run_live(policy_file, kube_api)
     assert code == 0
     assert sorted(_evictions(fake_apiserver)) == ["crashy", "failed"]

@@ -6,7 +6,6 @@ metric, the source's error counter and a Warning Event)."""
 from __future__ import annotations
 
 import base64
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +13,12 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import PrometheusOptions, RunOptions
-from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.telemetry.metrics import new_registry
 from tests.harness.cli import run_cli
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kustomize import NAMESPACE
+from tests.harness.livedescheduler import run_live
 from tests.harness.ports import free_port
 from tests.harness.prometheus import Exporter, QueryStandIn, RealPrometheus, vector
 from tests.harness.tls import self_signed_certificate
@@ -88,13 +85,11 @@ def _samples(registry: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], flo
 
 
 async def _one_shot(
-    api: KubeApi, policy: Path, prometheus: PrometheusOptions
+    api: KubeApi, policy: Path, **prometheus: Any
 ) -> tuple[int, dict[tuple[str, tuple[tuple[str, str], ...]], float]]:
+    """One run; ``prometheus`` are the ``prometheus_*`` options."""
     registry = new_registry("descheduler")
-    options = RunOptions(metrics_bind_address="127.0.0.1:0", qps=0, prometheus=prometheus)
-    code = await run_descheduler(
-        load_policy(policy), options, api, install_signal_handlers=False, registry=registry
-    )
+    code = await run_live(policy, api, registry=registry, **prometheus)
     return code, _samples(registry)
 
 
@@ -132,9 +127,7 @@ async def test_values_outside_zero_one_fail_the_cycle_loudly(
         Exporter(METRIC, {**RATIOS, "c": 1.5}) as exporter,
         RealPrometheus(exporter, tmp_path) as prometheus,
     ):
-        code, metrics = await _one_shot(
-            kube_api, _policy(tmp_path, prometheus.url), PrometheusOptions()
-        )
+        code, metrics = await _one_shot(kube_api, _policy(tmp_path, prometheus.url))
     assert code == 1
     assert _evicted(fake_apiserver) == []
     (event,) = [
@@ -155,7 +148,7 @@ async def test_a_prometheus_that_is_down_fails_a_one_shot_run(
     why), and nothing is evicted on requests instead."""
     _cluster(fake_apiserver)
     policy = _policy(tmp_path, f"http://127.0.0.1:{free_port()}")
-    code, metrics = await _one_shot(kube_api, policy, PrometheusOptions(timeout=2.0))
+    code, metrics = await _one_shot(kube_api, policy, prometheus_timeout=2.0)
     assert code == 1
     assert _evicted(fake_apiserver) == []
     assert metrics[("kubelet_companion_descheduler_cycles_total", (("outcome", "failed"),))] == 1
@@ -202,7 +195,7 @@ async def test_garbage_fails_a_one_shot_run_saying_why(  # noqa: PLR0917 - fixtu
     """An answer that is no vector of ratios fails the cycle (exit 1) with the reason."""
     _cluster(fake_apiserver)
     with QueryStandIn(body, status) as stand_in:
-        code, _ = await _one_shot(kube_api, _policy(tmp_path, stand_in.url), PrometheusOptions())
+        code, _ = await _one_shot(kube_api, _policy(tmp_path, stand_in.url))
     assert code == 1
     assert _evicted(fake_apiserver) == []
     messages = [
@@ -246,7 +239,7 @@ async def test_the_token_comes_from_the_policys_secret(
                 f'    url: "{stand_in.url}"\n', f'    url: "{stand_in.url}"\n{SECRET_REFERENCE}'
             )
         )
-        code, _ = await _one_shot(kube_api, policy, PrometheusOptions())
+        code, _ = await _one_shot(kube_api, policy)
     assert code == 0
     assert stand_in.authorizations == ["Bearer s3cret"]
     assert _evicted(fake_apiserver) == ["a-0", "b-0"]
@@ -265,7 +258,7 @@ async def test_a_missing_token_secret_fails_the_cycle(
                 f'    url: "{stand_in.url}"\n', f'    url: "{stand_in.url}"\n{SECRET_REFERENCE}'
             )
         )
-        code, _ = await _one_shot(kube_api, policy, PrometheusOptions())
+        code, _ = await _one_shot(kube_api, policy)
     assert code == 1
     assert stand_in.authorizations == []
     messages = [e["message"] for e in fake_apiserver.list("events", "kube-system")]
@@ -287,12 +280,12 @@ async def test_a_token_file_and_tls_with_its_ca(
         RealPrometheus(exporter, tmp_path, certificate=certificate) as prometheus,
     ):
         policy = _policy(tmp_path, prometheus.url)
-        trusted = PrometheusOptions(token_file=str(token), ca_file=str(certificate[0]))
-        code, _ = await _one_shot(kube_api, policy, trusted)
+        trusted = {"prometheus_token_file": str(token), "prometheus_ca_file": str(certificate[0])}
+        code, _ = await _one_shot(kube_api, policy, **trusted)
         assert (code, _evicted(fake_apiserver)) == (0, ["a-0", "b-0"])
-        untrusted, _ = await _one_shot(kube_api, policy, PrometheusOptions(token_file=str(token)))
-        insecure = dataclasses.replace(trusted, ca_file="", insecure_skip_tls_verify=True)
-        skipped, _ = await _one_shot(kube_api, policy, insecure)
+        untrusted, _ = await _one_shot(kube_api, policy, prometheus_token_file=str(token))
+        insecure = trusted | {"prometheus_ca_file": "", "prometheus_insecure_skip_tls_verify": True}
+        skipped, _ = await _one_shot(kube_api, policy, **insecure)
     assert untrusted == 1
     assert skipped == 0
     messages = [e["message"] for e in fake_apiserver.list("events", "kube-system")]

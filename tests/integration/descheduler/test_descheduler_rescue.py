@@ -12,19 +12,15 @@ stops a rescue nor gets a ``CriticalAddonsOnly`` taint removed.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from pathlib import Path
 from typing import Any
 
-from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import RunOptions
 from agent.descheduler.live.taintactions import RescueTracker
 from agent.descheduler.model.taintrecord import RecordedTaint
 from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
-from agent.kube.leaderelection import ElectionTiming
 from agent.kube.taintownership import rescue_taint, rescue_taint_valued
 from agent.kube.timestamps import rfc3339
 from agent.nodekeys import RESCUE_ANNOTATION
@@ -32,6 +28,7 @@ from agent.telemetry.metrics import new_registry
 from tests.harness.deschedulerstate import node, pod
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kubeobjects import condition, owner_ref, priority_class
+from tests.harness.livedescheduler import FAST_LEASE, run_live
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.conftest import left_in_flight, recorded_taints, taint_record
 
@@ -125,14 +122,7 @@ async def test_rescue_taints_the_cheapest_node_first_then_evicts_and_untaints(
     tainted, and b is tainted before its pod is evicted; once the add-on is bound the taint,
     our annotation and the record's entry go, and the run exits 0."""
     _full_cluster(fake_apiserver)
-    run = asyncio.create_task(
-        run_descheduler(
-            load_policy(_policy(tmp_path)),
-            RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
-            kube_api,
-            install_signal_handlers=False,
-        )
-    )
+    run = asyncio.create_task(run_live(_policy(tmp_path), kube_api))
     try:
         await wait_until(
             lambda: fake_apiserver.requests(method="POST", path_contains="/eviction"), timeout=20
@@ -180,15 +170,7 @@ async def test_a_rescue_an_earlier_run_left_in_flight_is_taken_over(
     entry = RecordedTaint(TAINT_VALUE, until, "kube-system/dns")
     await left_in_flight(async_kube, "c", rescue_taint("kube-system/dns"), entry)
     registry = new_registry("descheduler")
-    run = asyncio.create_task(
-        run_descheduler(
-            load_policy(_policy(tmp_path)),
-            RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
-            kube_api,
-            install_signal_handlers=False,
-            registry=registry,
-        )
-    )
+    run = asyncio.create_task(run_live(_policy(tmp_path), kube_api, registry=registry))
     try:
         await wait_until(
             lambda: registry.get_sample_value(
@@ -226,12 +208,7 @@ async def test_a_leftover_rescue_goes_at_start_and_an_unrecorded_mark_never_does
     forged = node("platform", taints=[theirs])
     forged["metadata"]["annotations"] = {RESCUE_ANNOTATION: "true"}
     fake_apiserver.create(forged)
-    code = await run_descheduler(
-        load_policy(_policy(tmp_path)),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
-        kube_api,
-        install_signal_handlers=False,
-    )
+    code = await run_live(_policy(tmp_path), kube_api)
     assert code == 0
     assert ours not in _taints(fake_apiserver, "left")
     assert _taints(fake_apiserver, "left") == [other]
@@ -251,11 +228,10 @@ async def test_a_mark_an_agent_forged_on_its_own_node_does_not_stop_the_rescue(
     registry = new_registry("descheduler")
     stop = asyncio.Event()
     run = asyncio.create_task(
-        run_descheduler(
-            load_policy(_policy(tmp_path)),
-            RunOptions(interval=0.3, metrics_bind_address="127.0.0.1:0", qps=0),
+        run_live(
+            _policy(tmp_path),
             kube_api,
-            install_signal_handlers=False,
+            descheduling_interval=0.3,
             registry=registry,
             stop=stop,
         )
@@ -300,22 +276,20 @@ async def test_a_rescue_in_flight_survives_a_leader_change(
     record on the Lease: after its own cycles the taint is still on b and nothing more is
     evicted; once the add-on is bound it takes the taint off and forgets the rescue."""
     _full_cluster(fake_apiserver)
-    timing = ElectionTiming(lease_duration=2.0, renew_deadline=1.5, retry_period=0.3)
-    options = RunOptions(
-        interval=0.3, leader_elect=True, election=timing, metrics_bind_address="127.0.0.1:0", qps=0
-    )
     policy = load_policy(_policy(tmp_path))
     registries = {name: new_registry("descheduler") for name in ("replica-a", "replica-b")}
     stops = {name: asyncio.Event() for name in registries}
     runs = {
         name: asyncio.create_task(
-            run_descheduler(
+            run_live(
                 policy,
-                dataclasses.replace(options, identity=name),
                 kube_api,
-                install_signal_handlers=False,
+                identity=name,
                 registry=registries[name],
                 stop=stops[name],
+                descheduling_interval=0.3,
+                leader_elect=True,
+                **FAST_LEASE,
             )
         )
         for name in registries
@@ -401,12 +375,7 @@ async def test_no_eviction_when_the_taint_cannot_be_added(
     the rescue recorded before the patch is forgotten again."""
     _full_cluster(fake_apiserver)
     fake_apiserver.faults.add("PATCH", r"/api/v1/nodes/b$", status=403, times=None)
-    code = await run_descheduler(
-        load_policy(_policy(tmp_path)),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
-        kube_api,
-        install_signal_handlers=False,
-    )
+    code = await run_live(_policy(tmp_path), kube_api)
     assert code == 0
     assert fake_apiserver.requests(method="PATCH", path_contains="/api/v1/nodes/b")
     assert fake_apiserver.requests(method="POST", path_contains="/eviction") == []

@@ -22,9 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import RunOptions
-from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
 from agent.kube.taintownership import out_of_service_taint
@@ -34,6 +31,7 @@ from agent.telemetry.metrics import new_registry
 from tests.harness import kubeobjects
 from tests.harness.clock import HandClock
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.livedescheduler import run_live
 from tests.harness.nodereport import register_crd
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.conftest import left_in_flight, taint_record
@@ -150,13 +148,12 @@ async def test_out_of_service_only_on_a_witnessed_last_word_and_removed_when_rea
     stop = asyncio.Event()
     registry = new_registry("descheduler")
     run = asyncio.create_task(
-        run_descheduler(
-            load_policy(policy_file),
-            RunOptions(interval=60, metrics_bind_address="127.0.0.1:0", qps=0),
+        run_live(
+            policy_file,
             kube_api,
+            descheduling_interval=60,
             clock=clock,
             stop=stop,
-            install_signal_handlers=False,
             registry=registry,
         )
     )
@@ -219,12 +216,7 @@ async def test_a_one_shot_run_never_takes_a_found_report_for_evidence(
     uid = fake_apiserver.create(_node("off"))["metadata"]["uid"]
     _report(fake_apiserver, "off", uid, "completed", time.time() - 700)
     _set_ready(fake_apiserver, "off", "Unknown", time.time() - 600)
-    code = await run_descheduler(
-        load_policy(policy_file),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
-        kube_api,
-        install_signal_handlers=False,
-    )
+    code = await run_live(policy_file, kube_api)
     assert code == 0
     assert _taints(fake_apiserver, "off") == []
 
@@ -254,12 +246,7 @@ async def test_the_next_run_takes_off_an_out_of_service_taint_in_flight_once_rea
     fake_apiserver.create(_node("manual", taints=[OUT_OF_SERVICE]))
     _forge_mark(fake_apiserver, "manual")
     await left_in_flight(async_kube, "off", out_of_service_taint())
-    code = await run_descheduler(
-        load_policy(policy_file),
-        RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
-        kube_api,
-        install_signal_handlers=False,
-    )
+    code = await run_live(policy_file, kube_api)
     assert code == 0
     assert _taints(fake_apiserver, "off") == []
     assert OUT_OF_SERVICE_ANNOTATION not in (

@@ -4,11 +4,9 @@ import asyncio
 import urllib.request
 from pathlib import Path
 
-from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import RunOptions
-from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.livedescheduler import run_live
 from tests.harness.ports import free_port
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.conftest import duplicates_cluster
@@ -33,12 +31,12 @@ async def test_probes_and_metrics_of_a_looping_descheduler(
     base = f"http://127.0.0.1:{free_port()}"
     stop = asyncio.Event()
     task = asyncio.create_task(
-        run_descheduler(
-            load_policy(policy_file),
-            RunOptions(interval=3600, metrics_bind_address=base[len("http://") :], qps=0),
+        run_live(
+            policy_file,
             kube_api,
             stop=stop,
-            install_signal_handlers=False,
+            descheduling_interval=3600,
+            metrics_bind_address=base[len("http://") :],
         )
     )
     try:
@@ -76,12 +74,12 @@ async def test_readyz_fails_until_the_caches_synced(
     base = f"http://127.0.0.1:{free_port()}"
     stop = asyncio.Event()
     task = asyncio.create_task(
-        run_descheduler(
-            load_policy(policy_file),
-            RunOptions(interval=3600, metrics_bind_address=base[len("http://") :]),
+        run_live(
+            policy_file,
             kube_api,
             stop=stop,
-            install_signal_handlers=False,
+            descheduling_interval=3600,
+            metrics_bind_address=base[len("http://") :],
         )
     )
     try:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent.descheduler.live.command import with_in_cluster_token
-from agent.descheduler.live.options import PrometheusOptions, RunOptions
+from agent.descheduler.options import DeschedulerOptions
 from agent.descheduler.policyfile import parse_policy_text
 from agent.kube.connection import SERVICE_ACCOUNT_TOKEN
 from tests.harness.deschedulerstate import node, pod
@@ -181,5 +181,5 @@ def test_in_a_pod_the_service_account_token_goes_to_prometheus(
         reference = "    authToken: {secretReference: {namespace: ns, name: t}}\n"
         text = text.replace(f'    url: "{url}"\n', f'    url: "{url}"\n{reference}')
     policy = parse_policy_text(text, "<test>")
-    options = RunOptions(prometheus=PrometheusOptions(token_file=token_file))
-    assert with_in_cluster_token(options, policy, source).prometheus.token_file == expected
+    options = DeschedulerOptions(prometheus_token_file=token_file)
+    assert with_in_cluster_token(options, policy, source).prometheus_token_file == expected

@@ -12,9 +12,6 @@ from prometheus_client import CollectorRegistry
 from agent.clock import SystemClock
 from agent.config import AgentConfig, parse_document
 from agent.daemon import assemble, build_cluster
-from agent.descheduler.live.app import run_descheduler
-from agent.descheduler.live.options import RunOptions
-from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.connection import connect
 from agent.node.facts import collect_node_facts
@@ -24,6 +21,7 @@ from agent.runtime.context import AgentContext
 from agent.telemetry.health import Health
 from agent.telemetry.metrics import new_registry
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.livedescheduler import run_live
 from tests.unit.monitoring import catalogue
 from tests.unit.monitoring.catalogue import SERIES_SUFFIXES
 
@@ -95,13 +93,7 @@ async def test_the_deschedulers_catalogue_is_what_run_descheduler_registers(
     assert connection is not None
     api = KubeApi(connection.api_client, request_timeout=5.0)
     try:
-        code = await run_descheduler(
-            load_policy(policy),
-            RunOptions(metrics_bind_address="127.0.0.1:0", qps=0),
-            api,
-            install_signal_handlers=False,
-            registry=registry,
-        )
+        code = await run_live(policy, api, registry=registry)
     finally:
         api.close()
     assert code == 0

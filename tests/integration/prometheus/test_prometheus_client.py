@@ -19,7 +19,9 @@ FAST = RetryPolicy(backoff=Backoff(initial=0.01, cap=0.01), attempts=3)
 
 
 def _client(url: str, **settings: object) -> PrometheusClient:
-    return PrometheusClient(PrometheusSettings(url=url, **settings), retry=FAST)  # type: ignore[arg-type]
+    """A client with this test's settings over a 5 s timeout."""
+    timeout = {"timeout": 5.0} | settings
+    return PrometheusClient(PrometheusSettings(url=url, **timeout), retry=FAST)  # type: ignore[arg-type]
 
 
 def test_a_query_is_posted_with_its_bearer_token() -> None:

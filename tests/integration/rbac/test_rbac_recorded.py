@@ -18,7 +18,7 @@ import dataclasses
 
 import pytest
 
-from agent.descheduler.live.options import LEASE_NAMESPACE
+from agent.descheduler.options import LEASE_NAMESPACE
 from agent.kube.connection import AGENT, DESCHEDULER, Component
 from tests.harness.kustomize import (
     AGENT_ACCOUNT,

@@ -7,12 +7,12 @@ import pytest
 from agent.config import (
     AgentConfig,
     ConfigError,
-    DeschedulerConfig,
     PriorityBucket,
     load_agent_config,
     load_file,
     parse_document,
 )
+from agent.descheduler.options import DeschedulerOptions
 
 
 def _errors(text: str) -> list[str]:
@@ -210,7 +210,7 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
 def test_descheduler_config_has_its_own_document() -> None:
     """The descheduler's file rejects agent keys: one document per component."""
     with pytest.raises(ConfigError, match="shutdownGracePeriod: unknown field"):
-        parse_document(DeschedulerConfig, "shutdownGracePeriod: 30s", "d.yaml")
+        parse_document(DeschedulerOptions, "shutdownGracePeriod: 30s", "d.yaml")
 
 
 @pytest.mark.parametrize(

@@ -59,7 +59,7 @@ def _report(node: str, cpu: float, memory: int) -> NodeUsageReport:
 class TestCycleSchedule:
     def test_interval_only(self) -> None:
         """Without a trigger the next cycle is one interval after the last start."""
-        schedule = CycleSchedule(interval=300)
+        schedule = CycleSchedule(interval=300, min_spacing=30)
         schedule.started(1000)
         assert schedule.next_start() == 1300
 
@@ -97,7 +97,7 @@ class TestCycleSchedule:
 
     def test_no_interval_waits_for_a_trigger(self) -> None:
         """Event-driven with no interval: nothing is due until something fires."""
-        schedule = CycleSchedule(interval=0)
+        schedule = CycleSchedule(interval=0, min_spacing=30)
         schedule.started(1000)
         assert schedule.next_start() is None
 

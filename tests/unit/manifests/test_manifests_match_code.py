@@ -18,9 +18,9 @@ import pytest
 
 from agent import __version__
 from agent.cli import build_parser
-from agent.config import AgentConfig, DeschedulerConfig
+from agent.config import AgentConfig
 from agent.config.loader import parse_document
-from agent.descheduler.live.command import resolve_config
+from agent.descheduler.live.command import resolve_options
 from agent.descheduler.policyfile import parse_policy_text
 from agent.telemetry.health import Health
 from agent.telemetry.http import TelemetryServer, split_host_port
@@ -137,21 +137,20 @@ def test_the_descheduler_args_config_and_policy_are_what_the_code_accepts(
     argv = [arg.replace("$(POD_NAMESPACE)", NAMESPACE) for arg in container["args"]]
     args = build_parser().parse_args(argv)
     config_text = _mounted_file(docs, pod, container, args.config)
-    parse_document(DeschedulerConfig, config_text, args.config)
     policy = parse_policy_text(
-        _mounted_file(docs, pod, container, args.policy_config_file), args.policy_config_file
+        _mounted_file(docs, pod, container, args.policy_file), args.policy_file
     )
     assert policy.profiles
     config_file = tmp_path / "descheduler.yaml"
     config_file.write_text(config_text)
     args.config = str(config_file)
-    resolved = resolve_config(args)
+    resolved = resolve_options(args)
     assert resolved.policy_file == _flag(container["args"], "--policy-config-file")
     host, port = split_host_port(str(resolved.metrics_bind_address))
     assert host == EVERY_INTERFACE
     assert port == _metrics_port(container)
     # Leader election, and a cooldown's memory without it, use the Lease here: its Role's.
-    assert args.leader_elect_resource_namespace == NAMESPACE
+    assert resolved.lease_namespace == NAMESPACE
     if not resolved.leader_elect:
         assert resolved.descheduling_interval == 0, "a one-shot run, as a CronJob's"
 

@@ -19,13 +19,13 @@ import pytest
 import yaml
 
 from agent.config.agent import DEFAULT_METRICS_BIND_ADDRESS
-from agent.config.descheduler import DEFAULT_DESCHEDULER_METRICS_BIND_ADDRESS
+from agent.descheduler.options import DeschedulerOptions
 from tests.unit.monitoring import catalogue
 
 MONITORING = Path(__file__).resolve().parents[3] / "daemonset" / "overlays" / "monitoring"
 JOBS = {
     "kubelet-companion-agent": ("agent", DEFAULT_METRICS_BIND_ADDRESS),
-    "kubelet-companion-descheduler": ("descheduler", DEFAULT_DESCHEDULER_METRICS_BIND_ADDRESS),
+    "kubelet-companion-descheduler": ("descheduler", DeschedulerOptions().metrics_bind_address),
 }
 """Each Service (whose name is the ``job`` label) -> the component it selects, its port."""
 OPERATOR_TARGET_LABELS = frozenset(

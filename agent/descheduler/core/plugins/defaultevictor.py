@@ -239,8 +239,9 @@ class DefaultEvictor:
             verdict = self._verdicts[pod.uid] = not self.filter_reasons(pod)
         return verdict
 
-    def filter_reasons(self, pod: PodInfo) -> list[str]:  # noqa: PLR0912 - upstream's checks, one branch each
-        """Why ``filter`` rejects the pod (every reason, as upstream aggregates them)."""
+    def filter_reasons(self, pod: PodInfo) -> list[str]:
+        """Why ``filter`` rejects the pod (every reason, as upstream aggregates them), in
+        the order of upstream's constraints and with their messages."""
         if EVICT_ANNOTATION in pod.annotations:
             return []
         if self.args.no_eviction_policy == "Mandatory" and (
@@ -254,6 +255,21 @@ class DefaultEvictor:
             reasons.append("pod is a static pod")
         if pod.deleting:
             reasons.append("pod is terminating")
+        self._protection_reasons(pod, reasons)
+        if self.selector is not None and not matches(self.selector, pod.labels):
+            reasons.append("pod labels do not match the labelSelector")
+        if (reason := self._min_replicas_reason(pod)) is not None:
+            reasons.append(reason)
+        if self.args.min_pod_age is not None and (
+            pod.start_time is None
+            or self.handle.snapshot.now - pod.start_time < self.args.min_pod_age
+        ):
+            reasons.append("pod is not older than minPodAge")
+        return reasons
+
+    def _protection_reasons(self, pod: PodInfo, reasons: list[str]) -> None:
+        """The pod protections' refusals (``podProtections``, or the legacy booleans), added
+        to ``reasons``."""
         protections = self.protections
         if SYSTEM_CRITICAL in protections:
             if pod.priority is not None and pod.priority >= SYSTEM_CRITICAL_PRIORITY:
@@ -276,16 +292,6 @@ class DefaultEvictor:
             reasons.append("pod does not have a PodDisruptionBudget")
         if RESOURCE_CLAIMS in protections and pod.extra.get("resourceClaims"):
             reasons.append("pod has ResourceClaims")
-        if self.selector is not None and not matches(self.selector, pod.labels):
-            reasons.append("pod labels do not match the labelSelector")
-        if (reason := self._min_replicas_reason(pod)) is not None:
-            reasons.append(reason)
-        if self.args.min_pod_age is not None and (
-            pod.start_time is None
-            or self.handle.snapshot.now - pod.start_time < self.args.min_pod_age
-        ):
-            reasons.append("pod is not older than minPodAge")
-        return reasons
 
     def _pvc_reason(self, pod: PodInfo) -> str | None:
         if not pod.pvc_claims:

@@ -60,7 +60,7 @@ result = {}
 if mode in ("cycle", "read"):
     from agent.descheduler.cache.snapshotfile import load_snapshot
     from agent.descheduler.core.cycle import run_cycle
-    from agent.descheduler.core.policy import load_policy
+    from agent.descheduler.policyfile import load_policy
     policy = load_policy(argv[1])
     started = clock()
     snapshot = load_snapshot(argv[0], now=time.time()).snapshot

@@ -29,6 +29,7 @@ ORDER = (
     "kube_json",
     "descheduler",
     "live",
+    "realnode",
     "testsuite",
 )
 PLACEHOLDER = "{figures}"
@@ -42,6 +43,7 @@ TITLES = {
     "kube_json": "Raw JSON versus typed models",
     "descheduler": "Central descheduler",
     "live": "Live loop on a real control plane",
+    "realnode": "Beside a real kubelet",
     "testsuite": "Test suite on a fresh clone",
 }
 """Headings of benchmarks with no results yet (a result carries its own title)."""

@@ -364,6 +364,13 @@ def taint_lifted_at(nodes: Iterable[NodeSeen], taint: str, after: float) -> floa
     return min((n.at for n in nodes if n.at > after and taint not in n.taints), default=None)
 
 
+def taint_removed_revision(nodes: Iterable[NodeSeen], taint: str, after: int) -> int | None:
+    """The first Node revision above ``after`` without ``taint``."""
+    return min(
+        (n.revision for n in nodes if n.revision > after and taint not in n.taints), default=None
+    )
+
+
 @dataclass(frozen=True)
 class Binding:
     key: str
@@ -372,6 +379,8 @@ class Binding:
     """When the watch first showed the pod bound to the node."""
     created_at: float
     """When the watch first showed the pod at all."""
+    revision: int = 0
+    """The binding's own write (the first revision that shows the pod on the node)."""
 
 
 def bindings(pods: Iterable[PodSeen], node: str) -> list[Binding]:
@@ -381,31 +390,44 @@ def bindings(pods: Iterable[PodSeen], node: str) -> list[Binding]:
     for pod in sorted(pods, key=lambda p: (p.at, p.revision)):
         first_seen.setdefault(pod.uid, pod.at)
         if pod.node == node and pod.uid not in found:
-            found[pod.uid] = Binding(pod.key, pod.uid, pod.at, first_seen[pod.uid])
+            found[pod.uid] = Binding(pod.key, pod.uid, pod.at, first_seen[pod.uid], pod.revision)
     return list(found.values())
 
 
 @dataclass
 class BindingWindow:
-    """Pods bound during the shutdown window, and the replacements kept off the node."""
+    """Pods bound during the shutdown, and the replacements kept off the node."""
 
     bound: list[str] = field(default_factory=list)
-    """Pods first bound between the signal and the taint's removal (must be none)."""
+    """Pods bound during the shutdown (must be none)."""
     waited: list[float] = field(default_factory=list)
-    """For each pod created during the window and bound after it: seconds from the taint's
-    removal to its binding (the scheduler would have placed it: it did, right after)."""
+    """For each pod created during the shutdown and bound after it: seconds from the
+    release to its binding (the scheduler would have placed it: it did, once it could)."""
     created: int = 0
 
 
-def binding_window(found: Iterable[Binding], start: float, end: float) -> BindingWindow:
+def binding_window(
+    found: Iterable[Binding],
+    start: float,
+    end: float,
+    *,
+    tainted: tuple[int | None, int | None] = (None, None),
+) -> BindingWindow:
+    """Bindings the watch showed from ``start`` (PrepareForShutdown(true)) to ``end`` (the
+    release), and any binding written while the taint was on (between the revisions in
+    ``tainted``: added, removed): the second catches one the watch delivered late. A pod
+    first seen in the window is a replacement made during the shutdown."""
+    added, removed = tainted
     window = BindingWindow()
     for binding in found:
-        if start <= binding.at <= end:
+        under_taint = (added is not None and binding.revision > added) and (
+            removed is None or binding.revision < removed
+        )
+        if start <= binding.at <= end or under_taint:
             window.bound.append(binding.key)
-        if start <= binding.created_at <= end:
+        elif start <= binding.created_at <= end:
             window.created += 1
-            if binding.at > end:
-                window.waited.append(binding.at - end)
+            window.waited.append(binding.at - end)
     return window
 
 

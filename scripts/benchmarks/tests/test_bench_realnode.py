@@ -337,29 +337,48 @@ def test_the_taints_removal_is_the_first_event_without_it_after_a_moment() -> No
 
 def test_a_binding_is_the_first_event_that_shows_the_pod_on_the_node() -> None:
     """Each pod once, when first seen bound to the node, with when it was first seen at
-    all (a replacement is made unbound); pods of other nodes are not bindings here."""
+    all (a replacement is made unbound) and the binding's revision; pods of other nodes
+    are not bindings here."""
     pods = [
         pod(1.0, 1, "r", "u-r", node=""),
         pod(3.0, 3, "r", "u-r"),
         pod(4.0, 4, "r", "u-r"),
         pod(2.0, 2, "x", "u-x", node="other"),
     ]
-    assert figures.bindings(pods, "realnode") == [Binding("default/r", "u-r", 3.0, 1.0)]
+    assert figures.bindings(pods, "realnode") == [Binding("default/r", "u-r", 3.0, 1.0, 3)]
 
 
 def test_the_window_counts_bindings_in_it_and_replacements_that_waited() -> None:
-    """Bound inside [start, end]: a violation, named. Created inside and bound after the
-    end: a replacement the taint kept off, with how long after the end it was bound."""
+    """Seen bound inside [signal, release]: a violation, named. Created inside and bound
+    after the release: a replacement the taint kept off, with how long after the release."""
     found = [
-        Binding("ns/before", "1", 0.5, 0.1),
-        Binding("ns/during", "2", 5.0, 4.0),
-        Binding("ns/kept-off", "3", 12.5, 3.0),
-        Binding("ns/after", "4", 14.0, 13.0),
+        Binding("ns/before", "1", 0.5, 0.1, 1),
+        Binding("ns/during", "2", 5.0, 4.0, 5),
+        Binding("ns/kept-off", "3", 12.5, 3.0, 30),
+        Binding("ns/after", "4", 14.0, 13.0, 31),
     ]
-    window = figures.binding_window(found, 1.0, 12.0)
+    window = figures.binding_window(found, 1.0, 12.0, tainted=(2, 20))
     assert window.bound == ["ns/during"]
-    assert window.created == 2
+    assert window.created == 1
     assert window.waited == [pytest.approx(0.5)]
+
+
+def test_a_binding_written_under_the_taint_counts_however_late_it_was_seen() -> None:
+    """The revisions decide too: a binding written between the taint's addition and its
+    removal is a violation even if the watch delivered it after the release; one written
+    after the removal is not, even if the pod watch showed it before the Node watch
+    showed the removal."""
+    late = Binding("ns/late", "1", 12.5, 3.0, 15)
+    after_removal = Binding("ns/fine", "2", 12.1, 3.0, 21)
+    window = figures.binding_window([late, after_removal], 1.0, 12.0, tainted=(10, 20))
+    assert window.bound == ["ns/late"]
+    assert window.created == 1
+
+
+def test_the_taints_removal_revision() -> None:
+    nodes = [NodeSeen(1.0, 5, frozenset({TAINT})), NodeSeen(2.0, 9, frozenset())]
+    assert figures.taint_removed_revision(nodes, TAINT, after=5) == 9
+    assert figures.taint_removed_revision(nodes, TAINT, after=9) is None
 
 
 def test_deleting_and_ready_moments() -> None:

@@ -22,6 +22,7 @@ import pytest
 from scripts.benchmarks import realnode, render
 from scripts.benchmarks.kubeletnode import figures, image, runtime, workload
 from scripts.benchmarks.kubeletnode.figures import Binding, NodeSeen, PodSeen
+from scripts.benchmarks.results import Results
 
 BUCKETS = ((0, 6), (100000, 6), (2000000000, 6))
 TAINT = "kubelet-companion.io/shutting-down"
@@ -558,10 +559,10 @@ def test_the_results_render_with_the_brief_figures(tmp_path: Path) -> None:
     bench.commands = [["kubelet-companion doctor --json", "0", "yes", "0 warnings"]]
     bench.problems, bench.credentials = [], "agent token"
     args = type("A", (), {"json": tmp_path / "realnode.json", "settle": 10})()
-    realnode.emit(bench, args)  # type: ignore[arg-type]
+    realnode.emit(bench, args, Results("realnode", "Beside a real kubelet"))  # type: ignore[arg-type]
     data = json.loads((tmp_path / "realnode.json").read_text())
     by_key = {f["key"]: f for f in data["figures"]}
-    assert (by_key["taint_first"]["value"], by_key["taint_first"]["status"]) == (10, "met")
+    assert (by_key["taint_first"]["value"], by_key["taint_first"]["status"]) == (100, "met")
     assert by_key["bound"]["status"] == "met"
     assert by_key["term_latest"]["status"] == "missed"
     assert by_key["release_latest"]["status"] == "met"
@@ -577,10 +578,11 @@ def test_a_run_bound_during_the_shutdown_misses_and_names_the_pod(tmp_path: Path
     bench.readiness, bench.floor, bench.usage, bench.commands = [], [], {}, []
     bench.problems, bench.credentials = [], ""
     args = type("A", (), {"json": tmp_path / "r.json", "settle": 10})()
-    realnode.emit(bench, args)  # type: ignore[arg-type]
+    realnode.emit(bench, args, Results("realnode", "Beside a real kubelet"))  # type: ignore[arg-type]
     by_key = {f["key"]: f for f in json.loads((tmp_path / "r.json").read_text())["figures"]}
-    assert by_key["bound"]["status"] == "missed"
+    assert (by_key["bound"]["value"], by_key["bound"]["status"]) == (1, "missed")
     assert "default/web-x" in by_key["bound"]["reason"]
+    assert by_key["taint_first"]["value"] == 50
     assert by_key["taint_first"]["status"] == "missed"
     assert "run 1" in by_key["taint_first"]["reason"]
     assert not math.isnan(by_key["taint_lead"]["value"])

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -169,8 +169,11 @@ class TermTiming:
     """One container's SIGTERM in one shutdown."""
 
     key: str
+    uid: str
     container: str
     phase_priority: int
+    phase_started: float
+    """Unix seconds of its phase's ``shutdown phase started`` line."""
     after_phase_start: float
     """Seconds from its phase's ``shutdown phase started`` to the TERM line."""
     before_deadline: float
@@ -225,8 +228,10 @@ def term_timings(
         timings.append(
             TermTiming(
                 key=log.key,
+                uid=log.uid,
                 container=log.container,
                 phase_priority=bucket,
+                phase_started=started[bucket],
                 after_phase_start=terms[0] - started[bucket],
                 before_deadline=deadline - terms[0],
                 after_delete=None if deleted is None else terms[0] - deleted,
@@ -433,9 +438,20 @@ def binding_window(
 
 def deleting_at(pods: Iterable[PodSeen], after: float) -> dict[str, float]:
     """uid -> when the watch first showed the pod deleting, after ``after`` (monotonic)."""
+    return _first(pods, after, lambda pod: pod.deleting)
+
+
+def marked_at(pods: Iterable[PodSeen], after: float) -> dict[str, float]:
+    """uid -> when the watch first showed the pod's DisruptionTarget, after ``after``."""
+    return _first(pods, after, lambda pod: pod.disruption_target)
+
+
+def _first(
+    pods: Iterable[PodSeen], after: float, test: Callable[[PodSeen], bool]
+) -> dict[str, float]:
     found: dict[str, float] = {}
     for pod in pods:
-        if pod.deleting and pod.at > after and pod.at < found.get(pod.uid, float("inf")):
+        if test(pod) and pod.at > after and pod.at < found.get(pod.uid, float("inf")):
             found[pod.uid] = pod.at
     return found
 

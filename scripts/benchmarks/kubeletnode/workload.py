@@ -1,10 +1,10 @@
 """The pods the agent shuts down beside the real kubelet, and the ones it must leave alone.
 
-Every container is busybox's shell as PID 1: it appends ``start <time>`` to a file of its own
-on the node (a hostPath), traps SIGTERM to append ``TERM <time>`` (``$EPOCHREALTIME``: Unix
-seconds with microseconds, the host's clock, as the agent's ``wall``), waits
-``exit_after`` seconds (a pod's own clean-up) and exits. The file is named
-``<namespace>_<pod>_<uid>_<container>.log`` (``termlog.py`` reads it), so pods recreated
+Every container is busybox's shell as PID 1: it traps SIGTERM, appends ``start <time>`` to a
+file of its own on the node (a hostPath), and on the TERM appends ``TERM <time>``
+(``$EPOCHREALTIME``: Unix seconds with microseconds, the host's clock, as the agent's
+``wall``), waits ``exit_after`` seconds (a pod's own clean-up) and exits. The file is named
+``<namespace>_<pod>_<uid>_<container>.log`` (``figures.py`` reads it), so pods recreated
 under the same name never mix.
 
 - ``low-a``, ``low-b`` (two containers) and the Deployment ``web`` (2 replicas): priority 0,
@@ -71,10 +71,12 @@ def command(container: Container, directory: str = HOST_MOUNT) -> list[str]:
     """The container's shell script: its start, then its TERM, each timed, to its own file
     in ``directory`` (the hostPath's mount)."""
     log = f"{directory}/${{POD_NAMESPACE}}_${{POD_NAME}}_${{POD_UID}}_{container.name}.log"
+    # The trap first: a TERM right after the start line is still caught and logged.
     script = (
-        f'log="{log}"; echo "start $EPOCHREALTIME" >> "$log"; '
+        f'log="{log}"; '
         f'trap \'echo "TERM $EPOCHREALTIME" >> "$log"; sleep {container.exit_after:g}; '
         "exit 0' TERM; "
+        'echo "start $EPOCHREALTIME" >> "$log"; '
         "sleep 2147483647 & wait"
     )
     return ["sh", "-c", script]

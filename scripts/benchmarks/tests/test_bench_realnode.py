@@ -538,6 +538,7 @@ def sample_run(
         "term_after_delete": [0.03, 0.2],
         "term_before_delete": [0.07, 0.05],
         "term_before_deadline": [5.8, 5.5],
+        "marked_after_phase_start": [0.02, 0.03],
         "terms": 2,
         "silent": [],
         "daemon_terms": [],
@@ -555,7 +556,7 @@ def test_the_results_render_with_the_brief_figures(tmp_path: Path) -> None:
     bench = type("B", (), {})()
     bench.runs = [sample_run(i) for i in range(9)] + [sample_run(9)]
     bench.runs[3]["term_after_phase_start"] = [0.1, 0.45]
-    bench.readiness, bench.floor, bench.usage = [0.03, 0.02], [(0.04, 0.01)], {}
+    bench.readiness, bench.floor, bench.usage = [0.03, 0.02], [(0.04, 0.01, 0.03)], {}
     bench.commands = [["kubelet-companion doctor --json", "0", "yes", "0 warnings"]]
     bench.problems, bench.credentials = [], "agent token"
     args = type("A", (), {"json": tmp_path / "realnode.json", "settle": 10})()
@@ -565,6 +566,7 @@ def test_the_results_render_with_the_brief_figures(tmp_path: Path) -> None:
     assert (by_key["taint_first"]["value"], by_key["taint_first"]["status"]) == (100, "met")
     assert by_key["bound"]["status"] == "met"
     assert by_key["term_latest"]["status"] == "missed"
+    assert by_key["term_latest"]["reason"].startswith("the latest: ")
     assert by_key["release_latest"]["status"] == "met"
     data["quick"] = False
     text = render.section("realnode", data)

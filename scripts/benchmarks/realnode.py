@@ -79,14 +79,16 @@ CRITICAL_PRIORITY = 2000000000
 BUCKETS = ((0, 6), (workload.MID_PRIORITY, 6), (CRITICAL_PRIORITY, 6))
 BUDGET = sum(seconds for _, seconds in BUCKETS)
 TERM_TARGET = 0.3
+API_POLL = 0.5
+"""Seconds between polls that list pods: the API server serves the run meanwhile."""
 FLOOR_PODS = 4
 """Deleted at once for the baseline: as many as the first phase stops."""
 COMMANDS = (("doctor", "--json"), ("report", "--json"), ("swap", "report", "--json"))
 JSON_PATCH = "application/json-patch+json"
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout: float) -> Any:
-    """Poll ``check`` until it returns something true; that value."""
+def wait_for(what: str, check: Callable[[], Any], timeout: float, every: float = 0.05) -> Any:
+    """Poll ``check`` every ``every`` seconds until it returns something true; that value."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
@@ -94,7 +96,7 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float) -> Any:
             return value
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what}: not within {timeout:g} s")
-        time.sleep(0.05)
+        time.sleep(every)
 
 
 def wall_of(monotonic: float) -> float:
@@ -259,7 +261,7 @@ class Bench:
     def _bare_pods(self) -> None:
         for pod in workload.BARE_PODS:
             companion.create(self.api, workload.bare_pod(pod, str(self.host_dir)))
-        wait_for("every pod on the node Ready and settled", self._steady, 120)
+        wait_for("every pod on the node Ready and settled", self._steady, 120, API_POLL)
 
     def _steady(self, extra: int = 0) -> bool:
         """Every workload pod (and ``extra`` more) bound here and Ready for ``--settle``
@@ -297,7 +299,12 @@ class Bench:
         paths = [f"/api/v1/namespaces/default/pods/{pod.name}" for pod in pods]
         for pod in pods:
             companion.create(self.api, workload.bare_pod(pod, str(self.host_dir)))
-        wait_for("the floor pods Ready and settled", lambda: self._steady(extra=FLOOR_PODS), 120)
+        wait_for(
+            "the floor pods Ready and settled",
+            lambda: self._steady(extra=FLOOR_PODS),
+            120,
+            API_POLL,
+        )
         uids = [self.api.ok("GET", path)["metadata"]["uid"] for path in paths]
         since = time.monotonic()
         sent = time.time()
@@ -368,7 +375,7 @@ class Bench:
     # -- one shutdown ----------------------------------------------------------------
 
     def shutdown_run(self, index: int) -> dict[str, Any]:
-        wait_for("every pod on the node Ready and settled", self._steady, 120)
+        wait_for("every pod on the node Ready and settled", self._steady, 120, API_POLL)
         self._wait_lock()
         wait_for("no shutting-down taint", lambda: not self._tainted(SHUTTING_DOWN.key), 30)
         priorities, daemon_pods = self._pods_now()

@@ -30,6 +30,7 @@ ORDER = (
     "descheduler",
     "growth",
     "live",
+    "realnode",
     "testsuite",
 )
 PLACEHOLDER = "{figures}"
@@ -44,6 +45,7 @@ TITLES = {
     "descheduler": "Central descheduler",
     "growth": "Growth with hostile input",
     "live": "Live loop on a real control plane",
+    "realnode": "Beside a real kubelet",
     "testsuite": "Test suite on a fresh clone",
 }
 """Headings of benchmarks with no results yet (a result carries its own title)."""

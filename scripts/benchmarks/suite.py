@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from scripts.benchmarks.kubeletnode import requirements
 from scripts.benchmarks.livecluster import binaries
 
 HERE = Path(__file__).resolve().parent
@@ -38,6 +39,9 @@ class Benchmark:
     """Runs kube-apiserver, kube-scheduler, kube-controller-manager and etcd, which no package
     registry has: skipped, with what is missing, where they are not built
     (``livecluster/binaries.py``)."""
+    needs_real_node: bool = False
+    """Runs a real kubelet beside the control plane, with containerd, runc and the CNI
+    plugins: skipped, with what is missing (``kubeletnode/requirements.py``)."""
 
 
 BENCHMARKS = (
@@ -100,6 +104,14 @@ BENCHMARKS = (
         minutes=50,
         needs_control_plane=True,
     ),
+    Benchmark(
+        "realnode",
+        ("--runs", "10", "--readiness-runs", "5"),
+        None,
+        needs_root=True,
+        minutes=9,
+        needs_real_node=True,
+    ),
 )
 
 
@@ -159,6 +171,9 @@ def main() -> int:
             print(f"## {benchmark.name}: skipped (needs root)\n")
             continue
         if benchmark.needs_control_plane and (missing := binaries.find()[1]):
+            print(f"## {benchmark.name}: skipped ({missing})\n")
+            continue
+        if benchmark.needs_real_node and (missing := requirements.find()[1]):
             print(f"## {benchmark.name}: skipped ({missing})\n")
             continue
         if not run(benchmark, (*settings, *options.extra), results):

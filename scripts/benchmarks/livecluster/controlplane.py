@@ -14,6 +14,12 @@ one static token (generated here, written to a 0600 file, in the kubeconfig) map
 key comes from ``openssl genrsa`` (argument lists, nothing through a shell). ``reset`` wipes
 etcd's data and starts again with the same certificates and token, so every run of a
 scenario starts from an empty cluster.
+
+A real kubelet can join as well (``nodes``, for ``scripts/benchmarks/realnode.py``): each
+such node gets a token of its own (user ``system:node:NAME``, group ``system:nodes``), the
+API server then authorizes with ``Node,RBAC`` and admits with ``NodeRestriction`` as a real
+cluster does, and reaches the kubelets at their ``InternalIP`` (for ``/stats/summary``
+through its proxy).
 """
 
 from __future__ import annotations
@@ -99,13 +105,23 @@ class ControlPlane:
     """The four components as child processes; ``start``, ``stop``, ``reset``.
 
     ``directory`` holds everything: etcd's data, the certificates, the token file, the
-    kubeconfig and one log per component."""
+    kubeconfig and one log per component. ``nodes`` names the real kubelets that will join
+    (none: every node is a stand-in), ``controllers`` the controller manager's list."""
 
-    def __init__(self, binaries: Binaries, directory: Path) -> None:
+    def __init__(
+        self,
+        binaries: Binaries,
+        directory: Path,
+        *,
+        nodes: tuple[str, ...] = (),
+        controllers: str = CONTROLLERS,
+    ) -> None:
         self.binaries = binaries
         self.directory = directory
         self.ports = Ports()
         self.token = secrets.token_urlsafe(32)
+        self.node_tokens = {node: secrets.token_urlsafe(32) for node in nodes}
+        self.controllers = controllers
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.logs: dict[str, IO[bytes]] = {}
         self.scoring = "LeastAllocated"
@@ -186,7 +202,12 @@ class ControlPlane:
                 check=True,
                 capture_output=True,
             )
-        self.token_file.write_text(f'{self.token},admin,admin-uid,"system:masters"\n')
+        lines = [f'{self.token},admin,admin-uid,"system:masters"']
+        lines += [
+            f'{token},system:node:{node},node-{node},"system:nodes"'
+            for node, token in self.node_tokens.items()
+        ]
+        self.token_file.write_text("".join(line + "\n" for line in lines))
         self.token_file.chmod(0o600)
 
     def _start_etcd(self) -> None:
@@ -214,6 +235,14 @@ class ControlPlane:
 
     def _start_apiserver(self) -> None:
         key = self.directory / "sa.key"
+        if self.node_tokens:  # real kubelets: a real cluster's node authorization
+            access = [
+                "--authorization-mode=Node,RBAC",
+                "--enable-admission-plugins=NodeRestriction",
+                "--kubelet-preferred-address-types=InternalIP,Hostname",
+            ]
+        else:
+            access = ["--authorization-mode=RBAC"]
         self._spawn(
             "kube-apiserver",
             [
@@ -224,7 +253,7 @@ class ControlPlane:
                 f"--secure-port={self.ports.apiserver}",
                 f"--cert-dir={self.directory / 'certs'}",
                 f"--token-auth-file={self.token_file}",
-                "--authorization-mode=RBAC",
+                *access,
                 "--anonymous-auth=false",
                 "--service-account-issuer=https://kubernetes.default.svc",
                 f"--service-account-key-file={key}",
@@ -246,6 +275,10 @@ class ControlPlane:
         self._wait("kube-apiserver", ready, timeout=120)
 
     def _write_kubeconfig(self) -> None:
+        self.write_kubeconfig(self.kubeconfig, self.token, "admin")
+
+    def write_kubeconfig(self, path: Path, token: str, user: str) -> None:
+        """A kubeconfig (mode 0600) for ``token``, trusting the API server's certificate."""
         config = {
             "apiVersion": "v1",
             "kind": "Config",
@@ -255,12 +288,12 @@ class ControlPlane:
                     "cluster": {"server": self.server, "certificate-authority": str(self.ca_file)},
                 }
             ],
-            "users": [{"name": "admin", "user": {"token": self.token}}],
-            "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "admin"}}],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": user}}],
             "current-context": "bench",
         }
-        self.kubeconfig.write_text(json.dumps(config, indent=1), encoding="utf-8")
-        self.kubeconfig.chmod(0o600)
+        path.write_text(json.dumps(config, indent=1), encoding="utf-8")
+        path.chmod(0o600)
 
     def _start_controller_manager(self) -> None:
         self._spawn(
@@ -271,7 +304,7 @@ class ControlPlane:
                 "--leader-elect=false",
                 f"--bind-address={LOOPBACK}",
                 f"--secure-port={self.ports.controller_manager}",
-                f"--controllers={CONTROLLERS}",
+                f"--controllers={self.controllers}",
                 "--use-service-account-credentials=false",
                 "--cluster-name=bench",
                 "--kube-api-qps=200",

@@ -136,6 +136,9 @@ class ReadinessController:
     async def _wait(self, wake_at: float) -> None:
         delay = wake_at - self.clock.monotonic()
         if self._dirty.is_set() or delay <= 0:
+            # Due now: yield once all the same, so a step that wants to run again at once
+            # (an event, a retry that is due) can never keep the loop from its other tasks.
+            await asyncio.sleep(0)
             return
         await sleep_or_set(self.clock, delay, self._dirty)
 
@@ -170,7 +173,11 @@ class ReadinessController:
         self._record(assessment, view)
         if view.tainted or (self.settings.mode == "continuous" and not assessment.ready):
             self._warn(assessment, node, now)
-        if decision.action is not Action.NONE:
+        if decision.action is Action.NONE:
+            # A write that failed earlier is moot once there is nothing to write: its retry
+            # time (soon in the past) must not wake the loop again and again.
+            self._failures, self._retry_at = 0, None
+        else:
             if self._retry_at is not None and now < self._retry_at:
                 return min(self._retry_at, resync_at)
             await self._apply(decision, node, assessment)

@@ -267,6 +267,43 @@ async def test_a_failed_write_is_retried_after_a_backoff() -> None:
     assert len(rig.writer.writes) == 1
 
 
+async def test_a_failed_write_that_became_moot_never_wakes_the_loop_in_the_past() -> None:
+    """A lift that failed, then a verdict that holds the gate after all: nothing is left to
+    write, so the failed write's retry time (now past) is dropped and the next wake-up lies
+    ahead; a past wake-up made the loop step again at once, forever, never yielding."""
+    rig = Rig(node())
+    rig.writer.failures = 1
+    retry_at = await rig.step()
+    assert rig.writer.writes == []
+    rig.inputs.pods = [pod("dns", ready=False)]
+    await rig.step()
+    rig.clock.t = retry_at + 1
+    wake = await rig.step()
+    assert wake > rig.clock.t
+    assert rig.writer.writes == []
+
+
+async def test_the_loop_yields_to_other_tasks_when_a_step_is_due_at_once() -> None:
+    """Even when every step asks to run again at once, ``run`` yields to the event loop
+    between steps: another task still runs, and the controller can be cancelled."""
+    rig = Rig(node())
+    steps = 0
+
+    async def due_at_once() -> float:
+        nonlocal steps
+        steps += 1
+        return rig.clock.monotonic() - 1
+
+    rig.controller.step = due_at_once  # type: ignore[method-assign]  # the loop alone, under test
+    loop_task = asyncio.create_task(rig.controller.run())
+    other = asyncio.create_task(asyncio.sleep(0, result="ran"))
+    assert await asyncio.wait_for(other, timeout=5) == "ran"
+    assert steps > 0
+    loop_task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await loop_task
+
+
 async def test_bootstrap_only_never_readds() -> None:
     """After completion in bootstrap-only mode an unready pod never brings the taint back."""
     rig = Rig(node())

@@ -94,9 +94,16 @@ class Invalid(KubeError):
     failed" (capitalised by older servers).
     """
 
-    def failed_test(self, path: str) -> bool:
-        """Whether this is a ``test`` op on ``path`` (a JSON pointer) that did not match."""
+    @property
+    def causes(self) -> list[object]:
+        """``details.causes`` as the server sent them (empty when it gave none)."""
         causes = (self.body.get("details") or {}).get("causes") or []
+        return list(causes) if isinstance(causes, list) else []
+
+    def failed_test(self, path: str) -> bool:
+        """Whether this is a ``test`` op on ``path`` (a JSON pointer) that did not match, as
+        far as the answer says: a server that sends no causes (v1.28) never says so."""
+        causes = self.causes
         wanted = f"testing value {path} failed".lower()
         return any(
             isinstance(cause, dict) and str(cause.get("message", "")).lower().startswith(wanted)

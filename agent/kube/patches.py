@@ -183,6 +183,8 @@ class NodePatcher:
         """
         attempt = 0
         while True:
+            fresh: JsonObject | None = None
+            version: object = None
             try:
                 if node is None:
                     node = await self.kube.get(NODES, self.node_name)
@@ -197,9 +199,11 @@ class NodePatcher:
                 return result
             except (Conflict, Invalid, *RETRYABLE) as error:
                 if isinstance(error, Invalid) and not error.failed_test(GUARD_PATH):
-                    # A patch the server finds invalid is invalid again after a re-read.
-                    _log.error("node patch rejected as invalid", what=what, error=_why(error))
-                    raise
+                    fresh = await self._moved_on(error, version)
+                    if fresh is None:
+                        # A patch the server finds invalid is invalid again after a re-read.
+                        _log.error("node patch rejected as invalid", what=what, error=_why(error))
+                        raise
                 attempt += 1
                 stale = isinstance(error, Conflict | Invalid)
                 # A stale read is retried at once the first time: a fresh read fixes it.
@@ -217,7 +221,23 @@ class NodePatcher:
                     reason=type(error).__name__,
                     attempt=attempt,
                 )
-                node = None
+                node = fresh
                 await asyncio.sleep(wait)
             except KubeError:
                 raise
+
+    async def _moved_on(self, error: Invalid, version: object) -> JsonObject | None:
+        """The Node read afresh, when our guard's resourceVersion is no longer its own.
+
+        A JSON patch that does not apply is a 422 whose causes name the json-patch failure,
+        or (kube-apiserver v1.28) a 422 with no causes at all: then the answer cannot say
+        whether our ``test`` on the resourceVersion failed or another op did, and the Node
+        can. ``None`` when the error names another cause, or the Node has not moved on (so
+        the patch itself is invalid, and would be again).
+        """
+        if error.causes:
+            return None
+        node = await self.kube.get(NODES, self.node_name)
+        if (node.get("metadata") or {}).get("resourceVersion") == version:
+            return None
+        return node

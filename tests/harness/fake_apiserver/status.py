@@ -172,15 +172,14 @@ def invalid(rt: ResourceType, name: str, causes: list[tuple[str, str, str]]) -> 
 
 
 def unprocessable(detail: str) -> ApiError:
-    """What a JSON patch that fails to apply (e.g. a failed `test` op) is answered with.
+    """What a JSON patch that fails to apply (a failed `test` op among them) is answered with.
 
-    The real server uses `NewGenericServerResponse(422, ...)`, whose message is fixed; the
-    json-patch library's error text is its `details.causes[0].message`, the only way a client
-    can tell a failed `test` op ("testing value /x failed: test failed") from another failure.
+    The real server (v1.28) uses `NewGenericServerResponse(422, ..., isUnexpectedResponse=
+    false)`: a fixed message, reason Invalid and *no* causes, so the json-patch library's
+    text (``detail``, e.g. "testing value /x failed: test failed") never reaches the client,
+    which cannot tell a failed `test` op from another failure by the answer alone.
     """
-    return ApiError(
-        422, "Invalid", default_message_for_code(422), {"causes": [{"message": detail}]}
-    )
+    return ApiError(422, "Invalid", default_message_for_code(422), {})
 
 
 def bad_request(message: str) -> ApiError:

@@ -252,7 +252,7 @@ def _run(impl: str, **over: Any) -> dict[str, Any]:
 
 def _emit(ours: list[dict[str, Any]], upstream: list[dict[str, Any]]) -> dict[str, Any]:
     live.RESULTS = live.Results("live", "Live loop on a real control plane")
-    emitter = live.Emitter(live.SCENARIOS["reference"], ours, upstream)
+    emitter = live.Emitter(live.SCENARIOS["reference"], {"ours": ours, "upstream": upstream})
     emitter.emit()
     live.RESULTS.tables.append(emitter.table())
     return {**live.RESULTS.to_json(), "quick": False}

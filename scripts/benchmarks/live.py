@@ -583,8 +583,7 @@ class Emitter:
                 ]
             else:
                 out.append([label, *cells])
-        if self.s.on_usage:
-            out += self._usage_text_rows(groups)
+        out += self._text_rows(groups)
         return {
             "title": f"{self.s.title}: ours beside upstream's (medians of the runs)",
             "columns": columns,
@@ -618,9 +617,19 @@ class Emitter:
             ("", lambda r: r["pods"], ""),
         ]
 
-    def _usage_text_rows(self, groups: list[list[Record]]) -> list[list[str]]:
-        """What a median cannot say: how each run ended, and its evictions per cycle."""
+    def _text_rows(self, groups: list[list[Record]]) -> list[list[str]]:
+        """What a median cannot say: each run's rollout peak (and whether it stayed within
+        25 %); on a usage scenario how each run ended and its evictions per cycle."""
+        rows = [
+            [
+                "rollout: peak per run (Deployment; within 25 %?)",
+                *("; ".join(_rollout_text(r) for r in runs) or "—" for runs in groups),
+            ]
+        ]
+        if not self.s.on_usage:
+            return rows
         return [
+            *rows,
             [
                 "exit (per run)",
                 *(", ".join(str(r["exit"]) for r in runs) or "—" for runs in groups),
@@ -693,6 +702,14 @@ class Emitter:
                 ("", lambda r: r["end"]["over"], ""),
             ]
         return rows
+
+
+def _rollout_text(run: Record) -> str:
+    rollout = run.get("rollout") or {}
+    if rollout.get("peak_pct") is None:
+        return "no PDB-less Deployment"
+    name = str(rollout["peak_deployment"]).rsplit("/", 1)[-1]
+    return f"{rollout['peak_pct']:g} % {name} ({'yes' if rollout['within'] else 'no'})"
 
 
 def _usage_of(part: str, key: str) -> Callable[[Record], float | None]:
@@ -849,6 +866,13 @@ def arguments() -> argparse.ArgumentParser:
         "--keep-logs", type=Path, default=None, help="keep every run's logs under this directory"
     )
     parser.add_argument(
+        "--records",
+        type=Path,
+        default=None,
+        help="run nothing: emit the figures of the runs kept in this --keep-logs directory "
+        "(their run.json files)",
+    )
+    parser.add_argument(
         "--no-carry-over",
         action="store_true",
         help="do not keep the scenarios this run leaves out from the previous --json file",
@@ -857,9 +881,63 @@ def arguments() -> argparse.ArgumentParser:
     return parser
 
 
+def load_records(directory: Path) -> dict[str, dict[str, list[Record]]]:
+    """The runs a ``--keep-logs`` directory holds (``<scenario>-<implementation>-<n>/``), by
+    scenario and implementation in run order; stamps ``RESULTS`` with when the first began
+    and the load average then."""
+    paths = sorted(
+        directory.glob("*/run.json"), key=lambda p: int(p.parent.name.rsplit("-", 1)[-1])
+    )
+    out: dict[str, dict[str, list[Record]]] = {}
+    began: list[tuple[float, list[float]]] = []
+    for path in paths:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        out.setdefault(record["scenario"], {}).setdefault(record["implementation"], []).append(
+            record
+        )
+        live_start = (path.parent / "policy.yaml").stat().st_mtime
+        load = (record.get("load_average") or {}).get("start") or []
+        began.append((live_start - float(record["setup_s"]), load))
+    if began:
+        RESULTS.started, RESULTS.load_start = min(began)
+    return {name: out[name] for name in SCENARIOS if name in out}
+
+
+def emit_records(args: argparse.Namespace) -> int:
+    """``--records``: the figures of kept runs, as the run that made them would have."""
+    records = load_records(args.records)
+    if not records:
+        print(f"live: no run.json under {args.records}")
+        return 2
+    args.plan = [(name, len(next(iter(by.values())))) for name, by in records.items()]
+    found, _ = binaries.find()
+    if found is None:
+        print("live: the control plane's binaries are gone; settings name no upstream")
+    RESULTS.settings = {
+        "records": f"the runs kept in {args.records}",
+        "scenarios": ", ".join(f"{name} ({runs} runs)" for name, runs in args.plan),
+    }
+    if found is not None:
+        RESULTS.settings = {**settings(args, found, prometheus.find()[0]), **RESULTS.settings}
+    return finish(args, records)
+
+
+def finish(args: argparse.Namespace, records: dict[str, dict[str, list[Record]]]) -> int:
+    for name, by_impl in records.items():
+        emitter = Emitter(SCENARIOS[name], by_impl)
+        emitter.emit()
+        RESULTS.tables.append(emitter.table())
+    if not args.no_carry_over and (kept := carry_over(args.json, list(records))):
+        RESULTS.settings["kept from the previous run"] = ", ".join(kept)
+    RESULTS.write(args.json)
+    return 0
+
+
 def main() -> int:
     parser = arguments()
     args = parser.parse_args()
+    if args.records is not None:
+        return emit_records(args)
     args.plan = plan_of(parser, args)
     found, why = binaries.find()
     if found is None:
@@ -889,14 +967,7 @@ def main() -> int:
     finally:
         if not args.keep_logs:
             shutil.rmtree(workdir, ignore_errors=True)
-    for name, by_impl in records.items():
-        emitter = Emitter(SCENARIOS[name], by_impl)
-        emitter.emit()
-        RESULTS.tables.append(emitter.table())
-    if not args.no_carry_over and (kept := carry_over(args.json, list(records))):
-        RESULTS.settings["kept from the previous run"] = ", ".join(kept)
-    RESULTS.write(args.json)
-    return 0
+    return finish(args, records)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ def _events(*steps: tuple[float, str, str]) -> list[RolloutEvent]:
 
 def test_the_peak_is_the_most_evicted_and_not_yet_replaced_at_once() -> None:
     """Evictions raise the count, Ready replacements lower it; the peak is its highest
-    point over replicas, and when it was first reached."""
+    point over replicas, and when it was first reached (a later, lower point, or a later
+    return to the same height, does not replace it)."""
     found = rolloutbudget.peaks(
         _events(
             (1.0, EVICTED, "ns/a"),
@@ -32,6 +33,9 @@ def test_the_peak_is_the_most_evicted_and_not_yet_replaced_at_once() -> None:
             (3.0, READY, "ns/a"),
             (3.1, READY, "ns/a"),
             (3.2, READY, "ns/a"),
+            (4.0, EVICTED, "ns/a"),
+            (5.0, EVICTED, "ns/a"),
+            (5.1, EVICTED, "ns/a"),
         ),
         {"ns/a": 10},
     )

@@ -773,16 +773,19 @@ def run_all(
             for index in range(runs):
                 for impl in who if index % 2 == 0 else who[::-1]:
                     started, load = time.monotonic(), load_average()
+                    directory = workdir / f"{name}-{impl.name}-{index + 1}"
                     record = Run(
                         scenario,
                         impl,
                         plan_command=plan_command,
                         plane=plane,
-                        directory=workdir / f"{name}-{impl.name}-{index + 1}",
+                        directory=directory,
                         duration=args.duration,
                         prometheus=prometheus_binary,
                     ).execute()
                     record["load_average"] = {"start": load, "end": load_average()}
+                    # Kept with the run, so that --records shows it too.
+                    (directory / "run.json").write_text(json.dumps(record, indent=1), "utf-8")
                     out[name][impl.name].append(record)
                     print(
                         f"  {name} / {impl.name} run {index + 1}: {summary_line(record)} "

@@ -86,12 +86,17 @@ def run_mount(*args: str) -> None:
     subprocess.run(["mount", *args], check=True)
 
 
+def make_dirs(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
     mount: Callable[..., None] = run_mount,
+    make_dir: Callable[[Path], None] = make_dirs,
     namespace: Callable[[], str] = mount_namespace,
-    execute: Callable[[str, list[str]], object] = os.execvp,
+    execute: Callable[[str, list[str], dict[str, str]], object] = os.execvpe,
 ) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stand-in", type=Path, required=True)
@@ -115,11 +120,14 @@ def main(
         return 2
     if base != target:
         mount("-t", "tmpfs", "-o", "mode=0755", "livebench-incluster", str(base))
-        target.mkdir(parents=True, exist_ok=True)
+        make_dir(target)
     mount("--bind", str(args.stand_in), str(target))
-    os.environ["KUBERNETES_SERVICE_HOST"] = args.host
-    os.environ["KUBERNETES_SERVICE_PORT"] = str(args.port)
-    execute(args.command[0], list(args.command))
+    environment = {
+        **os.environ,
+        "KUBERNETES_SERVICE_HOST": args.host,
+        "KUBERNETES_SERVICE_PORT": str(args.port),
+    }
+    execute(args.command[0], list(args.command), environment)
     return 0
 
 

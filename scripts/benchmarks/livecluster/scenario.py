@@ -662,7 +662,7 @@ class Run:
             "peak_deployment": worst.deployment if worst else None,
             "peak_outstanding": worst.outstanding if worst else None,
             "peak_replicas": worst.replicas if worst else None,
-            "peak_t": worst.t if worst else None,
+            "peak_t": round(worst.t, 1) if worst and worst.t is not None else None,
             "within": all(p.within for p in found.values()),
             "over_budget": sorted(p.deployment for p in found.values() if not p.within),
             "evictions_seen": sum(1 for e in events if e.kind == rolloutbudget.EVICTED),

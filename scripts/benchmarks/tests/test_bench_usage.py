@@ -165,22 +165,53 @@ def test_log_findings_count_upstreams_usage_errors_and_keep_the_last_lines() -> 
 # -- the in-cluster shim ------------------------------------------------------------------------
 
 
+def _shim_argv(stand_in: Path) -> list[str]:
+    return [f"--stand-in={stand_in}", "--host=127.0.0.1", "--port=6443", "--outside=mnt:[1]"]
+
+
 def test_the_shim_mounts_nothing_in_the_callers_own_mount_namespace(tmp_path: Path) -> None:
     """Run where it was wrapped (same mount namespace), or where the namespace cannot be
-    read, it refuses with exit 2 before any mount."""
+    read, it refuses with exit 2 before any mount or directory is made."""
     mounts: list[tuple[str, ...]] = []
     executed: list[str] = []
-    argv = [f"--stand-in={tmp_path}", "--host=127.0.0.1", "--port=6443", "--outside=mnt:[1]"]
+    argv = _shim_argv(tmp_path)
     for inside in ("mnt:[1]", ""):
         status = incluster.main(
             [*argv, "--", "true"],
             mount=lambda *args: mounts.append(args),
+            make_dir=lambda path: mounts.append(("mkdir", str(path))),
             namespace=lambda inside=inside: inside,
-            execute=lambda path, _args: executed.append(path),
+            execute=lambda path, _args, _env: executed.append(path),
         )
         assert status == 2
     assert mounts == []
     assert executed == []
+
+
+def test_in_its_own_mount_namespace_the_shim_mounts_the_stand_in_then_runs(
+    tmp_path: Path,
+) -> None:
+    """Inside a namespace other than the caller's: a tmpfs where the service-account path
+    stops existing, the path made on it, the stand-in bound there, then the command."""
+    steps: list[tuple[str, ...]] = []
+    status = incluster.main(
+        [*_shim_argv(tmp_path), "--", "descheduler", "--v=2"],
+        mount=lambda *args: steps.append(("mount", *args)),
+        make_dir=lambda path: steps.append(("mkdir", str(path))),
+        namespace=lambda: "mnt:[2]",
+        execute=lambda path, args, env: steps.append(
+            ("exec", path, *args, env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"])
+        ),
+    )
+    target = incluster.SERVICE_ACCOUNT.resolve()
+    base = incluster.mount_point(target)
+    assert status == 0
+    assert steps[-1] == ("exec", "descheduler", "descheduler", "--v=2", "127.0.0.1", "6443")
+    assert steps[-2] == ("mount", "--bind", str(tmp_path), str(target))
+    if base != target:
+        tmpfs = ("mount", "-t", "tmpfs", "-o", "mode=0755", "livebench-incluster", str(base))
+        assert steps[0] == tmpfs
+        assert steps[1] == ("mkdir", str(target))
 
 
 def test_the_shim_wraps_the_command_with_a_private_mount_namespace(tmp_path: Path) -> None:

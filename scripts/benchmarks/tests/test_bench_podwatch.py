@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from scripts.benchmarks.livecluster import nodes, tracker
+from scripts.benchmarks.livecluster import nodes, podwatch, tracker
 from scripts.benchmarks.livecluster.api import ApiError
 from scripts.benchmarks.livecluster.podwatch import ListWatch
 
@@ -123,8 +124,16 @@ def test_any_other_break_resumes_without_a_list() -> None:
     assert source.calls == [("list", "10"), ("watch", "10"), ("watch", "10"), ("watch", "10")]
 
 
-def test_both_followers_of_the_pods_use_the_one_loop() -> None:
-    """The kubelet stand-in and the benchmark's tracker follow pods with ``ListWatch``, not
-    with a copy of it."""
-    assert nodes.ListWatch is ListWatch
-    assert tracker.ListWatch is ListWatch
+def test_the_one_loop_is_the_only_watch_in_the_harness() -> None:
+    """The kubelet stand-in and the tracker follow pods through ``ListWatch``: no other
+    module of the harness opens a watch or lists pods itself."""
+    harness = Path(podwatch.__file__).parent
+    watching = sorted(
+        path.name
+        for path in harness.glob("*.py")
+        if ".watch(" in path.read_text(encoding="utf-8")
+        or 'list_all("/api/v1/pods")' in path.read_text(encoding="utf-8")
+    )
+    assert watching == ["podwatch.py"]
+    for follower in (nodes, tracker):
+        assert "ListWatch(" in Path(str(follower.__file__)).read_text(encoding="utf-8")

@@ -4,6 +4,7 @@ a partial run carries over."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -180,7 +181,7 @@ def test_the_shim_mounts_nothing_in_the_callers_own_mount_namespace(tmp_path: Pa
             [*argv, "--", "true"],
             mount=lambda *args: mounts.append(args),
             make_dir=lambda path: mounts.append(("mkdir", str(path))),
-            namespace=lambda inside=inside: inside,
+            namespace=functools.partial(str, inside),
             execute=lambda path, _args, _env: executed.append(path),
         )
         assert status == 2

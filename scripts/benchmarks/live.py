@@ -12,9 +12,16 @@ plans on a snapshot of the same state; the figures say where the real scheduler 
 planned pod's replacement against the plan's prediction.
 
 Scenarios (``livecluster/scenario.py``): ``reference`` (40 nodes, 14 filled to 78 %, 12
-Deployments, seed 7) and ``wide`` (60 nodes, 20 filled, 16 Deployments, seed 11), both with
-LowNodeUtilization 20/50 then RemoveDuplicates; ``compact`` (HighNodeUtilization 40 % on
-cpu and memory, 10 nodes at 60 % and 20 at about 12 %, the scheduler scoring MostAllocated).
+Deployments, seed 7), ``medium`` (50 nodes, seed 23) and ``wide`` (60 nodes, 20 filled, 16
+Deployments, seed 11), with LowNodeUtilization 20/50 then RemoveDuplicates; ``compact``
+(HighNodeUtilization 40 % on cpu and memory, 10 nodes at 60 % and 20 at about 12 %, the
+scheduler scoring MostAllocated); and the actual-usage scenarios ``usage`` (the reference
+layout at 60 % of requests, usage seed 7) and ``usage-wide`` (60 nodes, seed 23): usage
+differs from requests per Deployment (``livecluster/usage.py``), the kubelet stand-in writes
+NodeReports and serves the usage to a real Prometheus (Debian's ``prometheus``; without it
+these two are skipped, saying so), and three implementations run: upstream on Prometheus
+(in a stand-in pod: ``livecluster/incluster.py``), ours on NodeReports, and ours on
+Prometheus with upstream's policy unchanged (``--prometheus-url``).
 
 Targets (ours; upstream's figures from the same run are the baselines):
 
@@ -22,73 +29,119 @@ Targets (ours; upstream's figures from the same run are the baselines):
   cpu % <= upstream's; nodes under 20 % or over 50 % at the end = 0;
 - compaction: time until no node under 40 % holds a pod <= upstream's; such nodes at the
   end = 0;
-- both: evictions in the last 60 s = 0; replacements back on the node they left = 0; every
-  Deployment whole at the end; replacements on one of the plan's ``destinationCandidates``
-  >= 80 % with a mean candidate set <= 1/3 of the nodes. A ReplicaSet's pods are alike, so
-  its replacements are paired with its evictions at best (a maximum matching per owner)
-  for the target; the strict pairing (each replacement with the owner's earliest unpaired
-  eviction, in time order) is reported beside it.
+- actual usage (ours on NodeReports): time until no node is over 50 % actual cpu <= 0.5 x
+  upstream's, evictions, evictions in the last 60 s and the end std. dev. of actual cpu <=
+  upstream's; ours on Prometheus: evictions per cycle within 1 of upstream's, from the same
+  nodes in the first cycle (``livecluster/parity.py``);
+- every scenario: the largest share of a Deployment without a PDB evicted and not yet
+  replaced by a Ready pod <= 25 % (its rollout's default maxUnavailable:
+  ``livecluster/rolloutbudget.py``, from the pod watch's events);
+- requests scenarios: evictions in the last 60 s = 0; replacements back on the node they
+  left = 0; every Deployment whole at the end; replacements on one of the plan's
+  ``destinationCandidates`` >= 80 % with a mean candidate set <= 1/3 of the nodes. A
+  ReplicaSet's pods are alike, so its replacements are paired with its evictions at best (a
+  maximum matching per owner) for the target; the strict pairing (each replacement with the
+  owner's earliest unpaired eviction, in time order) is reported beside it.
+
+A run of some scenarios keeps the others' figures from the previous results file, marked
+with their date (``livecluster/carryover.py``; ``--no-carry-over`` drops them).
 
 Skips (exit 0, no results file, as a root-only benchmark without root) when the control
 plane's binaries are missing (``livecluster/binaries.py``); without upstream's descheduler
 ours runs alone and the relative targets have no baseline.
 
-Run: .venv/bin/python -m scripts.benchmarks.live [--scenarios reference,wide,compact]
-     [--runs 1] [--duration 150] [--keep-logs DIR] [--json FILE]
+Run: .venv/bin/python -m scripts.benchmarks.live [--scenarios reference,usage:2,...]
+     [--runs 1] [--duration 150] [--keep-logs DIR] [--no-carry-over] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from scripts.benchmarks.livecluster import binaries
-from scripts.benchmarks.livecluster.controlplane import ControlPlane
-from scripts.benchmarks.livecluster.scenario import LAST_WINDOW, SCENARIOS, Run, Scenario
-from scripts.benchmarks.results import Results, add_output_argument
+from scripts.benchmarks.livecluster import binaries, carryover, incluster, parity, prometheus
+from scripts.benchmarks.livecluster.controlplane import LOOPBACK, ControlPlane
+from scripts.benchmarks.livecluster.rolloutbudget import DEFAULT_MAX_UNAVAILABLE
+from scripts.benchmarks.livecluster.scenario import (
+    LAST_WINDOW,
+    SCENARIOS,
+    Implementation,
+    Launch,
+    Run,
+    Scenario,
+)
+from scripts.benchmarks.results import Figure, Results, Target, add_output_argument, load_average
 
 ROOT = Path(__file__).resolve().parents[2]
 OURS = ROOT / ".venv" / "bin" / "kubelet-companion"
 INTERVAL = "15s"
-UPSTREAM, OURS_NAME = "upstream", "ours"
+UPSTREAM, OURS_NAME, OURS_PROMETHEUS = "upstream", "ours", "ours-prometheus"
 RESULTS = Results("live", "Live loop on a real control plane")
 
 Record = dict[str, Any]
 
 
-def upstream_command(binary: Path) -> Callable[[Path, Path], list[str]]:
-    def command(kubeconfig: Path, policy: Path) -> list[str]:
-        return [
+def upstream_command(binary: Path) -> Callable[[Launch], list[str]]:
+    def command(launch: Launch) -> list[str]:
+        argv = [
             str(binary),
-            f"--kubeconfig={kubeconfig}",
-            f"--policy-config-file={policy}",
+            f"--kubeconfig={launch.kubeconfig}",
+            f"--policy-config-file={launch.policy}",
             f"--descheduling-interval={INTERVAL}",
             "--secure-port=0",
             "--v=2",
         ]
+        if not launch.prometheus:
+            return argv
+        # Upstream builds its Prometheus client only in a pod: it gets a stand-in one.
+        server = urllib.parse.urlsplit(launch.server)
+        return incluster.wrap(
+            argv,
+            stand_in_dir=incluster.stand_in(launch.directory / "serviceaccount", launch.ca_file),
+            host=server.hostname or LOOPBACK,
+            port=server.port or 443,
+        )
 
     return command
 
 
-def ours_command(kubeconfig: Path, policy: Path) -> list[str]:
+def ours_command(launch: Launch) -> list[str]:
     return [
         str(OURS),
         "descheduler",
         "--kubeconfig",
-        str(kubeconfig),
+        str(launch.kubeconfig),
         "--policy-config-file",
-        str(policy),
+        str(launch.policy),
         "--descheduling-interval",
         INTERVAL,
     ]
+
+
+def ours_prometheus_command(launch: Launch) -> list[str]:
+    """Ours with upstream's policy, told Prometheus's URL (outside a pod)."""
+    return [*ours_command(launch), "--prometheus-url", launch.prometheus]
+
+
+def implementations(scenario: Scenario, upstream: Path | None) -> list[Implementation]:
+    """Who runs a scenario: upstream (when built) and ours; on a usage scenario upstream
+    reads Prometheus, ours its NodeReports, and ours again with upstream's policy."""
+    out = [Implementation(OURS_NAME, ours_command)]
+    if upstream is not None:
+        out.insert(0, Implementation(UPSTREAM, upstream_command(upstream), upstream_policy=True))
+    if scenario.on_usage:
+        out.append(Implementation(OURS_PROMETHEUS, ours_prometheus_command, upstream_policy=True))
+    return out
 
 
 def plan_command(snapshot: Path, policy: Path, scheduler: Path) -> list[str]:
@@ -168,13 +221,41 @@ def _plan(run: Record, key: str) -> float | None:
     return None if value is None else float(value)
 
 
-class Emitter:
-    """The figures of one scenario: ours with targets, upstream's as baselines."""
+def _usage(run: Record, part: str, key: str) -> float | None:
+    """A figure of the run's actual-usage record (``None`` when it has none)."""
+    value = ((run.get("usage") or {}).get(part) or {}).get(key)
+    return None if value is None else float(value)
 
-    def __init__(self, scenario: Scenario, ours: list[Record], upstream: list[Record]) -> None:
+
+def usage_time(run: Record) -> float | None:
+    """When no node was over target on actual cpu any more; never counts as the run's
+    length (as ``time_to_target``)."""
+    use = run.get("usage")
+    if not use:
+        return None
+    value = use.get("time_to_target_s")
+    return float(run["duration_s"]) if value is None else float(value)
+
+
+def _usage_never(runs: Sequence[Record]) -> int:
+    return sum(1 for r in runs if r.get("usage") and r["usage"].get("time_to_target_s") is None)
+
+
+def rollout_peak(run: Record) -> float | None:
+    """The run's worst share (%) of a PDB-less Deployment evicted and not yet replaced."""
+    value = (run.get("rollout") or {}).get("peak_pct")
+    return None if value is None else float(value)
+
+
+class Emitter:
+    """The figures of one scenario: ours with targets, upstream's as baselines (and, on a
+    usage scenario, ours on Prometheus against upstream's evictions per cycle)."""
+
+    def __init__(self, scenario: Scenario, by_impl: dict[str, list[Record]]) -> None:
         self.s = scenario
-        self.ours = ours
-        self.upstream = upstream
+        self.ours = by_impl.get(OURS_NAME, [])
+        self.upstream = by_impl.get(UPSTREAM, [])
+        self.ours_prometheus = by_impl.get(OURS_PROMETHEUS, [])
 
     def baseline(self, get: Callable[[Record], float | None], unit: str = "") -> str:
         if not self.upstream:
@@ -213,7 +294,9 @@ class Emitter:
         ours = self.ours
         ev = describe(pick(ours, lambda r: r["evictions"]))
         ev_up = describe(pick(self.upstream, lambda r: r["evictions"]))
-        if self.s.compacts:
+        if self.s.on_usage:
+            self._emit_usage()
+        elif self.s.compacts:
             self._time(
                 "time_to_compact",
                 f"time until no node under {self.s.low:.0f} % cpu holds a pod",
@@ -251,14 +334,24 @@ class Emitter:
                 f"under {describe(pick(ours, lambda r: r['end']['under']))}, over "
                 f"{describe(pick(ours, lambda r: r['end']['over']))}",
             )
+        if not self.s.on_usage:
+            self.add(
+                "evictions_last_60s",
+                f"evictions in the last {LAST_WINDOW:.0f} s of {self.s_duration():.0f} s",
+                lambda r: r["evictions_last_60s"],
+                "",
+                ("<=", 0),
+                f"last eviction at {describe(pick(ours, lambda r: r['last_eviction_s']), ' s')}; "
+                f"{ev} evictions in all",
+            )
         self.add(
-            "evictions_last_60s",
-            f"evictions in the last {LAST_WINDOW:.0f} s of {self.s_duration():.0f} s",
-            lambda r: r["evictions_last_60s"],
-            "",
-            ("<=", 0),
-            f"last eviction at {describe(pick(ours, lambda r: r['last_eviction_s']), ' s')}; "
-            f"{ev} evictions in all",
+            "rollout_peak",
+            "largest share of a Deployment without a PDB evicted and not yet replaced "
+            "(implicit rollout budget)",
+            rollout_peak,
+            "%",
+            ("<=", 100 * DEFAULT_MAX_UNAVAILABLE),
+            self._rollout_reason(),
         )
         self.add(
             "same_node_returns",
@@ -306,6 +399,8 @@ class Emitter:
             "the plan's candidate sets are wide",
             note=self._plan_note(),
         )
+        if self.s.on_usage:
+            return
         self.add(
             "evictions",
             f"evictions in {self.s_duration():.0f} s",
@@ -313,6 +408,109 @@ class Emitter:
             "",
             None,
             "",
+        )
+
+    def _emit_usage(self) -> None:
+        """Balance on actual cpu: ours on NodeReports against upstream on Prometheus (time to
+        no node over target at most half of upstream's; evictions, late evictions and the end
+        std. dev. no more than upstream's), then ours on Prometheus against upstream."""
+        high = f"{self.s.high:.0f} %"
+        up_time = self.upstream_median(usage_time)
+        never = _usage_never(self.ours)
+        self.add(
+            "usage_time_to_balance",
+            f"time until no node is over {high} actual cpu",
+            usage_time,
+            "s",
+            None if up_time is None else ("<=", round(0.5 * up_time, 1)),
+            f"upstream's {describe(pick(self.upstream, usage_time), ' s')} x 0.5"
+            + (f"; never reached in {never} run(s) (counted as the run's length)" if never else ""),
+            note="never reached: counted as the run's length" if never else "",
+        )
+        for key, label, get, unit in (
+            (
+                "usage_evictions",
+                f"evictions in {self.s_duration():.0f} s",
+                lambda r: r["evictions"],
+                "",
+            ),
+            (
+                "usage_evictions_last_60s",
+                f"evictions in the last {LAST_WINDOW:.0f} s of {self.s_duration():.0f} s",
+                lambda r: r["evictions_last_60s"],
+                "",
+            ),
+            (
+                "usage_stddev_end",
+                "std. dev. of node actual cpu % at the end",
+                lambda r: _usage(r, "end", "stddev"),
+                "pts",
+            ),
+        ):
+            limit = self.upstream_median(get)
+            self.add(
+                key,
+                f"{label} (balancing on actual cpu)" if key != "usage_stddev_end" else label,
+                get,
+                unit,
+                None if limit is None else ("<=", limit),
+                f"ours {describe(pick(self.ours, get))} against upstream's "
+                f"{describe(pick(self.upstream, get))}; nodes over {high} at the end "
+                f"{describe(pick(self.ours, lambda r: _usage(r, 'end', 'over')))}",
+            )
+        self._emit_parity()
+
+    def _parities(self) -> list[parity.Parity]:
+        return [
+            parity.compare(mine["cycles"], theirs["cycles"])
+            for mine, theirs in zip(self.ours_prometheus, self.upstream, strict=False)
+        ]
+
+    def _emit_parity(self) -> None:
+        found = self._parities()
+        if not found:
+            return
+        failures = "; ".join(
+            f"exit {r['exit']}: {(r.get('log') or {}).get('tail', [''])[-1][:200]}"
+            for r in self.ours_prometheus
+            if r["exit"] != "stopped"
+        )
+        counts = "; ".join(
+            f"ours {parity.describe_counts(p.ours)} / upstream {parity.describe_counts(p.upstream)}"
+            for p in found
+        )
+        RESULTS.add(
+            f"{self.s.name}_prometheus_cycle_difference",
+            f"{self.s.name}: ours on Prometheus (upstream's policy): largest difference from "
+            "upstream's evictions in one cycle",
+            [float(p.largest_difference) for p in found],
+            "",
+            target=("<=", parity.TOLERANCE),
+            baseline=f"evictions per cycle: {counts}",
+            why_missed=(f"ours on Prometheus failed ({failures}); " if failures else "") + counts,
+        )
+        shares = [p.first_cycle_same_nodes for p in found if p.first_cycle_same_nodes is not None]
+        if shares:
+            RESULTS.add(
+                f"{self.s.name}_prometheus_first_cycle_nodes",
+                f"{self.s.name}: ours on Prometheus: upstream's first-cycle nodes that ours "
+                "evicted from in its first cycle too",
+                shares,
+                "%",
+                target=(">=", 100),
+                baseline="upstream: 100 % by definition",
+                why_missed=(f"ours on Prometheus failed ({failures})" if failures else counts),
+            )
+
+    def _rollout_reason(self) -> str:
+        worst = max(self.ours, key=lambda r: rollout_peak(r) or 0.0, default=None)
+        rollout = (worst or {}).get("rollout") or {}
+        if rollout.get("peak_pct") is None:
+            return ""
+        return (
+            f"{rollout['peak_outstanding']} of {rollout['peak_replicas']} pods of "
+            f"{rollout['peak_deployment']} evicted and not yet replaced at "
+            f"{rollout['peak_t']} s; over 25 %: {', '.join(rollout['over_budget'])[:200]}"
         )
 
     def s_duration(self) -> float:
@@ -351,6 +549,105 @@ class Emitter:
         )
 
     def table(self) -> dict[str, Any]:
+        rows = self._usage_rows() if self.s.on_usage else self._request_rows()
+        rows += [
+            (
+                "rollout: worst share of a PDB-less Deployment evicted, not replaced",
+                rollout_peak,
+                " %",
+            ),
+            ("rollout: evictions seen / deletions that were not", _rollout("evictions_seen"), ""),
+            ("", _rollout("plain_deletions"), ""),
+            ("load average (1 min) at start / end", _load(0), ""),
+            ("", _load(-1), ""),
+        ]
+        groups = [self.ours, self.upstream]
+        columns = ["measure", "ours", "upstream v0.36.0" if self.upstream else "upstream (not run)"]
+        if self.s.on_usage:
+            columns[1:] = ["ours on NodeReports", "upstream v0.36.0 on Prometheus"]
+            groups.append(self.ours_prometheus)
+            columns.append("ours on Prometheus (upstream's policy)")
+        out: list[list[str]] = []
+        for label, get, unit in rows:
+            cells = [describe(pick(runs, get), unit) for runs in groups]
+            if label.startswith("time until"):
+                count = _usage_never if self.s.on_usage else _never
+                cells = [
+                    c + (f", never in {count(runs)}" if count(runs) else "")
+                    for c, runs in zip(cells, groups, strict=True)
+                ]
+            if not label and out:
+                out[-1] = [
+                    out[-1][0],
+                    *(f"{a} / {b}" for a, b in zip(out[-1][1:], cells, strict=True)),
+                ]
+            else:
+                out.append([label, *cells])
+        out += self._text_rows(groups)
+        return {
+            "title": f"{self.s.title}: ours beside upstream's (medians of the runs)",
+            "columns": columns,
+            "rows": out,
+        }
+
+    def _usage_rows(self) -> list[tuple[str, Callable[[Record], float | None], str]]:
+        high, low = f"{self.s.high:.0f} %", f"{self.s.low:.0f} %"
+        return [
+            ("evictions", lambda r: r["evictions"], ""),
+            (f"evictions in the last {LAST_WINDOW:.0f} s", lambda r: r["evictions_last_60s"], ""),
+            ("first / last eviction", lambda r: r["first_eviction_s"], " s"),
+            ("", lambda r: r["last_eviction_s"], " s"),
+            ("Deployments touched", lambda r: r["owners_touched"], ""),
+            ("cycles with evictions", lambda r: len(r["cycles"]), ""),
+            (f"time until no node over {high} actual cpu", usage_time, " s"),
+            (f"nodes over {high} actual cpu at start / end", _usage_of("start", "over"), ""),
+            ("", _usage_of("end", "over"), ""),
+            (f"nodes under {low} actual cpu at start / end", _usage_of("start", "under"), ""),
+            ("", _usage_of("end", "under"), ""),
+            ("std. dev. of node actual cpu % at start / end", _usage_of("start", "stddev"), ""),
+            ("", _usage_of("end", "stddev"), ""),
+            ("hottest node's actual cpu at the end", _usage_of("end", "hottest"), " %"),
+            ("std. dev. of node cpu requests % at start / end", lambda r: r["start"]["stddev"], ""),
+            ("", lambda r: r["end"]["stddev"], ""),
+            ("replacements back on the node they left", lambda r: r["same_node_returns"], ""),
+            ("every Deployment whole (1 = yes)", lambda r: 1 if r["deployments_whole"] else 0, ""),
+            ("log lines: usage errors / Prometheus errors", _log("usage_errors"), ""),
+            ("", _log("prometheus_errors"), ""),
+            ("set-up (s) / pods", lambda r: r["setup_s"], ""),
+            ("", lambda r: r["pods"], ""),
+        ]
+
+    def _text_rows(self, groups: list[list[Record]]) -> list[list[str]]:
+        """What a median cannot say: each run's rollout peak (and whether it stayed within
+        25 %); on a usage scenario how each run ended and its evictions per cycle."""
+        rows = [
+            [
+                "rollout: peak per run (Deployment; within 25 %?)",
+                *("; ".join(_rollout_text(r) for r in runs) or "—" for runs in groups),
+            ]
+        ]
+        if not self.s.on_usage:
+            return rows
+        return [
+            *rows,
+            [
+                "exit (per run)",
+                *(", ".join(str(r["exit"]) for r in runs) or "—" for runs in groups),
+            ],
+            [
+                "evictions per cycle (per run)",
+                *(
+                    "; ".join(
+                        parity.describe_counts([c["evictions"] for c in r["cycles"]], 8)
+                        for r in runs
+                    )
+                    or "—"
+                    for runs in groups
+                ),
+            ],
+        ]
+
+    def _request_rows(self) -> list[tuple[str, Callable[[Record], float | None], str]]:
         rows: list[tuple[str, Callable[[Record], float | None], str]] = [
             ("evictions", lambda r: r["evictions"], ""),
             (f"evictions in the last {LAST_WINDOW:.0f} s", lambda r: r["evictions_last_60s"], ""),
@@ -404,70 +701,95 @@ class Emitter:
                 ),
                 ("", lambda r: r["end"]["over"], ""),
             ]
-        out: list[list[str]] = []
-        for label, get, unit in rows:
-            cells = [describe(pick(self.ours, get), unit), describe(pick(self.upstream, get), unit)]
-            if label.startswith("time until"):
-                cells = [
-                    c + (f", never in {_never(runs)}" if _never(runs) else "")
-                    for c, runs in zip(cells, (self.ours, self.upstream), strict=True)
-                ]
-            if not label and out:
-                out[-1] = [
-                    out[-1][0],
-                    *(f"{a} / {b}" for a, b in zip(out[-1][1:], cells, strict=True)),
-                ]
-            else:
-                out.append([label, *cells])
-        return {
-            "title": f"{self.s.title}: ours beside upstream's (medians of the runs)",
-            "columns": [
-                "measure",
-                "ours",
-                "upstream v0.36.0" if self.upstream else "upstream (not run)",
-            ],
-            "rows": out,
-        }
+        return rows
+
+
+def _rollout_text(run: Record) -> str:
+    rollout = run.get("rollout") or {}
+    if rollout.get("peak_pct") is None:
+        return "no PDB-less Deployment"
+    name = str(rollout["peak_deployment"]).rsplit("/", 1)[-1]
+    return f"{rollout['peak_pct']:g} % {name} ({'yes' if rollout['within'] else 'no'})"
+
+
+def _usage_of(part: str, key: str) -> Callable[[Record], float | None]:
+    return lambda r: _usage(r, part, key)
+
+
+def _rollout(key: str) -> Callable[[Record], float | None]:
+    return lambda r: (r.get("rollout") or {}).get(key)
+
+
+def _log(key: str) -> Callable[[Record], float | None]:
+    return lambda r: (r.get("log") or {}).get(key)
+
+
+def _load(index: int) -> Callable[[Record], float | None]:
+    def get(run: Record) -> float | None:
+        load = (run.get("load_average") or {}).get("start" if index == 0 else "end") or []
+        return float(load[0]) if load else None
+
+    return get
 
 
 # -- the run ----------------------------------------------------------------------------------
 
 
+def summary_line(record: Record) -> str:
+    """One line per run on stdout, as it ends."""
+    text = (
+        f"{record['evictions']} evictions, target met at {record['time_to_target_s']} s, "
+        f"last-60s {record['evictions_last_60s']}, same-node {record['same_node_returns']}, "
+        f"end sd {record['end']['stddev']:.1f}, whole {record['deployments_whole']}, "
+        f"exit {record['exit']}"
+    )
+    use = record.get("usage")
+    if use and use.get("end"):
+        text += (
+            f"; actual cpu: none over at {use['time_to_target_s']} s, sd "
+            f"{use['start']['stddev']:.1f} -> {use['end']['stddev']:.1f}"
+        )
+    rollout = record["rollout"]
+    text += f"; rollout peak {rollout['peak_pct']} % ({rollout['peak_deployment']})"
+    tail = (record.get("log") or {}).get("tail")
+    if tail:
+        text += f"; log ends: {tail[-1][:160]}"
+    return text
+
+
 def run_all(
-    args: argparse.Namespace, found: binaries.Binaries, workdir: Path
+    args: argparse.Namespace,
+    found: binaries.Binaries,
+    workdir: Path,
+    prometheus_binary: Path | None,
 ) -> dict[str, dict[str, list[Record]]]:
-    implementations: list[tuple[str, Callable[[Path, Path], list[str]]]] = [
-        (OURS_NAME, ours_command)
-    ]
-    if found.descheduler is not None:
-        implementations.insert(0, (UPSTREAM, upstream_command(found.descheduler)))
     plane = ControlPlane(found, workdir / "controlplane")
     out: dict[str, dict[str, list[Record]]] = {}
     try:
-        for name in args.scenarios:
+        for name, runs in args.plan:
             scenario = SCENARIOS[name]
-            out[name] = {impl: [] for impl, _ in implementations}
-            for index in range(args.runs):
-                order = implementations if index % 2 == 0 else implementations[::-1]
-                for impl, command in order:
-                    started = time.monotonic()
+            who = implementations(scenario, found.descheduler)
+            out[name] = {impl.name: [] for impl in who}
+            for index in range(runs):
+                for impl in who if index % 2 == 0 else who[::-1]:
+                    started, load = time.monotonic(), load_average()
+                    directory = workdir / f"{name}-{impl.name}-{index + 1}"
                     record = Run(
                         scenario,
                         impl,
-                        command=command,
                         plan_command=plan_command,
                         plane=plane,
-                        directory=workdir / f"{name}-{impl}-{index + 1}",
+                        directory=directory,
                         duration=args.duration,
+                        prometheus=prometheus_binary,
                     ).execute()
-                    out[name][impl].append(record)
+                    record["load_average"] = {"start": load, "end": load_average()}
+                    # Kept with the run, so that --records shows it too.
+                    (directory / "run.json").write_text(json.dumps(record, indent=1), "utf-8")
+                    out[name][impl.name].append(record)
                     print(
-                        f"  {name} / {impl} run {index + 1}: {record['evictions']} evictions, "
-                        f"target met at {record['time_to_target_s']} s, last-60s "
-                        f"{record['evictions_last_60s']}, same-node {record['same_node_returns']}, "
-                        f"end sd {record['end']['stddev']:.1f}, "
-                        f"whole {record['deployments_whole']}, exit {record['exit']} "
-                        f"({time.monotonic() - started:.0f} s)",
+                        f"  {name} / {impl.name} run {index + 1}: {summary_line(record)} "
+                        f"({time.monotonic() - started:.0f} s, load {load[:1]})",
                         flush=True,
                     )
     finally:
@@ -475,20 +797,151 @@ def run_all(
     return out
 
 
-def main() -> int:
+def parse_scenarios(text: str, runs: int) -> list[tuple[str, int]]:
+    """``reference,usage:2`` -> ``[("reference", runs), ("usage", 2)]``."""
+    out = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, _, count = part.partition(":")
+        out.append((name, int(count) if count else runs))
+    return out
+
+
+def carry_over(path: Path | None, ran: list[str]) -> list[str]:
+    """Copy the scenarios this run left out from the previous results file (``carryover``);
+    the scenarios carried."""
+    if path is None or not path.exists():
+        return []
+    previous = json.loads(path.read_text(encoding="utf-8"))
+    figures, tables, kept = carryover.carried(previous, ran, list(SCENARIOS))
+    for figure in figures:
+        target = figure.get("target")
+        RESULTS.figures.append(Figure(**{**figure, "target": Target(**target) if target else None}))
+    RESULTS.tables.extend(tables)
+    return kept
+
+
+def settings(
+    args: argparse.Namespace, found: binaries.Binaries, prometheus_binary: Path | None
+) -> dict[str, Any]:
+    upstream = (
+        f"{found.descheduler} ({upstream_version(found.descheduler)}; built from v0.36.0)"
+        if found.descheduler
+        else "not run (no binary): ours alone"
+    )
+    out: dict[str, Any] = {
+        "scenarios": ", ".join(
+            f"{name} ({runs} run{'s' * (runs != 1)})" for name, runs in args.plan
+        ),
+        "live run (s)": f"{args.duration:g}",
+        "descheduling interval": INTERVAL,
+        "control plane": "kube-apiserver, kube-scheduler, kube-controller-manager v1.28.7, "
+        "etcd 3.4 (Debian)",
+        "upstream": upstream.replace(str(Path.home()), "~"),
+    }
+    if prometheus_binary and any(SCENARIOS[name].on_usage for name, _ in args.plan):
+        out["prometheus"] = f"{prometheus_binary} (scraping every {prometheus.SCRAPE_SECONDS} s)"
+    return out
+
+
+def plan_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[tuple[str, int]]:
+    try:
+        plan = parse_scenarios(args.scenarios, args.runs)
+    except ValueError:
+        parser.error(f"--scenarios: runs must be a whole number in {args.scenarios!r}")
+    unknown = {name for name, _ in plan} - set(SCENARIOS)
+    if unknown:
+        parser.error(f"unknown scenario(s) {sorted(unknown)}; known: {', '.join(SCENARIOS)}")
+    return plan
+
+
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma-separated")
+    parser.add_argument(
+        "--scenarios",
+        default=",".join(SCENARIOS),
+        help="comma-separated; NAME:N runs that one N times (else --runs)",
+    )
     parser.add_argument("--runs", type=int, default=1, help="runs of each implementation")
     parser.add_argument("--duration", type=float, default=150.0, help="seconds per live run")
     parser.add_argument(
         "--keep-logs", type=Path, default=None, help="keep every run's logs under this directory"
     )
+    parser.add_argument(
+        "--records",
+        type=Path,
+        default=None,
+        help="run nothing: emit the figures of the runs kept in this --keep-logs directory "
+        "(their run.json files)",
+    )
+    parser.add_argument(
+        "--no-carry-over",
+        action="store_true",
+        help="do not keep the scenarios this run leaves out from the previous --json file",
+    )
     add_output_argument(parser)
+    return parser
+
+
+def load_records(directory: Path) -> dict[str, dict[str, list[Record]]]:
+    """The runs a ``--keep-logs`` directory holds (``<scenario>-<implementation>-<n>/``), by
+    scenario and implementation in run order; stamps ``RESULTS`` with when the first began
+    and the load average then."""
+    paths = sorted(
+        directory.glob("*/run.json"), key=lambda p: int(p.parent.name.rsplit("-", 1)[-1])
+    )
+    out: dict[str, dict[str, list[Record]]] = {}
+    began: list[tuple[float, list[float]]] = []
+    for path in paths:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        out.setdefault(record["scenario"], {}).setdefault(record["implementation"], []).append(
+            record
+        )
+        live_start = (path.parent / "policy.yaml").stat().st_mtime
+        load = (record.get("load_average") or {}).get("start") or []
+        began.append((live_start - float(record["setup_s"]), load))
+    if began:
+        RESULTS.started, RESULTS.load_start = min(began)
+    return {name: out[name] for name in SCENARIOS if name in out}
+
+
+def emit_records(args: argparse.Namespace) -> int:
+    """``--records``: the figures of kept runs, as the run that made them would have."""
+    records = load_records(args.records)
+    if not records:
+        print(f"live: no run.json under {args.records}")
+        return 2
+    args.plan = [(name, len(next(iter(by.values())))) for name, by in records.items()]
+    found, _ = binaries.find()
+    if found is None:
+        print("live: the control plane's binaries are gone; settings name no upstream")
+    RESULTS.settings = {
+        "records": f"the runs kept in {args.records}",
+        "scenarios": ", ".join(f"{name} ({runs} runs)" for name, runs in args.plan),
+    }
+    if found is not None:
+        RESULTS.settings = {**settings(args, found, prometheus.find()[0]), **RESULTS.settings}
+    return finish(args, records)
+
+
+def finish(args: argparse.Namespace, records: dict[str, dict[str, list[Record]]]) -> int:
+    for name, by_impl in records.items():
+        emitter = Emitter(SCENARIOS[name], by_impl)
+        emitter.emit()
+        RESULTS.tables.append(emitter.table())
+    if not args.no_carry_over and (kept := carry_over(args.json, list(records))):
+        RESULTS.settings["kept from the previous run"] = ", ".join(kept)
+    RESULTS.write(args.json)
+    return 0
+
+
+def main() -> int:
+    parser = arguments()
     args = parser.parse_args()
-    args.scenarios = [s for s in args.scenarios.split(",") if s]
-    unknown = set(args.scenarios) - set(SCENARIOS)
-    if unknown:
-        parser.error(f"unknown scenario(s) {sorted(unknown)}; known: {', '.join(SCENARIOS)}")
+    if args.records is not None:
+        return emit_records(args)
+    args.plan = plan_of(parser, args)
     found, why = binaries.find()
     if found is None:
         print(f"live: skipped ({why})")
@@ -498,37 +951,26 @@ def main() -> int:
         return 0
     if found.descheduler is None:
         print(f"live: upstream's descheduler is not in {binaries.bin_dir()}: ours runs alone")
-    upstream = (
-        f"{found.descheduler} ({upstream_version(found.descheduler)}; built from v0.36.0)"
-        if found.descheduler
-        else "not run (no binary): ours alone"
-    )
-    RESULTS.settings = {
-        "scenarios": ", ".join(args.scenarios),
-        "runs per implementation": args.runs,
-        "live run (s)": f"{args.duration:g}",
-        "descheduling interval": INTERVAL,
-        "control plane": "kube-apiserver, kube-scheduler, kube-controller-manager v1.28.7, "
-        "etcd 3.4 (Debian)",
-        "upstream": upstream.replace(str(Path.home()), "~"),
-    }
+    prometheus_binary, no_prometheus = prometheus.find()
+    skipped = [name for name, _ in args.plan if SCENARIOS[name].on_usage and not prometheus_binary]
+    if skipped:
+        print(f"live: usage scenario(s) {', '.join(skipped)} skipped ({no_prometheus})")
+        args.plan = [(name, runs) for name, runs in args.plan if name not in skipped]
+    RESULTS.settings = settings(args, found, prometheus_binary)
+    if skipped:
+        RESULTS.settings["skipped"] = f"{', '.join(skipped)} ({no_prometheus})"
     if args.keep_logs:
         args.keep_logs.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="live-", dir=args.keep_logs))
     else:
         workdir = Path(tempfile.mkdtemp(prefix="kc-live-"))
-    print(f"live benchmark: scenarios {args.scenarios}, {args.runs} run(s) each, logs in {workdir}")
+    print(f"live benchmark: {RESULTS.settings['scenarios']}, logs in {workdir}")
     try:
-        records = run_all(args, found, workdir)
+        records = run_all(args, found, workdir, prometheus_binary)
     finally:
         if not args.keep_logs:
             shutil.rmtree(workdir, ignore_errors=True)
-    for name, by_impl in records.items():
-        emitter = Emitter(SCENARIOS[name], by_impl[OURS_NAME], by_impl.get(UPSTREAM, []))
-        emitter.emit()
-        RESULTS.tables.append(emitter.table())
-    RESULTS.write(args.json)
-    return 0
+    return finish(args, records)
 
 
 if __name__ == "__main__":

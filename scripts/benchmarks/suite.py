@@ -99,9 +99,12 @@ BENCHMARKS = (
     Benchmark("testsuite", ("--runs", "3"), None, needs_root=True, minutes=8),
     Benchmark(
         "live",
-        ("--scenarios", "reference,medium,wide,compact", "--runs", "2", "--duration", "150"),
+        (
+            *("--scenarios", "reference,medium,wide,compact,usage,usage-wide"),
+            *("--runs", "2", "--duration", "150"),
+        ),
         None,
-        minutes=50,
+        minutes=100,
         needs_control_plane=True,
     ),
     Benchmark(

@@ -75,6 +75,44 @@ def controller_of(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
+def deployment_of(pod: Mapping[str, Any]) -> str:
+    """``namespace/name`` of the pod's Deployment: its ReplicaSet's name less the pod's
+    ``pod-template-hash`` (the name of the pod's controller, or of the pod, without one)."""
+    meta = pod["metadata"]
+    namespace = meta.get("namespace", "")
+    for ref in meta.get("ownerReferences") or []:
+        if not ref.get("controller"):
+            continue
+        name = str(ref.get("name", ""))
+        suffix = "-" + str((meta.get("labels") or {}).get("pod-template-hash", ""))
+        if ref.get("kind") == "ReplicaSet" and len(suffix) > 1 and name.endswith(suffix):
+            name = name[: -len(suffix)]
+        return f"{namespace}/{name}"
+    return f"{namespace}/{meta.get('name', '')}"
+
+
+def _condition(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    conditions: list[Mapping[str, Any]] = (pod.get("status") or {}).get("conditions") or []
+    for condition in conditions:
+        if condition.get("type") == kind and condition.get("status") == "True":
+            return condition
+    return None
+
+
+def is_ready(pod: Mapping[str, Any]) -> bool:
+    return _condition(pod, "Ready") is not None and not pod["metadata"].get("deletionTimestamp")
+
+
+EVICTION_REASON = "EvictionByEvictionAPI"
+"""The reason of the ``DisruptionTarget`` condition the API server puts on a pod it evicts
+(before it sets the deletion timestamp): an eviction, as opposed to a plain delete."""
+
+
+def is_evicted(pod: Mapping[str, Any]) -> bool:
+    condition = _condition(pod, "DisruptionTarget")
+    return condition is not None and condition.get("reason") == EVICTION_REASON
+
+
 def cpu_percent(pods: Iterable[PodState], capacity: Mapping[str, int]) -> dict[str, float]:
     """Each node's cpu requests as a percentage of its allocatable; a terminating or finished
     pod no longer counts (its node is free of it for the scheduler too)."""
@@ -289,3 +327,65 @@ def matching_size(candidate_sets: Sequence[Sequence[str]], landed: Sequence[str]
         return False
 
     return sum(augment(index, set()) for index in range(len(candidate_sets)))
+
+
+CYCLE_GAP = 5.0
+"""Evictions this far apart belong to different cycles: the descheduling interval is 15 s,
+and a cycle's evictions follow each other within a few seconds (or are held together)."""
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """One burst of evictions: a descheduling cycle, as seen from the pods."""
+
+    t: float
+    """When its first eviction was seen (s since the descheduler started)."""
+    evictions: int
+    nodes: tuple[str, ...]
+    """The nodes evicted from, each once, sorted."""
+
+
+def eviction_cycles(deletions: Sequence[Deletion], gap: float = CYCLE_GAP) -> list[Cycle]:
+    """The evictions grouped into cycles: a new cycle starts after ``gap`` s without one."""
+    cycles: list[list[Deletion]] = []
+    for deletion in sorted(deletions, key=lambda d: d.t):
+        if not cycles or deletion.t - cycles[-1][-1].t > gap:
+            cycles.append([])
+        cycles[-1].append(deletion)
+    return [
+        Cycle(
+            t=round(group[0].t, 1),
+            evictions=len(group),
+            nodes=tuple(sorted({d.node for d in group if d.node})),
+        )
+        for group in cycles
+    ]
+
+
+USAGE_ERRORS = (
+    "prometheus client not initialized",
+    "error initializing usage client",
+    "unable to capture prometheus metrics",
+    "unable to find metric entry",
+    "error getting node usage",
+)
+"""Upstream's words when it cannot read actual usage (each cycle then fails or evicts
+nothing)."""
+
+
+def log_findings(text: str, tail_lines: int = 4) -> dict[str, Any]:
+    """What a descheduler's log says about usage: how many lines carry one of
+    ``USAGE_ERRORS`` or mention Prometheus with an error, and its last lines (each cut to
+    300 characters) for a run that ended on its own."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    usage_errors = sum(1 for line in lines if any(e in line.lower() for e in USAGE_ERRORS))
+    prometheus_errors = sum(
+        1
+        for line in lines
+        if "prometheus" in line.lower() and ("error" in line.lower() or "fail" in line.lower())
+    )
+    return {
+        "usage_errors": usage_errors,
+        "prometheus_errors": prometheus_errors,
+        "tail": [line[:300] for line in lines[-tail_lines:]],
+    }

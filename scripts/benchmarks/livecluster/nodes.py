@@ -16,7 +16,10 @@ threads, and anything a write missed is retried by a resync every few seconds. R
 own process (its own interpreter lock, so the benchmark's tracker never slows it):
 
     python -m livecluster.nodes --server URL --token-file F --ca-file F --nodes 40
-        [--cordoned-from 14]
+        [--cordoned-from 14] [--usage-seed 7 --usage-factors F --metrics-port P]
+
+With ``--usage-seed S --metrics-port P`` it also plays each node's agent: actual usage per
+Deployment, NodeReports and a ``/metrics`` endpoint (``usagefeed``).
 
 It prints ``ready`` on stdout once every node is Ready and untainted, then runs until
 SIGTERM.
@@ -25,6 +28,7 @@ SIGTERM.
 from __future__ import annotations
 
 import argparse
+import json
 import queue
 import signal
 import sys
@@ -34,7 +38,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent.config.quantities import quantity_to_bytes
 from scripts.benchmarks.livecluster.api import MERGE_PATCH, STRATEGIC_PATCH, Api, ApiError
+from scripts.benchmarks.livecluster.podwatch import ListWatch
+from scripts.benchmarks.livecluster.usagefeed import UsageFeed
 
 NOT_READY_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
 CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
@@ -183,6 +190,8 @@ class Kubelets:
         self.next_address = dict.fromkeys(self.index, 0)
         self.work: queue.Queue[tuple[str, str]] = queue.Queue()
         self.stats = {"running": 0, "deleted": 0, "errors": 0, "relists": 0}
+        self.uids: dict[str, str] = {}
+        """Node name -> its uid (a NodeReport is owned by it)."""
 
     # -- nodes ------------------------------------------------------------------------------
 
@@ -192,6 +201,7 @@ class Kubelets:
             status, answer = self.api.request("POST", "/api/v1/nodes", node_body(i, cordoned))
             if status >= 300:
                 raise ApiError("POST", f"/api/v1/nodes ({name})", status, answer)
+            self.uids[name] = answer["metadata"]["uid"]
             self.post_status(name, i, full=True)
 
     def post_status(self, name: str, index: int, *, full: bool = False) -> None:
@@ -250,6 +260,10 @@ class Kubelets:
                 return None
             return "run"
         return None
+
+    def pod_list(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.pods.values())
 
     def observe(self, kind: str, pod: dict[str, Any]) -> None:
         uid = pod["metadata"]["uid"]
@@ -327,32 +341,25 @@ class Kubelets:
             self.stats["errors"] += 1
             log("status failed", path, status, str(answer)[:200])
 
+    def listed(self, items: list[dict[str, Any]]) -> None:
+        """A (re)list: pods gone since are forgotten, every listed one looked at."""
+        self.stats["relists"] += 1
+        seen = {p["metadata"]["uid"] for p in items}
+        with self.lock:
+            for uid in [u for u in self.pods if u not in seen]:
+                del self.pods[uid]
+        for pod in items:
+            self.observe("ADDED", pod)
+
     def follow_pods(self, stop: threading.Event) -> None:
-        version = ""
-        while not stop.is_set():
-            try:
-                if not version:
-                    items, version = self.api.list_all("/api/v1/pods")
-                    self.stats["relists"] += 1
-                    seen = {p["metadata"]["uid"] for p in items}
-                    with self.lock:
-                        for uid in [u for u in self.pods if u not in seen]:
-                            del self.pods[uid]
-                    for pod in items:
-                        self.observe("ADDED", pod)
-                for event in self.api.watch("/api/v1/pods", version):
-                    kind, obj = event.get("type"), event.get("object") or {}
-                    if kind == "ERROR":
-                        version = "" if obj.get("code") == 410 else version
-                        break
-                    version = obj["metadata"]["resourceVersion"]
-                    if kind != "BOOKMARK":
-                        self.observe(str(kind), obj)
-            except Exception as error:  # noqa: BLE001 - the watch is re-established, always
-                if isinstance(error, ApiError) and error.status == 410:
-                    version = ""
-                log("pod watch broke:", repr(error))
-                time.sleep(1)
+        ListWatch(
+            self.api,
+            "/api/v1/pods",
+            on_list=self.listed,
+            on_event=self.observe,
+            stop=stop,
+            on_break=lambda error: log("pod watch broke:", repr(error)),
+        ).run()
 
     def resync(self, stop: threading.Event) -> None:
         while not stop.wait(5):
@@ -390,6 +397,35 @@ class Kubelets:
         raise RuntimeError("nodes not Ready and untainted after 120 s")
 
 
+def start_usage(
+    kubelets: Kubelets, seed: int, factors: Path, port: int, stop: threading.Event
+) -> None:
+    """The agents' stand-in (``usagefeed``): samples, NodeReports and /metrics."""
+    feed = UsageFeed(
+        kubelets.api,
+        nodes=kubelets.index,
+        node_uids=kubelets.uids,
+        pods=kubelets.pod_list,
+        seed=seed,
+        factors=json.loads(factors.read_text(encoding="utf-8")),
+        cores=float(CAPACITY["cpu"]),
+        memory=quantity_to_bytes(CAPACITY["memory"]),
+        allocatable=CAPACITY,
+        log=log,
+    )
+    feed.take_sample()
+    server = feed.serve(port)
+
+    def shut_down() -> None:
+        stop.wait()
+        server.shutdown()
+
+    threading.Thread(target=shut_down, daemon=True).start()
+    for loop in (feed.sample_loop, feed.report_loop):
+        threading.Thread(target=loop, args=(stop,), daemon=True).start()
+    log(f"usage: seed {seed}, /metrics on 127.0.0.1:{port}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", required=True)
@@ -399,6 +435,18 @@ def main() -> int:
     parser.add_argument("--cordoned-from", type=int, default=None)
     parser.add_argument("--heartbeat", type=float, default=20.0)
     parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument(
+        "--usage-seed",
+        type=int,
+        default=None,
+        help="play the agents too: actual usage from this seed, NodeReports, /metrics",
+    )
+    parser.add_argument(
+        "--usage-factors",
+        type=Path,
+        help="with --usage-seed: a JSON object, Deployment (namespace/name) -> usage factor",
+    )
+    parser.add_argument("--metrics-port", type=int, default=0, help="with --usage-seed")
     args = parser.parse_args()
     # The token file is the API server's: "token,user,uid,groups".
     token = args.token_file.read_text(encoding="utf-8").split(",", 1)[0]
@@ -411,6 +459,10 @@ def main() -> int:
         threading.Thread(target=kubelets.worker, daemon=True).start()
     for loop in (kubelets.heartbeats, kubelets.resync, kubelets.report, kubelets.follow_pods):
         threading.Thread(target=loop, args=(stop,), daemon=True).start()
+    if args.usage_seed is not None:
+        if args.usage_factors is None:
+            parser.error("--usage-seed needs --usage-factors")
+        start_usage(kubelets, args.usage_seed, args.usage_factors, args.metrics_port, stop)
     kubelets.wait_ready()
     print("ready", flush=True)
     stop.wait()

@@ -10,15 +10,24 @@
    (MostAllocated for compaction). A snapshot (a ``v1`` List of nodes, pods, budgets,
    namespaces and priority classes, as kubectl prints it) is written and
    ``kubelet-companion descheduler plan`` plans on it: the plan before the live run.
-4. The descheduler runs for ``duration`` seconds. Utilization is sampled every second (every
+4. The descheduler runs for ``duration`` seconds (a descheduler that exits on its own, e.g.
+   refusing its policy, ends the run then). Utilization is sampled every second (every
    fifth sample is logged with each node's figure), every pod deletion and creation is
    recorded with its node and owner. Then it is stopped (SIGTERM) and the cluster given up to
    ``settle`` seconds to be whole again.
 
+A usage scenario (``Scenario.usage_seed``) adds what ``usagerun`` describes: the NodeReport
+CRD, the stand-in playing the agents, a real Prometheus, every node reported before the
+descheduler starts, and each sample's actual usage beside requests; it plans nothing (a
+plan on requests says nothing of a run balanced on usage). Every run measures the implicit
+rollout budget (``rolloutbudget``) from the tracker's eviction and Ready events.
+
 Pod names are random after every reset, so each run plans on its own snapshot. Everything a
 run saw stays in its directory: the descheduler's and the stand-in's logs, samples.jsonl,
 deletions.jsonl, replacements.jsonl (each eviction with its replacement and the node that
-got it), the snapshot, the plan, plan_outcome.json and run.json (the figures).
+got it), rollout.jsonl (the budget's events), the snapshot, the plan, plan_outcome.json and
+run.json (the figures); in a usage scenario the rendered policy, usage-factors.json and
+Prometheus's configuration, log and data.
 """
 
 from __future__ import annotations
@@ -35,11 +44,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from scripts.benchmarks.livecluster import measures, workload
+from scripts.benchmarks.livecluster import measures, rolloutbudget, usage, workload
 from scripts.benchmarks.livecluster.api import MERGE_PATCH, Api
 from scripts.benchmarks.livecluster.controlplane import ControlPlane, scheduler_config
 from scripts.benchmarks.livecluster.nodes import node_name
 from scripts.benchmarks.livecluster.tracker import PodTracker
+from scripts.benchmarks.livecluster.usagerun import UsageRig
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = HERE.parent
@@ -72,10 +82,43 @@ class Scenario:
     scoring: str = "LeastAllocated"
     """The scheduler's scoring while the descheduler runs."""
     namespaces: int = 8
+    usage_seed: int | None = None
+    """With a seed, actual usage differs from requests (``usage``): the kubelet stand-in
+    writes NodeReports and serves metrics, a real Prometheus scrapes them, and balance is
+    judged on actual cpu."""
+    upstream_policy: Path | None = None
+    """The policy upstream runs (and ours on Prometheus), when it is not ``policy``."""
 
     @property
     def compacts(self) -> bool:
         return self.strategy == "HighNodeUtilization"
+
+    @property
+    def on_usage(self) -> bool:
+        return self.usage_seed is not None
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What a descheduler's command line is made of, for one run."""
+
+    kubeconfig: Path
+    policy: Path
+    """The run's own copy, placeholders filled in."""
+    prometheus: str
+    """Prometheus's URL ("" without one)."""
+    directory: Path
+    server: str
+    ca_file: Path
+
+
+@dataclass(frozen=True)
+class Implementation:
+    name: str
+    """``upstream``, ``ours`` or ``ours-prometheus``."""
+    command: Callable[[Launch], list[str]]
+    upstream_policy: bool = False
+    """Runs the scenario's ``upstream_policy`` (upstream's own, and ours on Prometheus)."""
 
 
 SCENARIOS = {
@@ -134,6 +177,36 @@ SCENARIOS = {
             spread_fill=0.12,
             scoring="MostAllocated",
         ),
+        Scenario(
+            "usage",
+            "usage: 40 nodes, 14 filled to 60 %, 12 Deployments, seed 7, usage seed 7",
+            nodes=40,
+            open_nodes=14,
+            deployments=12,
+            seed=7,
+            fill=0.6,
+            usage_seed=7,
+            policy=HERE / "policy-usage-ours.yaml",
+            upstream_policy=HERE / "policy-usage-upstream.yaml",
+            strategy="LowNodeUtilization",
+            low=20,
+            high=50,
+        ),
+        Scenario(
+            "usage-wide",
+            "usage-wide: 60 nodes, 20 filled to 60 %, 16 Deployments, seed 23, usage seed 23",
+            nodes=60,
+            open_nodes=20,
+            deployments=16,
+            seed=23,
+            fill=0.6,
+            usage_seed=23,
+            policy=HERE / "policy-usage-ours.yaml",
+            upstream_policy=HERE / "policy-usage-upstream.yaml",
+            strategy="LowNodeUtilization",
+            low=20,
+            high=50,
+        ),
     )
 }
 
@@ -154,25 +227,34 @@ class Sample:
     pending: int
     terminating: int
     evictions: int
+    usage: dict[str, float] | None = None
+    """Each node's actual cpu (%), in a usage scenario (``None``: not read)."""
+    usage_spread: measures.Spread | None = None
 
 
 class Run:
     def __init__(
         self,
         scenario: Scenario,
-        implementation: str,
+        implementation: Implementation,
         *,
-        command: Callable[[Path, Path], list[str]],
         plan_command: Callable[[Path, Path, Path], list[str]] | None,
         plane: ControlPlane,
         directory: Path,
         duration: float,
         settle: float = 60.0,
+        prometheus: Path | None = None,
     ) -> None:
         self.scenario = scenario
-        self.implementation = implementation
-        self.command = command
-        self.plan_command = plan_command
+        self.implementation = implementation.name
+        self.command = implementation.command
+        self.policy = (
+            scenario.upstream_policy
+            if implementation.upstream_policy and scenario.upstream_policy
+            else scenario.policy
+        )
+        # A plan on requests says nothing of a run balanced on actual usage.
+        self.plan_command = None if scenario.on_usage else plan_command
         self.plane = plane
         self.directory = directory
         self.duration = duration
@@ -181,6 +263,13 @@ class Run:
         self.api: Api | None = None
         self.tracker: PodTracker | None = None
         self.kubelets: subprocess.Popen[bytes] | None = None
+        self.rig: UsageRig | None = None
+        if scenario.usage_seed is not None:
+            if prometheus is None:
+                raise SetupError("a usage scenario needs a prometheus binary")
+            self.rig = UsageRig(scenario.usage_seed, directory, prometheus)
+        self.unbudgeted: dict[str, int] = {}
+        """``namespace/name`` -> replicas of each Deployment without a PDB."""
 
     # -- set-up -----------------------------------------------------------------------------
 
@@ -197,6 +286,7 @@ class Run:
                 f"--ca-file={self.plane.ca_file}",
                 f"--nodes={s.nodes}",
                 f"--cordoned-from={s.open_nodes}",
+                *(self.rig.kubelet_args() if self.rig else []),
             ],
             cwd=BENCHMARKS.parents[1],  # the repository: ``-m scripts.benchmarks...``
             stdout=subprocess.PIPE,
@@ -274,12 +364,19 @@ class Run:
     def set_up(self) -> dict[str, Any]:
         s = self.scenario
         started = time.monotonic()
+        filled = workload.generate(s.seed, s.deployments, s.open_nodes * NODE_CPU_MILLI, s.fill)
         self.plane.reset()
         self.api = self.plane.api()
+        info: dict[str, Any] = {}
+        if self.rig is not None:
+            self.rig.apply_crd(self.api)
+            factors = self.rig.write_factors([f"{d.namespace}/{d.name}" for d in filled])
+            info["hot_deployments"] = sum(1 for f in factors.values() if f > 1)
         self._start_kubelets()
+        if self.rig is not None:
+            self.rig.prometheus.start()
         self.tracker = PodTracker(self.api)
         self.tracker.start()
-        filled = workload.generate(s.seed, s.deployments, s.open_nodes * NODE_CPU_MILLI, s.fill)
         want = self._create(filled)
         self._until(lambda: self._all_running(want), 900, f"{want} pods Running")
         if s.spread_deployments:
@@ -299,6 +396,9 @@ class Run:
         if self.plane.scoring != s.scoring:
             self.plane.start_scheduler(s.scoring)
         time.sleep(1)
+        self.unbudgeted = {f"{d.namespace}/{d.name}": d.replicas for d in filled if not d.budget}
+        if self.rig is not None:
+            info["usage_ready_s"] = self.rig.wait_ready(self._api(), s.nodes, time.time())
         log(
             f"{s.name}/{self.implementation}: {want} pods of {len(filled)} Deployments Running "
             f"after {time.monotonic() - started:.0f} s of set-up"
@@ -308,6 +408,7 @@ class Run:
             "deployments": len(filled),
             "budgets": sum(d.budget for d in filled),
             "setup_s": round(time.monotonic() - started, 1),
+            **info,
         }
 
     # -- snapshot and plan ------------------------------------------------------------------
@@ -364,16 +465,23 @@ class Run:
 
     # -- the live run -----------------------------------------------------------------------
 
-    def sample(self, t: float) -> Sample:
+    def sample(self, t: float, *, actual: dict[str, float] | None = None) -> Sample:
+        """The nodes now: requests from the pod cache; in a usage scenario actual usage too
+        (the stand-in's latest sample, or ``actual`` when the caller read one)."""
         states = self._tracker().states()
         percent = measures.cpu_percent(states, self.capacity)
+        if actual is None and self.rig is not None:
+            actual = self.rig.percent(list(self.capacity))
+        s = self.scenario
         return Sample(
             t=round(t, 1),
-            spread=measures.spread(percent, self.scenario.low, self.scenario.high),
+            spread=measures.spread(percent, s.low, s.high),
             percent=percent,
             pending=sum(1 for p in states if not p.deleting and p.phase != "Running"),
             terminating=sum(1 for p in states if p.deleting),
             evictions=len(self._tracker().deletions),
+            usage=actual,
+            usage_spread=None if actual is None else measures.spread(actual, s.low, s.high),
         )
 
     def not_whole(self) -> list[str]:
@@ -387,9 +495,29 @@ class Run:
             )
         ]
 
+    def launch(self) -> Launch:
+        """The run's command-line inputs; the policy copied into the run's directory with
+        Prometheus's URL and the usage metric's name in place of their placeholders."""
+        prometheus = self.rig.prometheus.url if self.rig is not None else ""
+        policy = self.directory / "policy.yaml"
+        policy.write_text(
+            self.policy.read_text(encoding="utf-8")
+            .replace("{prometheus}", prometheus)
+            .replace("{metric}", usage.METRIC),
+            encoding="utf-8",
+        )
+        return Launch(
+            kubeconfig=self.plane.kubeconfig,
+            policy=policy,
+            prometheus=prometheus,
+            directory=self.directory,
+            server=self.plane.server,
+            ca_file=self.plane.ca_file,
+        )
+
     def live(self) -> dict[str, Any]:
         tracker = self._tracker()
-        command = self.command(self.plane.kubeconfig, self.scenario.policy)
+        command = self.command(self.launch())
         samples_log = (self.directory / "samples.jsonl").open("w", encoding="utf-8")
         trail: list[Sample] = []
         origin = tracker.record()
@@ -414,16 +542,24 @@ class Run:
             if tick % LOG_EVERY == 0:
                 samples_log.write(_sample_line(current) + "\n")
                 samples_log.flush()
-                sp = current.spread
+                sp, up = current.spread, current.usage_spread
                 log(
                     f"  t={current.t:5.0f}s over={sp.over} under={sp.under} "
                     f"under-occupied={sp.under_occupied} sd={sp.stddev:.1f} max={sp.hottest:.0f}% "
                     f"pending={current.pending} terminating={current.terminating} "
                     f"evictions={current.evictions}"
+                    + (
+                        f" | usage over={up.over} under={up.under} sd={up.stddev:.1f} "
+                        f"max={up.hottest:.0f}%"
+                        if up
+                        else ""
+                    )
                 )
             if exit_status is None and process.poll() is not None:
                 exit_status = process.returncode
-                log(f"  the descheduler exited on its own with {exit_status}")
+                # Nothing evicts any more: sampling on would only add waiting.
+                log(f"  the descheduler exited on its own with {exit_status}: run ends")
+                break
         stopped_at = time.monotonic() - origin
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
@@ -440,7 +576,9 @@ class Run:
                 break
             time.sleep(2)
         broken = self.not_whole()
-        last = self.sample(time.monotonic() - origin)
+        # The end's actual usage: a stand-in sample taken once the cluster settled.
+        actual = self.rig.percent_after(list(self.capacity), time.time()) if self.rig else None
+        last = self.sample(time.monotonic() - origin, actual=actual)
         samples_log.write(_sample_line(last) + "\n")
         samples_log.close()
         return self._figures(
@@ -498,8 +636,62 @@ class Run:
             "deployments_whole": not broken,
             "deployments_not_whole": broken[:10],
             "pending_end": last.pending,
+            "cycles": [asdict(c) for c in measures.eviction_cycles(evictions)],
+            "rollout": self._rollout_figures(),
         }
+        text = (self.directory / "descheduler.log").read_text(encoding="utf-8", errors="replace")
+        findings = measures.log_findings(text)
+        if exit_status == "stopped":
+            findings.pop("tail")
+        result["log"] = findings
+        if self.rig is not None:
+            result["usage"] = self._usage_figures(trail, first, last, evictions, stopped_at)
         return result
+
+    def _rollout_figures(self) -> dict[str, Any]:
+        """The implicit rollout budget (``rolloutbudget``): each Deployment without a PDB at
+        its worst, from the watch's evictions and first Ready pods."""
+        events, plain = self._tracker().rollout_events()
+        with (self.directory / "rollout.jsonl").open("w", encoding="utf-8") as out:
+            out.writelines(json.dumps(asdict(e)) + "\n" for e in events)
+        found = rolloutbudget.peaks(events, self.unbudgeted)
+        worst = rolloutbudget.worst_of(found)
+        return {
+            "deployments": len(found),
+            "peak_pct": round(100 * worst.ratio, 1) if worst else None,
+            "peak_deployment": worst.deployment if worst else None,
+            "peak_outstanding": worst.outstanding if worst else None,
+            "peak_replicas": worst.replicas if worst else None,
+            "peak_t": round(worst.t, 1) if worst and worst.t is not None else None,
+            "within": all(p.within for p in found.values()),
+            "over_budget": sorted(p.deployment for p in found.values() if not p.within),
+            "evictions_seen": sum(1 for e in events if e.kind == rolloutbudget.EVICTED),
+            "plain_deletions": plain,
+        }
+
+    def _usage_figures(
+        self,
+        trail: list[Sample],
+        first: Sample,
+        last: Sample,
+        evictions: list[measures.Deletion],
+        stopped_at: float,
+    ) -> dict[str, Any]:
+        """Balance on actual cpu: the same figures as on requests, from the stand-in's
+        samples (a sample that could not be read counts as not balanced)."""
+        balanced = measures.first_time(
+            [(s.t, s.usage_spread.over if s.usage_spread else 1) for s in trail]
+        )
+        return {
+            "start": asdict(first.usage_spread) if first.usage_spread else None,
+            "end": asdict(last.usage_spread) if last.usage_spread else None,
+            "time_to_target_s": balanced,
+            "evictions": len(evictions),
+            "evictions_last_60s": measures.evictions_between(
+                evictions, self.duration - LAST_WINDOW, stopped_at + 1
+            ),
+            "unread_samples": sum(1 for s in trail if s.usage is None),
+        }
 
     def plan_figures(self, plan: list[dict[str, Any]] | None) -> dict[str, Any] | None:
         if plan is None:
@@ -548,6 +740,8 @@ class Run:
     def close(self) -> None:
         if self.tracker is not None:
             self.tracker.stop.set()
+        if self.rig is not None:
+            self.rig.stop()
         if self.kubelets is not None and self.kubelets.poll() is None:
             self.kubelets.terminate()
             try:
@@ -568,13 +762,17 @@ class Run:
 
 
 def _sample_line(sample: Sample) -> str:
-    return json.dumps(
-        {
-            "t": sample.t,
-            **asdict(sample.spread),
-            "pending": sample.pending,
-            "terminating": sample.terminating,
-            "evictions": sample.evictions,
-            "cpu_percent": {n: round(v, 1) for n, v in sorted(sample.percent.items())},
+    line: dict[str, Any] = {
+        "t": sample.t,
+        **asdict(sample.spread),
+        "pending": sample.pending,
+        "terminating": sample.terminating,
+        "evictions": sample.evictions,
+        "cpu_percent": {n: round(v, 1) for n, v in sorted(sample.percent.items())},
+    }
+    if sample.usage_spread is not None and sample.usage is not None:
+        line["usage"] = {
+            **asdict(sample.usage_spread),
+            "cpu_percent": {n: round(v, 1) for n, v in sorted(sample.usage.items())},
         }
-    )
+    return json.dumps(line)

@@ -4,7 +4,10 @@ The benchmark's eyes: utilization is computed from the pods it holds (requests o
 they are bound to), and once ``record`` is called each pod deletion (the first sight of a
 deletionTimestamp, or the DELETED event) and each new pod is kept with the seconds since that
 moment, its node and its controller. The node a pod was first bound to is kept for every
-pod, even one deleted since: that is where a replacement landed.
+pod, even one deleted since: that is where a replacement landed. For the rollout budget
+(``rolloutbudget``) each eviction (the API server's ``DisruptionTarget`` condition) and
+each pod's first Ready are kept as events, with their Deployment, as the watch delivers
+them.
 """
 
 from __future__ import annotations
@@ -14,14 +17,19 @@ import threading
 import time
 from typing import Any
 
-from scripts.benchmarks.livecluster.api import Api, ApiError
+from scripts.benchmarks.livecluster.api import Api
 from scripts.benchmarks.livecluster.measures import (
     Creation,
     Deletion,
     PodState,
     controller_of,
+    deployment_of,
+    is_evicted,
+    is_ready,
     pod_cpu_milli,
 )
+from scripts.benchmarks.livecluster.podwatch import ListWatch
+from scripts.benchmarks.livecluster.rolloutbudget import EVICTED, READY, RolloutEvent
 
 
 class PodTracker:
@@ -37,6 +45,12 @@ class PodTracker:
         self.deletions: list[Deletion] = []
         self.creations: list[Creation] = []
         self.deleted: set[str] = set()
+        self.rollout: list[RolloutEvent] = []
+        """Evictions and first-time Ready pods, as the watch showed them (once recording)."""
+        self.evicted: set[str] = set()
+        self.ready: set[str] = set()
+        self.plain_deletions = 0
+        """Pods deleted (once recording) without the eviction API's condition."""
         self.origin: float | None = None
         self.synced = threading.Event()
         self.stop = threading.Event()
@@ -59,6 +73,7 @@ class PodTracker:
                     self.creations.append(
                         Creation(now - self.origin, self.names[uid], uid, self.owners[uid])
                     )
+            self._rollout(uid, pod, now)
             node = pod.get("spec", {}).get("nodeName")
             if node and uid not in self.bound:
                 self.bound[uid] = node
@@ -76,46 +91,51 @@ class PodTracker:
             if state.deleting:
                 self._deleted(uid, state, now)
 
+    def _rollout(self, uid: str, pod: dict[str, Any], now: float) -> None:
+        """An eviction or a first Ready seen now (lock held)."""
+        for seen, happened, kind in (
+            (self.evicted, is_evicted(pod), EVICTED),
+            (self.ready, is_ready(pod), READY),
+        ):
+            if happened and uid not in seen:
+                seen.add(uid)
+                if self.origin is not None:
+                    self.rollout.append(
+                        RolloutEvent(now - self.origin, kind, deployment_of(pod), self.names[uid])
+                    )
+
     def _deleted(self, uid: str, state: PodState, now: float) -> None:
         if uid in self.deleted:
             return
         self.deleted.add(uid)
         if self.origin is not None:
+            self.plain_deletions += uid not in self.evicted
             self.deletions.append(
                 Deletion(now - self.origin, self.names[uid], uid, state.node, self.owners[uid])
             )
 
+    def _listed(self, items: list[dict[str, Any]]) -> None:
+        seen = {p["metadata"]["uid"] for p in items}
+        for pod in items:
+            self._observe("ADDED", pod)
+        now = time.monotonic()
+        with self.lock:
+            for uid in [u for u in self.pods if u not in seen]:
+                self._deleted(uid, self.pods.pop(uid), now)
+        self.synced.set()
+
     def run(self) -> None:
-        version = ""
-        while not self.stop.is_set():
-            try:
-                if not version:
-                    items, version = self.api.list_all("/api/v1/pods")
-                    seen = {p["metadata"]["uid"] for p in items}
-                    for pod in items:
-                        self._observe("ADDED", pod)
-                    now = time.monotonic()
-                    with self.lock:
-                        for uid in [u for u in self.pods if u not in seen]:
-                            self._deleted(uid, self.pods.pop(uid), now)
-                    self.synced.set()
-                for event in self.api.watch("/api/v1/pods", version, seconds=120):
-                    kind, obj = event.get("type"), event.get("object") or {}
-                    if kind == "ERROR":
-                        version = "" if obj.get("code") == 410 else version
-                        break
-                    version = obj["metadata"]["resourceVersion"]
-                    if kind != "BOOKMARK":
-                        self._observe(str(kind), obj)
-                    if self.stop.is_set():
-                        return
-            except Exception as error:  # noqa: BLE001 - the watch is re-established, always
-                if self.stop.is_set():
-                    return
-                if isinstance(error, ApiError) and error.status == 410:
-                    version = ""
-                print(f"pod watch broke: {error!r}", file=sys.stderr, flush=True)
-                time.sleep(1)
+        ListWatch(
+            self.api,
+            "/api/v1/pods",
+            on_list=self._listed,
+            on_event=self._observe,
+            stop=self.stop,
+            on_break=lambda error: print(
+                f"pod watch broke: {error!r}", file=sys.stderr, flush=True
+            ),
+            watch_seconds=120,
+        ).run()
 
     def start(self) -> None:
         threading.Thread(target=self.run, daemon=True, name="pod-tracker").start()
@@ -129,3 +149,9 @@ class PodTracker:
     def records(self) -> tuple[list[Deletion], list[Creation], dict[str, str]]:
         with self.lock:
             return list(self.deletions), list(self.creations), dict(self.bound)
+
+    def rollout_events(self) -> tuple[list[RolloutEvent], int]:
+        """The evictions and Ready pods seen since ``record``, and the deletions that were
+        not evictions."""
+        with self.lock:
+            return list(self.rollout), self.plain_deletions

@@ -3,6 +3,7 @@ its figures rendered from sample runs (the benchmark itself never runs in CI).""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -252,7 +253,7 @@ def _run(impl: str, **over: Any) -> dict[str, Any]:
 
 def _emit(ours: list[dict[str, Any]], upstream: list[dict[str, Any]]) -> dict[str, Any]:
     live.RESULTS = live.Results("live", "Live loop on a real control plane")
-    emitter = live.Emitter(live.SCENARIOS["reference"], ours, upstream)
+    emitter = live.Emitter(live.SCENARIOS["reference"], {"ours": ours, "upstream": upstream})
     emitter.emit()
     live.RESULTS.tables.append(emitter.table())
     return {**live.RESULTS.to_json(), "quick": False}
@@ -310,3 +311,104 @@ def test_live_results_render_with_the_side_by_side_table() -> None:
     assert "What counts here is whether the under-utilized nodes are emptied" in section
     summary = text.split("## Every target", 1)[1].split("\n## ", 1)[0]
     assert "reference: replacements back on the node they left" in summary
+
+
+# -- usage scenarios, kept runs --------------------------------------------------------------------
+
+
+def test_scenarios_may_each_name_their_own_number_of_runs() -> None:
+    assert live.parse_scenarios("reference,usage:2, usage-wide:3,", 1) == [
+        ("reference", 1),
+        ("usage", 2),
+        ("usage-wide", 3),
+    ]
+
+
+def _usage_run(
+    impl: str, time_s: float | None, evictions: int, cycles: list[int]
+) -> dict[str, Any]:
+    spread = {"over": 0, "under": 26, "under_occupied": 0, "empty": 14, "stddev": 20.0,
+              "hottest": 49.0, "coldest": 0.0}  # fmt: skip
+    return _run(
+        impl,
+        scenario="usage",
+        evictions=evictions,
+        evictions_last_60s=1,
+        plan=None,
+        exit="stopped" if cycles else 2,
+        log={"usage_errors": 0, "prometheus_errors": 0, "tail": ["error: no such flag"]},
+        cycles=[{"t": 15.0 * i, "evictions": n, "nodes": ["n1"]} for i, n in enumerate(cycles)],
+        rollout={
+            "peak_pct": 12.5,
+            "peak_deployment": "bench-1/app-01",
+            "peak_outstanding": 3,
+            "peak_replicas": 24,
+            "peak_t": 2.0,
+            "within": True,
+            "over_budget": [],
+            "evictions_seen": evictions,
+            "plain_deletions": 0,
+        },
+        usage={
+            "start": {**spread, "over": 5, "stddev": 23.6},
+            "end": spread,
+            "time_to_target_s": time_s,
+            "evictions": evictions,
+        },
+    )
+
+
+def test_usage_targets_are_upstreams_figures_and_ours_on_prometheus_is_paired_per_cycle() -> None:
+    """On a usage scenario ours on NodeReports is held to half upstream's time to balance
+    on actual cpu and to no more evictions; ours on Prometheus that failed to start misses
+    its per-cycle parity and says why; the table has a column for each implementation and
+    each run's rollout peak."""
+    by_impl = {
+        "ours": [_usage_run("ours", 10.0, 13, [9, 4])],
+        "upstream": [_usage_run("upstream", 60.0, 15, [4, 4, 3, 2, 2])],
+        "ours-prometheus": [_usage_run("ours-prometheus", None, 0, [])],
+    }
+    live.RESULTS = live.Results("live", "Live loop on a real control plane")
+    emitter = live.Emitter(live.SCENARIOS["usage"], by_impl)
+    emitter.emit()
+    figures = {f.key: f for f in live.RESULTS.figures}
+    balance = figures["usage_usage_time_to_balance"]
+    assert (balance.value, balance.target.limit if balance.target else None) == (10.0, 30.0)
+    assert figures["usage_usage_evictions"].status == "met"
+    assert "usage_evictions" not in figures  # the requests-scenario figure is not repeated
+    parity_figure = figures["usage_prometheus_cycle_difference"]
+    assert (parity_figure.value, parity_figure.status) == (4.0, "missed")
+    assert "exit 2: error: no such flag" in parity_figure.reason
+    assert figures["usage_rollout_peak"].status == "met"
+    table = emitter.table()
+    assert table["columns"][1:] == [
+        "ours on NodeReports",
+        "upstream v0.36.0 on Prometheus",
+        "ours on Prometheus (upstream's policy)",
+    ]
+    rows = {row[0]: row[1:] for row in table["rows"]}
+    assert rows["time until no node over 50 % actual cpu"] == ["10 s", "60 s", "150 s, never in 1"]
+    assert rows["evictions per cycle (per run)"] == ["9, 4", "4, 4, 3, 2, 2", "none"]
+    assert rows["rollout: peak per run (Deployment; within 25 %?)"][0] == "12.5 % app-01 (yes)"
+
+
+def test_kept_runs_are_read_back_by_scenario_and_implementation_in_run_order(
+    tmp_path: Path,
+) -> None:
+    """``--records`` reads the run.json of each kept run directory, run 2 after run 1."""
+    for name, impl, index, evictions in (
+        ("usage", "ours", 2, 20),
+        ("usage", "ours", 1, 10),
+        ("usage", "upstream", 1, 30),
+        ("reference", "ours", 1, 40),
+    ):
+        run = tmp_path / f"{name}-{impl}-{index}"
+        run.mkdir()
+        (run / "policy.yaml").write_text("", encoding="utf-8")
+        record = {"scenario": name, "implementation": impl, "evictions": evictions,
+                  "setup_s": 30.0, "load_average": {"start": [1.5], "end": [1.0]}}  # fmt: skip
+        (run / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    records = live.load_records(tmp_path)
+    assert list(records) == ["reference", "usage"]
+    assert [r["evictions"] for r in records["usage"]["ours"]] == [10, 20]
+    assert live.RESULTS.load_start == [1.5]

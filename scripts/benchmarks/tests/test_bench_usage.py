@@ -1,0 +1,266 @@
+"""The usage scenario's pure parts: usage factors, a node's sample, the exposition and its
+reading, eviction cycles and their parity, the in-cluster shim's refusal, and the scenarios
+a partial run carries over."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+from scripts.benchmarks.livecluster import carryover, incluster, measures, parity, usage
+
+D = measures.Deletion
+
+
+# -- usage factors and samples -------------------------------------------------------------------
+
+
+def test_usage_factors_are_seeded_with_an_exact_hot_share() -> None:
+    """The same seed and Deployments give the same factors in any order; 35 % of them
+    (rounded) are hot, within 1.5-2.5x their requests, the rest within 0.2-0.5x; another
+    seed gives other factors."""
+    names = [f"ns-{i % 3}/app-{i:02d}" for i in range(12)]
+    factors = usage.usage_factors(7, names)
+    assert factors == usage.usage_factors(7, reversed(names))
+    hot = [f for f in factors.values() if f > 1]
+    assert len(hot) == round(usage.HOT_SHARE * 12) == 4
+    assert all(usage.HOT[0] <= f <= usage.HOT[1] for f in hot)
+    assert all(usage.COLD[0] <= f <= usage.COLD[1] for f in factors.values() if f <= 1)
+    assert usage.usage_factors(8, names) != factors
+
+
+def _load(uid: str, node: str, deployment: str, cpu: float) -> usage.PodLoad:
+    return usage.PodLoad(uid, node, deployment, cpu, 256 * 2**20)
+
+
+def test_a_sample_is_requests_times_the_deployments_factor_times_noise() -> None:
+    """A replacement (another pod of the same Deployment) gets its Deployment's factor; the
+    noise multiplies each pod's figure; a node with no pod uses nothing."""
+    factors = {"ns/hot": 2.0, "ns/cold": 0.25}
+    sampled = usage.sample(
+        [
+            _load("a", "n1", "ns/hot", 0.5),
+            _load("b", "n1", "ns/cold", 1.0),
+            _load("c", "n2", "ns/hot", 0.5),
+        ],
+        ["n1", "n2", "n3"],
+        cores=8,
+        factor=factors.__getitem__,
+        noise=lambda: 0.1,
+    )
+    assert sampled["n1"].pods["a"][0] == pytest.approx(1.1)
+    assert sampled["n1"].pods["b"][0] == pytest.approx(0.275)
+    assert sampled["n2"].pods["c"][0] == pytest.approx(1.1)
+    assert sampled["n1"].cpu == pytest.approx(1.375)
+    assert sampled["n1"].ratio == pytest.approx(1.375 / 8)
+    assert sampled["n1"].memory == 2 * 256 * 2**20
+    assert (sampled["n3"].cpu, sampled["n3"].pods) == (0.0, {})
+
+
+def test_a_node_is_capped_at_its_cores_and_its_pods_throttled_alike() -> None:
+    """Pods wanting 12 cores on an 8-core node get 8 between them, each scaled by 8/12, so
+    the pods still sum to the node."""
+    sampled = usage.sample(
+        [_load("a", "n1", "ns/x", 3.0), _load("b", "n1", "ns/x", 3.0)],
+        ["n1"],
+        cores=8,
+        factor=lambda _name: 2.0,
+        noise=lambda: 0.0,
+    )
+    node = sampled["n1"]
+    assert (node.demand, node.cpu, node.ratio) == (12.0, 8.0, 1.0)
+    assert node.pods["a"][0] == pytest.approx(4.0)
+    assert sum(cpu for cpu, _ in node.pods.values()) == pytest.approx(node.cpu)
+
+
+def test_noise_stays_within_its_spread() -> None:
+    noise = usage.uniform_noise(7)
+    draws = [noise() for _ in range(500)]
+    assert all(-usage.NOISE <= d <= usage.NOISE for d in draws)
+    assert min(draws) < 0 < max(draws)
+
+
+def test_the_exposition_reads_back() -> None:
+    """What the stand-in serves is what the benchmark reads: each node's ratio under
+    ``instance``, and the sample's time; other lines are skipped."""
+    sampled = usage.sample(
+        [_load("a", "node-00001", "ns/x", 2.0)],
+        ["node-00000", "node-00001"],
+        cores=8,
+        factor=lambda _name: 1.0,
+        noise=lambda: 0.0,
+    )
+    text = usage.exposition(sampled, 1_700_000_000.5)
+    assert f'{usage.METRIC}{{instance="node-00001"}} 0.2500' in text
+    text += 'other_metric{instance="node-00001"} 9\nbroken{instance="x"} NaN\n'
+    ratios, taken_at = usage.parse_exposition(text)
+    assert ratios == {"node-00000": 0.0, "node-00001": 0.25}
+    assert taken_at == 1_700_000_000.5
+
+
+def test_the_exposition_refuses_a_node_name_it_would_have_to_escape() -> None:
+    sampled = usage.sample([], ['bad"name'], cores=8, factor=lambda _n: 1.0, noise=lambda: 0.0)
+    with pytest.raises(ValueError, match="plain label value"):
+        usage.exposition(sampled, 0.0)
+
+
+# -- cycles and parity ---------------------------------------------------------------------------
+
+
+def test_evictions_are_grouped_into_cycles_by_the_quiet_between_them() -> None:
+    deletions = [
+        D(t, f"ns/p{i}", f"u{i}", node, "o")
+        for i, (t, node) in enumerate(
+            [(0.4, "n1"), (0.9, "n2"), (1.2, "n1"), (15.3, "n3"), (19.0, "n1"), (40.0, None)]
+        )
+    ]
+    cycles = measures.eviction_cycles(deletions, gap=5.0)
+    assert [(c.t, c.evictions, c.nodes) for c in cycles] == [
+        (0.4, 3, ("n1", "n2")),
+        (15.3, 2, ("n1", "n3")),
+        (40.0, 1, ()),
+    ]
+
+
+def _cycles(*counts: tuple[int, list[str]]) -> list[dict[str, object]]:
+    return [{"evictions": n, "nodes": nodes} for n, nodes in counts]
+
+
+def test_parity_pairs_cycles_in_order_and_a_missing_cycle_counts_as_none() -> None:
+    """Ours on Prometheus against upstream: the largest per-cycle difference (a cycle one
+    run lacks counts as zero evictions) and how many of upstream's first-cycle nodes ours
+    evicted from too."""
+    found = parity.compare(
+        _cycles((4, ["a", "b", "c", "d"]), (2, ["a", "e"])),
+        _cycles((4, ["a", "b", "c", "e"]), (3, ["a", "b", "f"]), (1, ["b"])),
+    )
+    assert (found.cycles, found.largest_difference) == (3, 1)
+    assert found.first_cycle_same_nodes == 75.0
+    assert found.within
+    failed = parity.compare([], _cycles((4, ["a", "b", "c", "d"])))
+    assert (failed.largest_difference, failed.first_cycle_same_nodes) == (4, 0.0)
+    assert not failed.within
+    assert parity.compare([], []).first_cycle_same_nodes is None
+    assert parity.describe_counts([]) == "none"
+    assert parity.describe_counts([1] * 14, limit=3) == "1, 1, 1 ... (14 cycles)"
+
+
+def test_log_findings_count_upstreams_usage_errors_and_keep_the_last_lines() -> None:
+    text = (
+        "I1 started\n"
+        "E1 error initializing usage client: prometheus client not initialized\n"
+        "\n"
+        "E2 failed to query Prometheus: connection refused\n"
+        "usage: kubelet-companion descheduler [-h] ...\n"
+    )
+    found = measures.log_findings(text, tail_lines=2)
+    assert (found["usage_errors"], found["prometheus_errors"]) == (1, 2)
+    assert found["tail"] == [
+        "E2 failed to query Prometheus: connection refused",
+        "usage: kubelet-companion descheduler [-h] ...",
+    ]
+
+
+# -- the in-cluster shim ------------------------------------------------------------------------
+
+
+def _shim_argv(stand_in: Path) -> list[str]:
+    return [f"--stand-in={stand_in}", "--host=127.0.0.1", "--port=6443", "--outside=mnt:[1]"]
+
+
+def test_the_shim_mounts_nothing_in_the_callers_own_mount_namespace(tmp_path: Path) -> None:
+    """Run where it was wrapped (same mount namespace), or where the namespace cannot be
+    read, it refuses with exit 2 before any mount or directory is made."""
+    mounts: list[tuple[str, ...]] = []
+    executed: list[str] = []
+    argv = _shim_argv(tmp_path)
+    for inside in ("mnt:[1]", ""):
+        status = incluster.main(
+            [*argv, "--", "true"],
+            mount=lambda *args: mounts.append(args),
+            make_dir=lambda path: mounts.append(("mkdir", str(path))),
+            namespace=functools.partial(str, inside),
+            execute=lambda path, _args, _env: executed.append(path),
+        )
+        assert status == 2
+    assert mounts == []
+    assert executed == []
+
+
+def test_in_its_own_mount_namespace_the_shim_mounts_the_stand_in_then_runs(
+    tmp_path: Path,
+) -> None:
+    """Inside a namespace other than the caller's: a tmpfs where the service-account path
+    stops existing, the path made on it, the stand-in bound there, then the command."""
+    steps: list[tuple[str, ...]] = []
+    status = incluster.main(
+        [*_shim_argv(tmp_path), "--", "descheduler", "--v=2"],
+        mount=lambda *args: steps.append(("mount", *args)),
+        make_dir=lambda path: steps.append(("mkdir", str(path))),
+        namespace=lambda: "mnt:[2]",
+        execute=lambda path, args, env: steps.append(
+            ("exec", path, *args, env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"])
+        ),
+    )
+    target = incluster.SERVICE_ACCOUNT.resolve()
+    base = incluster.mount_point(target)
+    assert status == 0
+    assert steps[-1] == ("exec", "descheduler", "descheduler", "--v=2", "127.0.0.1", "6443")
+    assert steps[-2] == ("mount", "--bind", str(tmp_path), str(target))
+    if base != target:
+        tmpfs = ("mount", "-t", "tmpfs", "-o", "mode=0755", "livebench-incluster", str(base))
+        assert steps[0] == tmpfs
+        assert steps[1] == ("mkdir", str(target))
+
+
+def test_the_shim_wraps_the_command_with_a_private_mount_namespace(tmp_path: Path) -> None:
+    """The stand-in directory holds a token, the API server's CA and a namespace; the
+    wrapped command names the caller's mount namespace for the shim to compare."""
+    ca = tmp_path / "apiserver.crt"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n", encoding="utf-8")
+    stand_in = incluster.stand_in(tmp_path / "sa", ca)
+    assert sorted(p.name for p in stand_in.iterdir()) == ["ca.crt", "namespace", "token"]
+    assert (stand_in / "ca.crt").read_text(encoding="utf-8") == ca.read_text(encoding="utf-8")
+    command = incluster.wrap(["descheduler", "--v=2"], stand_in_dir=stand_in, host="h", port=1)
+    assert command[:4] == ["unshare", "--mount", "--propagation", "private"]
+    assert f"--outside={incluster.mount_namespace()}" in command
+    assert command[-3:] == ["--", "descheduler", "--v=2"]
+    assert incluster.mount_point(Path("/nonexistent-dir/a/b")) == Path("/")
+
+
+# -- carried scenarios --------------------------------------------------------------------------
+
+
+def test_scenarios_a_run_left_out_keep_their_figures_marked_with_their_date() -> None:
+    """Figures and tables of scenarios not rerun are carried, noted with the run that
+    measured them (once, however often carried); those rerun, and unknown ones, are not.
+    ``usage`` and ``usage-wide`` are told apart."""
+    names = ["reference", "usage", "usage-wide"]
+    previous = {
+        "date": "2026-11-27 19:56 UTC",
+        "figures": [
+            {"key": "reference_time_to_balance", "note": ""},
+            {"key": "usage_evictions", "note": "never reached"},
+            {"key": "usage-wide_evictions", "note": "from the run of 2026-11-20 10:00 UTC"},
+            {"key": "gone_evictions", "note": ""},
+        ],
+        "tables": [
+            {"title": "reference: 40 nodes: ours beside upstream's"},
+            {"title": "usage-wide: 60 nodes (from the run of 2026-11-20 10:00 UTC)"},
+            {"title": "usage: 40 nodes: ours beside upstream's"},
+        ],
+    }
+    figures, tables, kept = carryover.carried(previous, ["usage"], names)
+    assert [(f["key"], f["note"]) for f in figures] == [
+        ("reference_time_to_balance", "from the run of 2026-11-27 19:56 UTC"),
+        ("usage-wide_evictions", "from the run of 2026-11-20 10:00 UTC"),
+    ]
+    assert [t["title"] for t in tables] == [
+        "reference: 40 nodes: ours beside upstream's (from the run of 2026-11-27 19:56 UTC)",
+        "usage-wide: 60 nodes (from the run of 2026-11-20 10:00 UTC)",
+    ]
+    assert kept == ["reference", "usage-wide"]
+    assert carryover.carried(None, [], names) == ([], [], [])
+    assert carryover.scenario_of("usage-wide_x", names) == "usage-wide"

@@ -74,8 +74,8 @@ def _selector(draw: st.DrawFn) -> dict[str, Any] | None:
         return None  # selects no pod
     if kind == 1:
         return {}  # selects every pod
-    if kind == 2:
-        return {"matchLabels": {"app": "not a value"}}  # does not parse
+    # (A selector that does not parse never gets this far: the projection refuses its pod.
+    # How the rules cope with one anyway: test_descheduler_antiaffinity.)
     selector: dict[str, Any] = {}
     match_labels = draw(_labels)
     if match_labels:
@@ -291,7 +291,7 @@ def _pairwise_affinity_scores(
 
 
 @given(_state(), st.randoms(use_true_random=False))
-@settings(max_examples=120, deadline=None, derandomize=True)
+@settings(max_examples=50, deadline=None, derandomize=True)
 def test_violations_match_the_pairwise_check_as_pods_leave(
     state: ClusterSnapshot, random: Any
 ) -> None:
@@ -318,7 +318,7 @@ def test_violations_match_the_pairwise_check_as_pods_leave(
 
 
 @given(_state())
-@settings(max_examples=120, deadline=None, derandomize=True)
+@settings(max_examples=50, deadline=None, derandomize=True)
 def test_node_fit_matches_the_pairwise_check(state: ClusterSnapshot) -> None:
     """Upstream's node fit, anti-affinity part: the index forbids exactly the (pod, node)
     pairs that reading the node's pods one by one forbids."""
@@ -359,7 +359,7 @@ def _replay(sim: Simulation, state: ClusterSnapshot, moves: list[tuple[str, str,
 
 
 @given(st.data())
-@settings(max_examples=120, deadline=None, derandomize=True)
+@settings(max_examples=50, deadline=None, derandomize=True)
 def test_the_scheduler_filter_matches_the_pairwise_check_move_after_move(
     data: st.DataObject,
 ) -> None:
@@ -385,7 +385,7 @@ def test_the_scheduler_filter_matches_the_pairwise_check_move_after_move(
 
 
 @given(st.data(), st.sampled_from([0, 1, 5]))
-@settings(max_examples=120, deadline=None, derandomize=True)
+@settings(max_examples=50, deadline=None, derandomize=True)
 def test_interpodaffinity_scores_match_the_pairwise_scores_move_after_move(
     data: st.DataObject, hard_weight: int
 ) -> None:

@@ -106,14 +106,16 @@ def node_binding_problem(
         return f"the agent's token has expired ({claims.describe()}): create a new one ({hint})"
     if not claims.node_name:
         return (
-            f"the agent's token names no node ({claims.describe()}): the own-node admission "
-            "policy denies every write (reads still work); run the agent with its pod's token "
+            f"the agent's token names no node ({claims.describe()}): where the own-node "
+            "admission policy is installed (the base installs it) it denies every write (reads "
+            "still work); run the agent with its pod's token "
             f"(Kubernetes 1.30+) or a token bound to this Node ({hint})"
         )
     if claims.node_name != node_name:
         return (
             f"the agent runs as node {node_name} but its token is bound to node "
-            f"{claims.node_name}: the own-node admission policy denies its writes to "
+            f"{claims.node_name}: where the own-node admission policy is installed it denies its "
+            f"writes to "
             f"{node_name}'s objects; set NODE_NAME (or nodeName) to {claims.node_name}, or use "
             f"a token bound to {node_name} ({hint})"
         )

@@ -59,7 +59,7 @@ def test_the_agent_logs_its_credentials_and_warns_about_a_token_without_its_node
     text = log.read_text()
     (connected,) = [line for line in text.splitlines() if "connected to cluster" in line]
     assert ("bound to no node" if warned else "bound to node n1") in connected
-    denied = [line for line in text.splitlines() if "admission policy denies" in line]
+    denied = [line for line in text.splitlines() if "denies every write" in line]
     assert len(denied) == (1 if warned else 0), text
     if warned:
         assert "--bound-object-kind Node --bound-object-name n1" in denied[0]

@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Literal
 from agent.config.errors import FieldError
 from agent.config.flags import bind_flag
 from agent.config.schema import Duration, HostPort, setting
+from agent.kubesemantics.wellknown import SYSTEM_NAMESPACE
 
 if TYPE_CHECKING:
     from agent.kube.leaderelection import ElectionTiming
 
-LEASE_NAMESPACE = "kube-system"
+LEASE_NAMESPACE = SYSTEM_NAMESPACE
 LEASE_NAME = "descheduler"
 """Upstream's Lease: leader election, the churn guard's memory and our taint record."""
 

@@ -37,7 +37,7 @@ from agent.descheduler.core.framework.types import (
 from agent.descheduler.core.policy import DeschedulerPolicy
 from agent.descheduler.model.cluster import ClusterSnapshot, NodeInfo
 from agent.descheduler.plan.shape import Plan, TaintChange
-from agent.kube.labelselector import matches, parse_selector
+from agent.kubesemantics.labelselector import matches, parse_selector
 from agent.runtime.collector import collector_paused
 
 log = logging.getLogger(__name__)

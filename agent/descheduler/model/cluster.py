@@ -21,6 +21,12 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from agent.descheduler.model.taintrecord import TaintRecord
+from agent.kubesemantics.wellknown import (
+    DEPLOYMENT_KIND,
+    REPLICA_SET_KIND,
+    REPLICATION_CONTROLLER_KIND,
+    STATEFUL_SET_KIND,
+)
 
 if TYPE_CHECKING:
     from agent.descheduler.model.metricsusage import KubernetesMetrics, PrometheusSamples
@@ -156,7 +162,7 @@ class DisruptionBudget:
     ``IfHealthyBudget`` only while current >= desired; ``None`` when the status lacks them."""
 
 
-WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController")
+WORKLOAD_KINDS = (DEPLOYMENT_KIND, REPLICA_SET_KIND, STATEFUL_SET_KIND, REPLICATION_CONTROLLER_KIND)
 """The workloads the caches and a snapshot file keep (``WorkloadInfo``)."""
 
 

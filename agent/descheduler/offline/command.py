@@ -42,7 +42,7 @@ from agent.descheduler.plan.destinations import PlacementResult
 from agent.descheduler.plan.render import render_json, render_plan_table
 from agent.descheduler.plan.shape import Plan
 from agent.descheduler.policyfile import load_policy
-from agent.kube.timestamps import parse_rfc3339
+from agent.kubesemantics.timestamps import parse_rfc3339
 from agent.node.atomicwrite import write_atomic
 from agent.telemetry.logs import configure_logging
 from agent.terminaltext import render_lines

@@ -31,8 +31,9 @@ from agent.descheduler.model.podstatus import (
     PodStatusInfo,
     container_status,
 )
-from agent.kube.pods import API_SOURCE, MIRROR_ANNOTATION, SOURCE_ANNOTATION
-from agent.kube.qos import pod_qos
+from agent.kubesemantics.pods import API_SOURCE, MIRROR_ANNOTATION, SOURCE_ANNOTATION
+from agent.kubesemantics.qos import pod_qos
+from agent.kubesemantics.wellknown import READY
 
 _OWNERS = msgspec.json.Decoder(list[OwnerReference] | None)
 
@@ -61,7 +62,7 @@ def annotation_facts(annotations: Mapping[str, str]) -> tuple[Mapping[str, str],
 def first_ready(conditions: list[ItemCondition]) -> bool:
     """The first ``Ready`` condition is True."""
     for condition in conditions:
-        if condition.type == "Ready":
+        if condition.type == READY:
             return condition.status == "True"
     return False
 

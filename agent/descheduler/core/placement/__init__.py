@@ -14,8 +14,8 @@ live loop sends those as their budgets allow, within the cycle).
   ``node.kubernetes.io/unschedulable:NoSchedule``;
 - ours: a node whose fresh agent report says shutting down, readiness gate held or agent
   stopped is no place to go (``NodeUsage.usable_as_destination``);
-- TaintToleration: every NoSchedule/NoExecute taint tolerated (``agent.kube.tolerations``);
-- NodeAffinity: nodeSelector and required node affinity (``agent.kube.nodeaffinity``);
+- TaintToleration: every NoSchedule/NoExecute taint tolerated (``agent.kubesemantics.tolerations``);
+- NodeAffinity: nodeSelector and required node affinity (``agent.kubesemantics.nodeaffinity``);
 - NodeResourcesFit: each requested resource fits allocatable minus the requests of the pods
   there (pods this plan placed there earlier included, pods it evicted from there gone), and
   a pod slot is free;
@@ -73,10 +73,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from agent.descheduler.core.placement.profile import DEFAULT_PROFILE, SchedulerProfile
-from agent.descheduler.core.placement.simulation import FINISHED, OWN_NODE, Simulation
+from agent.descheduler.core.placement.simulation import OWN_NODE, Simulation
 from agent.descheduler.model.cluster import ClusterSnapshot, PodInfo
 from agent.descheduler.plan.destinations import Placement, PlacementResult
 from agent.descheduler.plan.shape import Plan, PlannedEviction, TaintChange
+from agent.kubesemantics.wellknown import DAEMON_SET_KIND, FINISHED_PHASES
 
 __all__ = [
     "BLOCKED",
@@ -107,7 +108,7 @@ DAEMON_POD = "DaemonSet pod: recreated on the same node"
 
 def _is_daemon_pod(pod: PodInfo) -> bool:
     controller = pod.controller
-    return controller is not None and controller.kind == "DaemonSet"
+    return controller is not None and controller.kind == DAEMON_SET_KIND
 
 
 def place(
@@ -199,7 +200,7 @@ def with_taint_changes(
 def _other_order(simulation: Simulation, pod: PodInfo | None) -> tuple[str, ...]:
     """The nodes tied for ``pod`` were it scheduled now, before the pods of its window that
     precede it in the plan; nothing for a pod that is not scheduled."""
-    if pod is None or pod.phase in FINISHED or pod.controller is None or _is_daemon_pod(pod):
+    if pod is None or pod.phase in FINISHED_PHASES or pod.controller is None or _is_daemon_pod(pod):
         return ()
     return simulation.pick(pod).candidates
 
@@ -236,7 +237,7 @@ def _in_reverse(
 
 
 def _destination(simulation: Simulation, pod: PodInfo) -> Placement:
-    if pod.phase in FINISHED:
+    if pod.phase in FINISHED_PHASES:
         return Placement(None, FINISHED_NOTE)
     if pod.controller is None:
         return Placement(None, NOT_RECREATED)

@@ -22,7 +22,6 @@ from agent.descheduler.core.placement.nodes import PodSize
 from agent.descheduler.core.placement.profile import SPREAD, TAINTS
 from agent.descheduler.core.placement.scored import Scored
 from agent.descheduler.core.placement.scoring import (
-    HOSTNAME,
     MAX_NODE_SCORE,
     NO_TERMS,
     SpreadScoring,
@@ -36,6 +35,7 @@ from agent.descheduler.core.placement.scoring import (
     topology_weight,
 )
 from agent.descheduler.model.cluster import CPU, MEMORY, PODS, PodInfo
+from agent.kubesemantics.wellknown import HOSTNAME_LABEL
 
 if TYPE_CHECKING:
     from agent.descheduler.core.placement.simulation import Simulation
@@ -144,7 +144,7 @@ def _zone_scores(
     def raw(index: int | None, zone: str | None) -> int:
         host = (
             None
-            if index is not None and HOSTNAME not in sim.nodes[index].info.labels
+            if index is not None and HOSTNAME_LABEL not in sim.nodes[index].info.labels
             else (counts.get(index, 0) if index is not None else 0)
         )
         domain = None if zone is None else in_zone[zone]

@@ -24,7 +24,6 @@ from agent.descheduler.core.placement.profile import (
 )
 from agent.descheduler.core.placement.scored import Scored
 from agent.descheduler.core.placement.scoring import (
-    HOSTNAME,
     AffinityTerms,
     SchedulerTerm,
     SpreadScoring,
@@ -41,13 +40,12 @@ from agent.descheduler.core.placement.scoring import (
     topology_weight,
 )
 from agent.descheduler.model.cluster import PodInfo
-from agent.kube.labelselector import matches
-from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
+from agent.kubesemantics.labelselector import matches
+from agent.kubesemantics.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
+from agent.kubesemantics.wellknown import FINISHED_PHASES, HOSTNAME_LABEL
 
 if TYPE_CHECKING:
     from agent.descheduler.core.placement.simulation import Simulation
-
-FINISHED = frozenset({"Succeeded", "Failed"})
 
 
 def scored_full(sim: Simulation, pod: PodInfo, feasible: Sequence[int]) -> Scored:
@@ -128,13 +126,15 @@ def _spread_scores(sim: Simulation, pod: PodInfo, nodes: Sequence[SimNode]) -> l
     weights = [
         topology_weight(
             len(counted_nodes)
-            if key == HOSTNAME
+            if key == HOSTNAME_LABEL
             else len({node.info.labels.get(key, "") for node in counted_nodes})
         )
         for key in keys
     ]
     pairs = [
-        {node.info.labels.get(key, "") for node in counted_nodes} if key != HOSTNAME else set()
+        {node.info.labels.get(key, "") for node in counted_nodes}
+        if key != HOSTNAME_LABEL
+        else set()
         for key in keys
     ]
     domain_counts: list[Counter[str]] = [Counter() for _ in keys]
@@ -155,7 +155,7 @@ def _spread_scores(sim: Simulation, pod: PodInfo, nodes: Sequence[SimNode]) -> l
         per_node[node.index] = matching
         for position, key in enumerate(keys):
             value = node.info.labels.get(key, "")
-            if key != HOSTNAME and value in pairs[position]:
+            if key != HOSTNAME_LABEL and value in pairs[position]:
                 domain_counts[position][value] += matching[position]
     raws: list[int | None] = []
     for node in nodes:
@@ -167,7 +167,7 @@ def _spread_scores(sim: Simulation, pod: PodInfo, nodes: Sequence[SimNode]) -> l
             label = node.info.labels.get(key)
             if label is None:
                 counts.append(None)
-            elif key == HOSTNAME:
+            elif key == HOSTNAME_LABEL:
                 counts.append(per_node.get(node.index, [0] * len(keys))[position])
             else:
                 counts.append(domain_counts[position][label])
@@ -267,4 +267,4 @@ def _resolved(terms: AffinityTerms, namespaces: Mapping[str, Mapping[str, str]])
 
 def _counts(pod: PodInfo) -> bool:
     """Whether a pod counts for spread scores (``countPodsMatchSelector``: not terminating)."""
-    return not pod.deleting and pod.phase not in FINISHED
+    return not pod.deleting and pod.phase not in FINISHED_PHASES

@@ -47,9 +47,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.descheduler.model.cluster import PodInfo
-from agent.kube.labelselector import Selector, SelectorError, from_label_selector, matches
-from agent.kube.nodeaffinity import preferred_affinity_weight
-from agent.kube.tolerations import tolerates
+from agent.kubesemantics.labelselector import Selector, SelectorError, from_label_selector, matches
+from agent.kubesemantics.nodeaffinity import preferred_affinity_weight
+from agent.kubesemantics.tolerations import tolerates
+from agent.kubesemantics.wellknown import (
+    HOSTNAME_LABEL,
+    PREFER_NO_SCHEDULE,
+    REPLICA_SET_KIND,
+    REPLICATION_CONTROLLER_KIND,
+    STATEFUL_SET_KIND,
+    ZONE_LABEL,
+)
 
 MAX_NODE_SCORE = 100
 DEFAULT_MILLI_CPU_REQUEST = 100
@@ -65,17 +73,14 @@ INTER_POD_AFFINITY = 2
 BALANCED_ALLOCATION = 1
 IMAGE_LOCALITY = 1
 
-HOSTNAME = "kubernetes.io/hostname"
-ZONE = "topology.kubernetes.io/zone"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
-SPREAD_CONTROLLERS = frozenset({"ReplicaSet", "ReplicationController", "StatefulSet"})
+SPREAD_CONTROLLERS = frozenset({REPLICA_SET_KIND, REPLICATION_CONTROLLER_KIND, STATEFUL_SET_KIND})
 """Controllers whose selector the scheduler's system default spread constraints use."""
 HARD_POD_AFFINITY_WEIGHT = 1
 """``InterPodAffinityArgs.hardPodAffinityWeight``'s default."""
 MB = 1024 * 1024
 IMAGE_MIN = 23 * MB
 IMAGE_MAX_PER_CONTAINER = 1000 * MB
-PREFER_NO_SCHEDULE = "PreferNoSchedule"
 
 
 def nonzero_size(pod: PodInfo) -> tuple[int, int]:
@@ -295,7 +300,10 @@ def spread_scoring(pod: PodInfo) -> SpreadScoring:
         return other.namespace == namespace and ours is not None and ours.uid == owner
 
     return SpreadScoring(
-        (SoftSpread(HOSTNAME, 3, same_controller), SoftSpread(ZONE, 5, same_controller)),
+        (
+            SoftSpread(HOSTNAME_LABEL, 3, same_controller),
+            SoftSpread(ZONE_LABEL, 5, same_controller),
+        ),
         require_all_topologies=False,
         selector_owner=owner,
     )

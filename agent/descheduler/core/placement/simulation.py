@@ -27,8 +27,6 @@ from agent.descheduler.core.placement.nodes import (
 )
 from agent.descheduler.core.placement.profile import DEFAULT_PROFILE, SchedulerProfile
 from agent.descheduler.core.placement.scoring import (
-    HOSTNAME,
-    PREFER_NO_SCHEDULE,
     SchedulerTerm,
     affinity_terms,
 )
@@ -42,10 +40,10 @@ from agent.descheduler.core.rules.podindex import PodIndex, Slot
 from agent.descheduler.core.rules.topology import scheduler_spread_counts, spread_rejection
 from agent.descheduler.model.cluster import CPU, MEMORY, PODS, ClusterSnapshot, NodeInfo, PodInfo
 from agent.descheduler.plan.destinations import NodeLoad, Placement
-from agent.kube.labelselector import SelectorError
-from agent.kube.podaffinity import AffinityTerm
+from agent.kubesemantics.labelselector import SelectorError
+from agent.kubesemantics.podaffinity import AffinityTerm
+from agent.kubesemantics.wellknown import FINISHED_PHASES, HOSTNAME_LABEL, PREFER_NO_SCHEDULE
 
-FINISHED = frozenset({"Succeeded", "Failed"})
 MAX_RANKINGS = 64
 """Pod sizes whose node ranking is kept (see ``Ranking``); a size past them costs a sort."""
 OWN_NODE = "the node it is evicted from"
@@ -94,7 +92,7 @@ class Simulation:
         and may be scored from the rankings."""
         for node in self.nodes:
             for pod in snapshot.pods_on(node.info.name):
-                if pod.phase not in FINISHED:
+                if pod.phase not in FINISHED_PHASES:
                     node.add(pod, +1)
                     self._count_owner(pod, node.index, +1)
                     slot = self._index(pod)
@@ -110,7 +108,9 @@ class Simulation:
         self._static: dict[str, tuple[frozenset[int], Counter[str]]] = {}
         self._placed_on: dict[str, list[PodInfo]] = {}
         self.soft_tainted = [n.index for n in self.nodes if has_soft_taint(n.info)]
-        self.unnamed_hosts = frozenset(n.index for n in self.nodes if HOSTNAME not in n.info.labels)
+        self.unnamed_hosts = frozenset(
+            n.index for n in self.nodes if HOSTNAME_LABEL not in n.info.labels
+        )
         """Nodes without the hostname label: the system default spread skips its hostname
         constraint there, so their score is not their zone's."""
         members: dict[str | None, set[int]] = {}
@@ -210,7 +210,7 @@ class Simulation:
 
     def evict(self, pod: PodInfo) -> None:
         index = self.index.get(pod.node_name)
-        if index is not None and pod.uid not in self.gone and pod.phase not in FINISHED:
+        if index is not None and pod.uid not in self.gone and pod.phase not in FINISHED_PHASES:
             self._move(index, pod, -1)
         self.gone.add(pod.uid)
         for slot in self._slots.pop(pod.uid, ()):
@@ -228,7 +228,7 @@ class Simulation:
         self._move(self.index[node_name], ghost, +1)
         self.placed.append(ghost)
         self._placed_on.setdefault(node_name, []).append(ghost)
-        if ghost.phase not in FINISHED:
+        if ghost.phase not in FINISHED_PHASES:
             self._ghost_slots[id(ghost)] = self._index(ghost)
         self._count_terms(ghost, +1)
 

@@ -56,11 +56,10 @@ from agent.descheduler.core.rules.topology import (
     spread_constraint,
 )
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
-from agent.kube.labelselector import SelectorError
+from agent.kubesemantics.labelselector import SelectorError
+from agent.kubesemantics.wellknown import FINISHED_PHASES
 
 log = logging.getLogger(__name__)
-
-FINISHED = frozenset({"Succeeded", "Failed"})
 
 
 @dataclass(frozen=True)
@@ -120,7 +119,7 @@ class RemovePodsViolatingTopologySpreadConstraint:
         by_namespace: dict[str, list[PodInfo]] = defaultdict(list)
         for node in nodes:
             for pod in self.handle.snapshot.pods_on(node.name):
-                if pod.phase not in FINISHED:
+                if pod.phase not in FINISHED_PHASES:
                     by_namespace[pod.namespace].append(pod)
         chosen: dict[str, PodInfo] = {}
         for namespace in sorted(by_namespace):

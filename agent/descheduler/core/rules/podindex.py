@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from itertools import chain
 
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
-from agent.kube.labelselector import Selector, matches
+from agent.kubesemantics.labelselector import Selector, matches
 
 SHORT = 48
 """Position lists up to this long are turned into a bitset when asked; longer ones keep it."""

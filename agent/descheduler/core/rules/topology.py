@@ -30,9 +30,10 @@ from typing import Any
 
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
 from agent.descheduler.model.keys import SPREAD_CONSTRAINTS
-from agent.kube.labelselector import Requirement, Selector, from_label_selector, matches
-from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
-from agent.kube.tolerations import untolerated
+from agent.kubesemantics.labelselector import Requirement, Selector, from_label_selector, matches
+from agent.kubesemantics.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
+from agent.kubesemantics.tolerations import untolerated
+from agent.kubesemantics.wellknown import FINISHED_PHASES
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
@@ -205,7 +206,7 @@ def scheduler_spread_counts(
             counts[value] = counts.get(value, 0) + sum(
                 1
                 for other in pods_on(node.name)
-                if other.phase not in ("Succeeded", "Failed")
+                if other.phase not in FINISHED_PHASES
                 and not other.deleting
                 and constraint.selects(other)
             )

@@ -44,6 +44,7 @@ from agent.descheduler.plan.shape import Plan
 from agent.descheduler.policyfile import load_policy
 from agent.kubesemantics.timestamps import parse_rfc3339
 from agent.node.atomicwrite import write_atomic
+from agent.runtime.collector import collector_paused
 from agent.telemetry.logs import configure_logging
 from agent.terminaltext import render_lines
 
@@ -165,7 +166,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
             for name, each in sorted(loaded.distrusted.items())
         ),
     )
-    cycle = run_cycle(policy, snapshot, CycleOptions(implicit_budgets=implicit))
+    # This process owns the interpreter: its cyclic garbage collector is paused for the cycle
+    # (``runtime.collector``: the cycle's short-lived containers hold no cycles).
+    with collector_paused():
+        cycle = run_cycle(policy, snapshot, CycleOptions(implicit_budgets=implicit))
     if cycle.errors:
         # A plan missing a plugin's part is not the plan: say why, print none, exit 1.
         _say(sys.stderr, (f"failed: {error}" for error in cycle.errors))

@@ -47,7 +47,6 @@ from agent.descheduler.cache.shapes import (
 )
 from agent.descheduler.model.cluster import (
     CPU,
-    EMPTY_MAP,
     PODS,
     ClaimInfo,
     ClusterSnapshot,
@@ -64,6 +63,7 @@ from agent.descheduler.model.podstatus import (
     PodStatusInfo,
     container_status,
 )
+from agent.descheduler.model.values import EMPTY_MAP
 from agent.kubesemantics.pods import is_mirror_pod, is_static_pod
 from agent.kubesemantics.qos import pod_qos
 from agent.kubesemantics.quantities import MAX_LENGTH, parse_quantity

@@ -69,9 +69,10 @@ from agent.descheduler.cache.podlist.rules import (
     volume_facts,
 )
 from agent.descheduler.cache.shapes import AFFINITY, INT32_MAX, SPREAD, TOLERATIONS
-from agent.descheduler.model.cluster import EMPTY_MAP, OwnerRef, PodInfo
+from agent.descheduler.model.cluster import OwnerRef, PodInfo
 from agent.descheduler.model.keys import SPREAD_CONSTRAINTS
 from agent.descheduler.model.podstatus import STATUS, PodStatusInfo
+from agent.descheduler.model.values import EMPTY_MAP
 from agent.kube.reflector import Unprojected
 from agent.kubesemantics.wellknown import READY
 

@@ -33,8 +33,8 @@ from agent.config.errors import ConfigError, FieldError
 from agent.descheduler.cache.snapshotfile import DEFAULT_MAX_BYTES, load_snapshot
 from agent.descheduler.cache.usagefile import load_usage, missing
 from agent.descheduler.core.cycle import CycleOptions, run_cycle
-from agent.descheduler.core.placement import place, with_destinations
 from agent.descheduler.core.placement.profile import DEFAULT_PROFILE, SchedulerProfile
+from agent.descheduler.core.placement.replacements import place, with_destinations
 from agent.descheduler.model.cluster import ClusterSnapshot
 from agent.descheduler.offline.schedulerconfig import load_scheduler_config
 from agent.descheduler.options import DeschedulerOptions

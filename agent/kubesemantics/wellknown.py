@@ -59,6 +59,16 @@ UNINITIALIZED_TAINT = "node.cloudprovider.kubernetes.io/uninitialized"
 CRITICAL_ADDONS_ONLY_TAINT = "CriticalAddonsOnly"
 """Tolerated by critical add-ons; the retired rescheduler tainted a node with it."""
 
+# -- topology spread constraints -----------------------------------------------------------
+
+DO_NOT_SCHEDULE = "DoNotSchedule"
+SCHEDULE_ANYWAY = "ScheduleAnyway"
+WHEN_UNSATISFIABLE = frozenset({DO_NOT_SCHEDULE, SCHEDULE_ANYWAY})
+HONOR = "Honor"
+IGNORE = "Ignore"
+INCLUSION_POLICIES = frozenset({HONOR, IGNORE})
+"""``nodeAffinityPolicy`` and ``nodeTaintsPolicy``."""
+
 # -- owner kinds ---------------------------------------------------------------------------
 
 DAEMON_SET_KIND = "DaemonSet"

@@ -42,7 +42,13 @@ from agent.kubesemantics.names import (
     label_value_problem,
     qualified_name_problem,
 )
-from agent.kubesemantics.wellknown import NO_EXECUTE, TAINT_EFFECTS
+from agent.kubesemantics.wellknown import (
+    DO_NOT_SCHEDULE,
+    INCLUSION_POLICIES,
+    NO_EXECUTE,
+    TAINT_EFFECTS,
+    WHEN_UNSATISFIABLE,
+)
 
 INT32_MAX = 2**31 - 1
 Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=INT32_MAX)]
@@ -56,8 +62,6 @@ Weight = Annotated[int, msgspec.Meta(ge=1, le=100)]
 NODE_SELECTOR_OPERATORS = OPERATORS | {"Gt", "Lt"}
 TOLERATION_OPERATORS = frozenset({"Exists", "Equal", "", "Lt", "Gt"})
 """``Lt`` and ``Gt`` (an integer value) are newer releases' numeric comparisons."""
-WHEN_UNSATISFIABLE = frozenset({"DoNotSchedule", "ScheduleAnyway"})
-INCLUSION_POLICIES = frozenset({"Honor", "Ignore"})
 NODE_NAME_FIELD = "metadata.name"
 """The one field a node selector's ``matchFields`` may name."""
 _INTEGER = re.compile(r"^[-+]?[0-9]+\Z")
@@ -255,7 +259,7 @@ class TopologySpreadConstraint(_Shape):
     def __post_init__(self) -> None:
         _label_key(self.topology_key, "topologyKey")
         _one_of("whenUnsatisfiable", self.when_unsatisfiable, WHEN_UNSATISFIABLE)
-        if self.min_domains is not None and self.when_unsatisfiable != "DoNotSchedule":
+        if self.min_domains is not None and self.when_unsatisfiable != DO_NOT_SCHEDULE:
             raise ValueError("minDomains needs whenUnsatisfiable DoNotSchedule")
         for name, policy in (
             ("nodeAffinityPolicy", self.node_affinity_policy),

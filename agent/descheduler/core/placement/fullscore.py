@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from agent.descheduler.core.placement.nodes import PodSize, SimNode
+from agent.descheduler.core.placement.plannedcluster import PlannedCluster
 from agent.descheduler.core.placement.profile import (
     IMAGES,
     INTER_POD,
@@ -44,11 +44,8 @@ from agent.kubesemantics.labelselector import matches
 from agent.kubesemantics.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
 from agent.kubesemantics.wellknown import FINISHED_PHASES, HOSTNAME_LABEL
 
-if TYPE_CHECKING:
-    from agent.descheduler.core.placement.simulation import Simulation
 
-
-def scored_full(sim: Simulation, pod: PodInfo, feasible: Sequence[int]) -> Scored:
+def scored_full(sim: PlannedCluster, pod: PodInfo, feasible: Sequence[int]) -> Scored:
     """Every default score plugin on every feasible node, normalized, weighted, summed."""
     if len(feasible) == 1:
         return Scored(0, list(feasible))  # the scheduler does not score a lone node
@@ -59,7 +56,7 @@ def scored_full(sim: Simulation, pod: PodInfo, feasible: Sequence[int]) -> Score
     )
 
 
-def node_totals(sim: Simulation, pod: PodInfo, feasible: Sequence[int]) -> list[int]:
+def node_totals(sim: PlannedCluster, pod: PodInfo, feasible: Sequence[int]) -> list[int]:
     """The scheduler's total score of each feasible node for ``pod``, in their order: the
     number its ``--v=10`` log prints per node."""
     nodes = [sim.nodes[index] for index in feasible]
@@ -111,7 +108,7 @@ def node_totals(sim: Simulation, pod: PodInfo, feasible: Sequence[int]) -> list[
     return totals
 
 
-def _spread_scores(sim: Simulation, pod: PodInfo, nodes: Sequence[SimNode]) -> list[int]:
+def _spread_scores(sim: PlannedCluster, pod: PodInfo, nodes: Sequence[SimNode]) -> list[int]:
     """PodTopologySpread's normalized scores of ``nodes`` (the feasible ones)."""
     scoring = spread_scoring(pod)
     if not scoring.constraints:
@@ -175,7 +172,7 @@ def _spread_scores(sim: Simulation, pod: PodInfo, nodes: Sequence[SimNode]) -> l
     return spread_normalize(raws)
 
 
-def _counting_nodes(sim: Simulation, pod: PodInfo, scoring: SpreadScoring) -> Iterable[SimNode]:
+def _counting_nodes(sim: PlannedCluster, pod: PodInfo, scoring: SpreadScoring) -> Iterable[SimNode]:
     """The nodes whose pods PodTopologySpread counts: those matching the pod's
     nodeSelector and required node affinity (``nodeAffinityPolicy: Honor``), with every
     key when the pod's own constraints require all."""
@@ -192,7 +189,7 @@ def _counting_nodes(sim: Simulation, pod: PodInfo, scoring: SpreadScoring) -> It
 
 
 def _affinity_scores(
-    sim: Simulation, pod: PodInfo, nodes: Sequence[SimNode], hard_weight: int
+    sim: PlannedCluster, pod: PodInfo, nodes: Sequence[SimNode], hard_weight: int
 ) -> list[int]:
     """InterPodAffinity's normalized scores of ``nodes``; 0 when it has nothing to say.
 

@@ -1,55 +1,24 @@
-"""Where each evicted pod would land: the default kube-scheduler's pick, offline.
+"""Where each evicted pod's replacement would land, in the order the live loop sends them.
 
 Upstream's dry run cannot say where evicted pods go (#1584), and that is the first question
 about any plan. This answers it for the offline plan: for each eviction, the pod its
 controller creates in its place (same spec) is scheduled as the default kube-scheduler would
-schedule it, on the cluster as the plan leaves it so far. Evictions go in the order the live
-loop sends them: the allowed ones in the plan's order, then the ones a budget holds (the
-live loop sends those as their budgets allow, within the cycle).
-
-**Filter** (kube-scheduler's filter plugins; every one must pass):
-- the node is Ready (the scheduler sees NotReady nodes through their ``not-ready`` taint),
-  and it is not the node the pod is evicted from;
-- NodeUnschedulable: a cordoned node only for a pod tolerating
-  ``node.kubernetes.io/unschedulable:NoSchedule``;
-- ours: a node whose fresh agent report says shutting down, readiness gate held or agent
-  stopped is no place to go (``NodeUsage.usable_as_destination``);
-- TaintToleration: every NoSchedule/NoExecute taint tolerated (``agent.kubesemantics.tolerations``);
-- NodeAffinity: nodeSelector and required node affinity (``agent.kubesemantics.nodeaffinity``);
-- NodeResourcesFit: each requested resource fits allocatable minus the requests of the pods
-  there (pods this plan placed there earlier included, pods it evicted from there gone), and
-  a pod slot is free;
-- InterPodAffinity, its required anti-affinity half (``antiaffinity``): no pod the pod's
-  terms select in the node's topology domain, and no pod whose terms select the pod there;
-- PodTopologySpread, ``DoNotSchedule`` constraints (``topology``): the node carries the key
-  and placing the pod there keeps the skew within ``maxSkew``, counted (once per pod, as
-  the scheduler's PreFilter) on the cluster as the plan leaves it so far.
-
-**Score:** every default score plugin with its weight (``scoring``). The best total wins; the
-scheduler picks at random among equal totals, so each placement gives the **candidates**,
-every node tied at the best total (``destinationCandidates`` in the plan, with the
-window's, below), and a
-``destination`` among them (the first by name), which is where the simulation puts the
-replacement before placing the next one.
+schedule it (``simulation``: its filters, its scores and its pick), on the cluster as the plan
+leaves it so far. Evictions go in the order the live loop sends them: the allowed ones in the
+plan's order, then the ones a budget holds (the live loop sends those as their budgets
+allow, within the cycle).
 
 **Replacements of one window come in any order.** The live loop has up to eight evictions
 in flight (``evictionConcurrency``); they complete, and the ReplicaSets create and the
 scheduler places their replacements, in no fixed order. So the plan takes evictions in
 windows of eight: all of a window's pods leave their nodes, then each replacement is placed
-in the plan's order, and its candidates also include the nodes tied for it had it been
+in the plan's order, and its candidates (every node tied at the best total,
+``destinationCandidates`` in the plan) also include the nodes tied for it had it been
 scheduled before the rest of its window, and after all of it (the window in reverse). A
 replay of a real scheduler in its own order matches 98 % of the placements; in the plan's
 order, the windows are what keeps the candidates right while the real order shuffles
-within them.
-
-**Two ways to the same answer.** Scoring every feasible node for every pod is the reference
-(``fullscore``). Most pods, in most clusters, need much less: no preferred affinity, no
-pod affinity terms anywhere, no PreferNoSchedule taint they mind, none of their images on a
-node, only cpu and memory requests. For those every score but the resource ones and the
-spread is the same on every node, and the spread differs only between zones and on the few
-nodes holding pods of the same controller; a ranking of the nodes per pod size and zone,
-kept up to date as pods move, gives the best nodes from its top (``fastscore``). A test
-compares the two on random clusters, move after move.
+within them. The ``destination`` is the first candidate by name, which is where the
+simulation puts the replacement before placing the next one.
 
 Where this still differs from the real scheduler: ties are broken at random there; the
 replacements' real creation order (evictions finish in any order, budgets release held ones
@@ -73,29 +42,16 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from agent.descheduler.core.placement.profile import DEFAULT_PROFILE, SchedulerProfile
-from agent.descheduler.core.placement.simulation import OWN_NODE, Simulation
+from agent.descheduler.core.placement.simulation import Simulation
 from agent.descheduler.model.cluster import ClusterSnapshot, PodInfo
 from agent.descheduler.plan.destinations import Placement, PlacementResult
 from agent.descheduler.plan.shape import Plan, PlannedEviction, TaintChange
 from agent.kubesemantics.wellknown import DAEMON_SET_KIND, FINISHED_PHASES
 
-__all__ = [
-    "BLOCKED",
-    "DAEMON_POD",
-    "FINISHED_NOTE",
-    "HELD_BY_IMPLICIT_BUDGET",
-    "NOT_RECREATED",
-    "OWN_NODE",
-    "REFUSED",
-    "Simulation",
-    "place",
-    "with_destinations",
-    "with_taint_changes",
-]
-
 IN_FLIGHT = 8
-"""How many evictions the live loop has in flight at once (``evictionConcurrency``'s default):
-the window of replacements scheduled in no fixed order."""
+"""How many evictions the live loop has in flight at once (the default of its
+``evictionConcurrency``, which reads it from here): the window of replacements scheduled in no
+fixed order."""
 BLOCKED = "held by a PodDisruptionBudget: placed as if it went once the budget allowed"
 HELD_BY_IMPLICIT_BUDGET = (
     "held by its workload's implicit budget: placed as if it went once a replacement was Ready"

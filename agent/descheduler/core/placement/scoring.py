@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.descheduler.model.cluster import PodInfo
+from agent.descheduler.model.keys import SPREAD_CONSTRAINTS
 from agent.kubesemantics.labelselector import Selector, SelectorError, from_label_selector, matches
 from agent.kubesemantics.nodeaffinity import preferred_affinity_weight
 from agent.kubesemantics.tolerations import tolerates
@@ -55,6 +56,7 @@ from agent.kubesemantics.wellknown import (
     PREFER_NO_SCHEDULE,
     REPLICA_SET_KIND,
     REPLICATION_CONTROLLER_KIND,
+    SCHEDULE_ANYWAY,
     STATEFUL_SET_KIND,
     ZONE_LABEL,
 )
@@ -73,7 +75,6 @@ INTER_POD_AFFINITY = 2
 BALANCED_ALLOCATION = 1
 IMAGE_LOCALITY = 1
 
-SCHEDULE_ANYWAY = "ScheduleAnyway"
 SPREAD_CONTROLLERS = frozenset({REPLICA_SET_KIND, REPLICATION_CONTROLLER_KIND, STATEFUL_SET_KIND})
 """Controllers whose selector the scheduler's system default spread constraints use."""
 HARD_POD_AFFINITY_WEIGHT = 1
@@ -282,10 +283,10 @@ def spread_scoring(pod: PodInfo) -> SpreadScoring:
     selector of the pod's own that does not parse."""
     own = [
         raw
-        for raw in (pod.extra.get("topologySpreadConstraints") or ())
+        for raw in (pod.extra.get(SPREAD_CONSTRAINTS) or ())
         if raw.get("whenUnsatisfiable") == SCHEDULE_ANYWAY
     ]
-    if pod.extra.get("topologySpreadConstraints"):
+    if pod.extra.get(SPREAD_CONSTRAINTS):
         return SpreadScoring(
             tuple(_own_constraint(raw, pod) for raw in own), require_all_topologies=True
         )

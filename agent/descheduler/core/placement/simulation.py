@@ -1,11 +1,36 @@
 """The cluster as the plan leaves it, and the default kube-scheduler's pick for each pod.
 
 Evictions take pods off their nodes, placements put replacements on; every filter and score
-reads the nodes as they are at that point of the plan. A pick first applies the filters
-(those of one node in ``nodes``, the inter-pod ones here, counted once per pod as the
-scheduler's PreFilter does), then scores: from the rankings when the pod allows it
-(``fastscore``), else every feasible node (``fullscore``, the reference). The best total
-wins; every node tied at it is a candidate.
+reads the nodes as they are at that point of the plan.
+
+**Filter** (kube-scheduler's filter plugins; every one must pass):
+- the node is Ready (the scheduler sees NotReady nodes through their ``not-ready`` taint),
+  and it is not the node the pod is evicted from;
+- NodeUnschedulable: a cordoned node only for a pod tolerating
+  ``node.kubernetes.io/unschedulable:NoSchedule``;
+- ours: a node whose fresh agent report says shutting down, readiness gate held or agent
+  stopped is no place to go (``NodeUsage.usable_as_destination``);
+- TaintToleration: every NoSchedule/NoExecute taint tolerated
+  (``agent.kubesemantics.tolerations``);
+- NodeAffinity: nodeSelector and required node affinity
+  (``agent.kubesemantics.nodeaffinity``);
+- NodeResourcesFit: each requested resource fits allocatable minus the requests of the pods
+  there (pods this plan placed there earlier included, pods it evicted from there gone), and
+  a pod slot is free;
+- InterPodAffinity, its required anti-affinity half (``rules.antiaffinity``): no pod the
+  pod's terms select in the node's topology domain, and no pod whose terms select the pod
+  there;
+- PodTopologySpread, ``DoNotSchedule`` constraints (``rules.topology``): the node carries the
+  key and placing the pod there keeps the skew within ``maxSkew``.
+
+Those of one node are ``nodes``'; the inter-pod ones are counted here, once per pod as the
+scheduler's PreFilter counts them, from the pods in place indexed (``rules.podindex``).
+
+**Score:** every default score plugin with its weight (``scoring``): from the rankings when
+the pod allows it (``fastscore``), else on every feasible node (``fullscore``, the
+reference). The best total wins; the scheduler picks at random among equal totals, so a pick
+is every node tied at it, and the first of them by name. The scorers read the simulation as
+a ``PlannedCluster``.
 """
 
 from __future__ import annotations

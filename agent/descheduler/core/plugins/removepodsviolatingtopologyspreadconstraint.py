@@ -49,7 +49,6 @@ from agent.descheduler.core.framework.podfilter import PodFilter
 from agent.descheduler.core.framework.types import Handle
 from agent.descheduler.core.rules.nodefit import NodeFit
 from agent.descheduler.core.rules.topology import (
-    DO_NOT_SCHEDULE,
     SpreadConstraint,
     domain_pods,
     raw_spread_constraints,
@@ -57,7 +56,7 @@ from agent.descheduler.core.rules.topology import (
 )
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
 from agent.kubesemantics.labelselector import SelectorError
-from agent.kubesemantics.wellknown import FINISHED_PHASES
+from agent.kubesemantics.wellknown import DO_NOT_SCHEDULE, FINISHED_PHASES
 
 log = logging.getLogger(__name__)
 

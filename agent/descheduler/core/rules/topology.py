@@ -33,12 +33,8 @@ from agent.descheduler.model.keys import SPREAD_CONSTRAINTS
 from agent.kubesemantics.labelselector import Requirement, Selector, from_label_selector, matches
 from agent.kubesemantics.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
 from agent.kubesemantics.tolerations import untolerated
-from agent.kubesemantics.wellknown import FINISHED_PHASES
+from agent.kubesemantics.wellknown import DO_NOT_SCHEDULE, FINISHED_PHASES, HONOR, IGNORE
 
-DO_NOT_SCHEDULE = "DoNotSchedule"
-SCHEDULE_ANYWAY = "ScheduleAnyway"
-HONOR = "Honor"
-IGNORE = "Ignore"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
 

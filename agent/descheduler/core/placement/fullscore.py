@@ -42,7 +42,7 @@ from agent.descheduler.core.placement.scoring import (
 from agent.descheduler.model.cluster import PodInfo
 from agent.kubesemantics.labelselector import matches
 from agent.kubesemantics.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
-from agent.kubesemantics.wellknown import FINISHED_PHASES, HOSTNAME_LABEL
+from agent.kubesemantics.wellknown import HOSTNAME_LABEL
 
 
 def scored_full(sim: PlannedCluster, pod: PodInfo, feasible: Sequence[int]) -> Scored:
@@ -137,18 +137,19 @@ def _spread_scores(sim: PlannedCluster, pod: PodInfo, nodes: Sequence[SimNode]) 
     domain_counts: list[Counter[str]] = [Counter() for _ in keys]
     per_node: dict[int, list[int]] = {}
     owner = sim.owners.get(scoring.selector_owner, Counter())
+    # The pod's own constraints: the pods each selects, per node, read through the index.
+    selected = (
+        []
+        if scoring.selector_owner
+        else [
+            sim.pod_index.running_node_counts(c.namespace, c.selector) for c in scoring.constraints
+        ]
+    )
     for node in _counting_nodes(sim, pod, scoring):
         if scoring.selector_owner:  # the system defaults: the controller's pods, counted
             matching = [owner.get(node.index, 0)] * len(keys)
         else:
-            matching = [
-                sum(
-                    1
-                    for other in sim.pods_on(node.info.name)
-                    if _counts(other) and c.selects(other)
-                )
-                for c in scoring.constraints
-            ]
+            matching = [on_node.get(node.info.name, 0) for on_node in selected]
         per_node[node.index] = matching
         for position, key in enumerate(keys):
             value = node.info.labels.get(key, "")
@@ -260,8 +261,3 @@ def _resolved(terms: AffinityTerms, namespaces: Mapping[str, Mapping[str, str]])
         tuple(resolve(t) for t in terms.preferred_anti_affinity),
         terms.required_affinity,
     )
-
-
-def _counts(pod: PodInfo) -> bool:
-    """Whether a pod counts for spread scores (``countPodsMatchSelector``: not terminating)."""
-    return not pod.deleting and pod.phase not in FINISHED_PHASES

@@ -9,7 +9,7 @@ the scorers, and both import this.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from typing import Protocol
 
 from agent.descheduler.core.placement.nodes import PodSize, Ranking, SimNode
@@ -17,7 +17,7 @@ from agent.descheduler.core.placement.profile import SchedulerProfile
 from agent.descheduler.core.placement.scoring import SchedulerTerm
 from agent.descheduler.core.rules.existingterms import ExistingTerms
 from agent.descheduler.core.rules.podindex import PodIndex, Slot
-from agent.descheduler.model.cluster import ClusterSnapshot, PodInfo
+from agent.descheduler.model.cluster import ClusterSnapshot
 
 
 class PlannedCluster(Protocol):
@@ -78,9 +78,6 @@ class PlannedCluster(Protocol):
     @property
     def preferred_anti_affinity(self) -> ExistingTerms[SchedulerTerm]:
         """The preferred pod anti-affinity terms of the pods in place."""
-
-    def pods_on(self, node_name: str) -> Iterable[PodInfo]:
-        """The pods on a node as the plan leaves it so far."""
 
     def slots_of(self, uid: str) -> tuple[Slot, ...]:
         """The index's slots of the snapshot's pods with ``uid`` still in place."""

@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent.descheduler.core.rules.topology import with_match_label_keys
 from agent.descheduler.model.cluster import PodInfo
 from agent.descheduler.model.keys import SPREAD_CONSTRAINTS
 from agent.kubesemantics.labelselector import Selector, SelectorError, from_label_selector, matches
@@ -258,11 +259,15 @@ def go_round(value: float) -> int:
 
 @dataclass(frozen=True)
 class SoftSpread:
-    """One constraint the scores count: its key, skew, and which pods it counts."""
+    """One constraint the scores count: its key and skew, and which pods it counts. A pod's
+    own constraint counts the pods of ``namespace`` that ``selector`` selects (``None``:
+    none), ``matchLabelKeys`` merged in; the system defaults count the pods of the pod's
+    controller instead (``SpreadScoring.selector_owner``) and carry no selector."""
 
     topology_key: str
     max_skew: int
-    selects: Callable[[PodInfo], bool]
+    namespace: str
+    selector: Selector | None = None
 
 
 @dataclass(frozen=True)
@@ -293,45 +298,26 @@ def spread_scoring(pod: PodInfo) -> SpreadScoring:
     controller = pod.controller
     if controller is None or controller.kind not in SPREAD_CONTROLLERS or not controller.uid:
         return SpreadScoring((), require_all_topologies=False)
-    owner = controller.uid
-    namespace = pod.namespace
-
-    def same_controller(other: PodInfo) -> bool:
-        ours = other.controller
-        return other.namespace == namespace and ours is not None and ours.uid == owner
-
     return SpreadScoring(
         (
-            SoftSpread(HOSTNAME_LABEL, 3, same_controller),
-            SoftSpread(ZONE_LABEL, 5, same_controller),
+            SoftSpread(HOSTNAME_LABEL, 3, pod.namespace),
+            SoftSpread(ZONE_LABEL, 5, pod.namespace),
         ),
         require_all_topologies=False,
-        selector_owner=owner,
+        selector_owner=controller.uid,
     )
 
 
 def _own_constraint(raw: Mapping[str, Any], pod: PodInfo) -> SoftSpread:
-    selector = from_label_selector(raw.get("labelSelector"))
-    extra = {
-        str(key): pod.labels[str(key)]
-        for key in raw.get("matchLabelKeys") or ()
-        if str(key) in pod.labels
-    }
-    namespace = pod.namespace
-
-    def selects(other: PodInfo) -> bool:
-        return (
-            selector is not None
-            and other.namespace == namespace
-            and matches(selector, other.labels)
-            and all(other.labels.get(k) == v for k, v in extra.items())
-        )
-
+    selector = with_match_label_keys(
+        from_label_selector(raw.get("labelSelector")), pod, raw.get("matchLabelKeys") or ()
+    )
     skew = raw.get("maxSkew")
     return SoftSpread(
         str(raw.get("topologyKey") or ""),
         skew if isinstance(skew, int) and not isinstance(skew, bool) else 1,
-        selects,
+        pod.namespace,
+        selector,
     )
 
 

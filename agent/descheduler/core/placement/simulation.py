@@ -334,7 +334,7 @@ class Simulation:
     def _inter_pod_check(self, pod: PodInfo) -> Callable[[NodeInfo], str | None] | None:
         """The anti-affinity and spread filters for ``pod`` (spread counted once, as the
         scheduler's PreFilter does); ``None`` when neither can reject it (most pods)."""
-        spread = scheduler_spread_counts(pod, self.snapshot.nodes.values(), self.pods_on)
+        spread = scheduler_spread_counts(pod, self.snapshot.nodes.values(), self.pod_index)
         if not spread and not self._anti_affine and not has_required_anti_affinity(pod):
             return None
         forbidden = forbidden_domains(

@@ -5,12 +5,11 @@ from agent.config.errors import ConfigError, FieldError
 from agent.config.loader import load_agent_config, load_file, parse_document
 from agent.config.readiness import ReadinessConfig
 from agent.config.report import ReportConfig
-from agent.config.shutdown import CRITICAL_POD_PRIORITY, PriorityBucket, ShutdownOptions
+from agent.config.shutdown import PriorityBucket, ShutdownOptions
 from agent.config.swap import MemorySwapConfig
 from agent.config.yamlfile import parse_yaml, read_yaml
 
 __all__ = [
-    "CRITICAL_POD_PRIORITY",
     "AgentConfig",
     "ConfigError",
     "FieldError",

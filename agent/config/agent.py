@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Literal
 
 from agent.config.errors import FieldError
-from agent.config.names import dns_subdomain_problem
 from agent.config.readiness import ReadinessConfig
 from agent.config.report import ReportConfig
 from agent.config.schema import Duration, HostPort, setting
@@ -20,6 +19,7 @@ from agent.config.shutdown import (
     validate_grace_periods,
 )
 from agent.config.swap import MemorySwapConfig
+from agent.kubesemantics.names import dns_subdomain_problem
 
 DEFAULT_METRICS_BIND_ADDRESS = "127.0.0.1:9477"
 

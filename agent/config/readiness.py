@@ -13,14 +13,20 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agent.config.errors import FieldError
-from agent.config.names import dns_label_problem, qualified_name_problem
 from agent.config.schema import Duration, setting
-from agent.nodekeys import is_descheduler_key
+from agent.kubesemantics.names import dns_label_problem, qualified_name_problem
+from agent.kubesemantics.nodekeys import is_descheduler_key
+from agent.kubesemantics.wellknown import (
+    NETWORK_UNAVAILABLE_TAINT,
+    NOT_READY_TAINT,
+    SYSTEM_NAMESPACE,
+    UNINITIALIZED_TAINT,
+)
 
 DEFAULT_STARTUP_TAINTS = (
-    "node.kubernetes.io/not-ready",
-    "node.kubernetes.io/network-unavailable",
-    "node.cloudprovider.kubernetes.io/uninitialized",
+    NOT_READY_TAINT,
+    NETWORK_UNAVAILABLE_TAINT,
+    UNINITIALIZED_TAINT,
 )
 
 _CORE_TAINT_PREFIXES = frozenset(
@@ -50,7 +56,7 @@ class ReadinessConfig:
     preset: Literal["default", "gardener"] = setting("default")
     taint_key: str = setting("")
     """Overrides the preset's taint key (e.g. to use cluster-autoscaler's startup prefix)."""
-    namespaces: tuple[str, ...] = setting(factory=lambda: ("kube-system",))
+    namespaces: tuple[str, ...] = setting(factory=lambda: (SYSTEM_NAMESPACE,))
     mode: Literal["bootstrap-only", "continuous"] = setting("bootstrap-only")
     hold_time: Duration = setting(Duration(30.0))
     resync_period: Duration = setting(Duration(300.0), minimum=10)

@@ -23,7 +23,7 @@ from typing import Any, Literal, NewType, TypeVar, get_args, get_origin
 from agent.config.booleans import parse_bool
 from agent.config.durations import parse_duration
 from agent.config.errors import FieldError
-from agent.config.quantities import quantity_to_bytes
+from agent.kubesemantics.quantities import quantity_to_bytes
 
 Duration = NewType("Duration", float)
 """Seconds, written in config as a Go duration string (``30s``, ``1m30s``)."""

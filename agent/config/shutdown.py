@@ -14,9 +14,7 @@ from typing import Literal
 
 from agent.config.errors import FieldError
 from agent.config.schema import Duration, setting
-
-CRITICAL_POD_PRIORITY = 2_000_000_000
-"""``scheduling.SystemCriticalPriority``: the bucket kubelet gives critical pods."""
+from agent.kubesemantics.wellknown import SYSTEM_CRITICAL_PRIORITY
 
 DEFAULT_SHUTDOWN_GRACE_PERIOD = 30.0
 DEFAULT_SHUTDOWN_GRACE_PERIOD_CRITICAL_PODS = 10.0
@@ -159,5 +157,7 @@ def priority_buckets(
         return ()
     return (
         PriorityBucket(priority=0, shutdown_grace_period_seconds=int(total - critical)),
-        PriorityBucket(priority=CRITICAL_POD_PRIORITY, shutdown_grace_period_seconds=int(critical)),
+        PriorityBucket(
+            priority=SYSTEM_CRITICAL_PRIORITY, shutdown_grace_period_seconds=int(critical)
+        ),
     )

@@ -25,11 +25,13 @@ from typing import TYPE_CHECKING, Literal
 from agent.config.errors import FieldError
 from agent.config.flags import bind_flag
 from agent.config.schema import Duration, HostPort, setting
+from agent.descheduler.core.placement.replacements import IN_FLIGHT
+from agent.kubesemantics.wellknown import SYSTEM_NAMESPACE
 
 if TYPE_CHECKING:
     from agent.kube.leaderelection import ElectionTiming
 
-LEASE_NAMESPACE = "kube-system"
+LEASE_NAMESPACE = SYSTEM_NAMESPACE
 LEASE_NAME = "descheduler"
 """Upstream's Lease: leader election, the churn guard's memory and our taint record."""
 
@@ -79,8 +81,9 @@ class DeschedulerOptions:
     any one client, and 50/s is what the scheduler, which creates the replacements, is
     allowed anyway."""
     client_connection_burst: int = setting(100, minimum=1, flag="--client-connection-burst")
-    eviction_concurrency: int = setting(8, minimum=1, maximum=256)
-    """Evictions in flight at once (upstream: 1)."""
+    eviction_concurrency: int = setting(IN_FLIGHT, minimum=1, maximum=256)
+    """Evictions in flight at once (upstream: 1); the offline plan places replacements in
+    windows of as many."""
     metrics_bind_address: HostPort = setting(
         HostPort("127.0.0.1:9478"), flag="--metrics-bind-address"
     )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent.config.quantities import format_bytes
 from agent.doctor.report import DoctorReport
+from agent.kubesemantics.quantities import format_bytes
 from agent.terminaltext import render_lines
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent.config import AgentConfig
-from agent.kube.timestamps import rfc3339
+from agent.kubesemantics.timestamps import rfc3339
 from agent.node.reportrecord import load_report_record
 
 

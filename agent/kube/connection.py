@@ -30,6 +30,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from agent import __version__
 from agent.kube.errors import KubeConfigError
+from agent.kubesemantics.wellknown import SERVICE_ACCOUNT_DIR
 
 _log = structlog.get_logger(subsystem="kube.connection")
 _told_unverified: set[str] = set()
@@ -38,7 +39,7 @@ _told_unverified: set[str] = set()
 
 IN_CLUSTER = "in-cluster"
 """``ClusterConnection.source`` when the process runs in a pod with its service account."""
-SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+SERVICE_ACCOUNT_TOKEN = Path(SERVICE_ACCOUNT_DIR) / "token"
 
 Component = Literal["agent", "descheduler"]
 AGENT: Component = "agent"

@@ -31,7 +31,7 @@ from agent.kube.client import AsyncKube
 from agent.kube.errors import KubeError, NotFound
 from agent.kube.jsontypes import JsonObject
 from agent.kube.resources import EVENTS
-from agent.kube.timestamps import rfc3339
+from agent.kubesemantics.timestamps import rfc3339
 
 _log = structlog.get_logger(subsystem="kube.events")
 NODE_EVENT_NAMESPACE = "default"  # kubelet posts Node events in "default"

@@ -53,7 +53,7 @@ from agent.kube.backoff import Backoff, retry_async
 from agent.kube.errors import Conflict, KubeError, LeadershipLost, NotFound
 from agent.kube.jsontypes import JsonObject
 from agent.kube.lease import LeaderRecord, LeaseApi, lease_object
-from agent.kube.timestamps import rfc3339
+from agent.kubesemantics.timestamps import rfc3339
 
 T = TypeVar("T")
 _log = structlog.get_logger(subsystem="kube.leaderelection")

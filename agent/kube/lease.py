@@ -52,8 +52,8 @@ class KubeLeaseApi:
 def lease_object(name: str, spec: JsonObject) -> JsonObject:
     """A new Lease named ``name`` with ``spec`` (empty: a Lease nobody holds)."""
     return {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
+        "apiVersion": LEASES.api_version,
+        "kind": LEASES.kind,
         "metadata": {"name": name},
         "spec": spec,
     }

@@ -40,7 +40,7 @@ from agent.kube.api import KubeApi
 from agent.kube.jsontypes import JsonObject
 from agent.kube.reflector import Reflector
 from agent.kube.resources import NODE_REPORTS
-from agent.kube.timestamps import parse_rfc3339
+from agent.kubesemantics.timestamps import parse_rfc3339
 
 STALE_HEARTBEATS = 3
 DEFAULT_HEARTBEAT = 60.0

@@ -26,7 +26,7 @@ from agent.kube.client import AsyncKube
 from agent.kube.errors import KubeError, NotFound
 from agent.kube.jsontypes import JsonObject
 from agent.kube.patches import NodePatcher, Op, metadata_map_ops, taints_of
-from agent.kube.taintownership import OwnedTaint
+from agent.kubesemantics.taintownership import OwnedTaint
 
 
 class ForeignTaint(KubeError):

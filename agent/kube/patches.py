@@ -24,6 +24,7 @@ from agent.kube.client import AsyncKube
 from agent.kube.errors import RETRYABLE, Conflict, Invalid, KubeError
 from agent.kube.jsontypes import JsonObject
 from agent.kube.resources import NODES
+from agent.kubesemantics.wellknown import NO_SCHEDULE
 
 Op = dict[str, Any]
 GUARD_PATH = "/metadata/resourceVersion"
@@ -35,7 +36,7 @@ _log = structlog.get_logger(subsystem="kube.patches")
 @dataclass(frozen=True)
 class Taint:
     key: str
-    effect: str = "NoSchedule"
+    effect: str = NO_SCHEDULE
     value: str | None = None
 
     def as_json(self) -> JsonObject:

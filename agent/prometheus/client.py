@@ -31,6 +31,7 @@ from urllib.parse import urlencode
 import urllib3
 
 from agent import __version__
+from agent.kubesemantics.wellknown import SERVICE_ACCOUNT_DIR
 from agent.prometheus.answer import QueryAnswer, decode_answer
 from agent.prometheus.errors import (
     BadAnswer,
@@ -43,7 +44,7 @@ from agent.prometheus.errors import (
 from agent.retrying import Backoff, RetryPolicy
 
 QUERY_PATH = "/api/v1/query"
-IN_CLUSTER_CA = Path("/var/run/secrets/kubernetes.io/serviceaccount/ca.crt")
+IN_CLUSTER_CA = Path(SERVICE_ACCOUNT_DIR) / "ca.crt"
 """The service-account CA upstream trusts for Prometheus in a pod."""
 DEFAULT_ATTEMPTS = 3
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 2**20

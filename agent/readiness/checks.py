@@ -20,8 +20,9 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent.kube.pods import being_deleted, controller_uid, is_finished
 from agent.kube.resources import object_key
+from agent.kubesemantics.pods import being_deleted, controller_uid, is_finished
+from agent.kubesemantics.wellknown import FAILED, PENDING, POD_SCHEDULED, READY, SUCCEEDED
 from agent.readiness.placement import place
 from agent.readiness.presets import CRITICAL_LABEL_VALUE, GateKeys
 
@@ -112,14 +113,14 @@ def pod_readiness(pod: Mapping[str, Any]) -> PodCheck:
     name = object_key(pod)
     status = pod.get("status") or {}
     conditions = status.get("conditions") or []
-    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    ready = next((c for c in conditions if c.get("type") == READY), None)
     if ready is not None and ready.get("status") == "True":
         return PodCheck(name, ready=True)
-    phase = _phase(pod) or "Pending"
-    if phase == "Failed":
+    phase = _phase(pod) or PENDING
+    if phase == FAILED:
         return PodCheck(name, ready=False, detail=_shorten(f"Failed: {status.get('reason', '')}"))
     if ready is None:
-        scheduled = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+        scheduled = next((c for c in conditions if c.get("type") == POD_SCHEDULED), None)
         if scheduled is not None and scheduled.get("status") != "True":
             return PodCheck(name, ready=False, detail=_shorten(f"{phase}: not scheduled"))
         return PodCheck(name, ready=False, detail=f"{phase}: no Ready condition yet")
@@ -143,9 +144,9 @@ def _critical_pods(
         owner = controller_uid(pod)
         labelled = (metadata.get("labels") or {}).get(keys.label) == CRITICAL_LABEL_VALUE
         owned = owner is not None and owner in daemon_set_uids
-        if not (labelled or owned) or _phase(pod) == "Succeeded":
+        if not (labelled or owned) or _phase(pod) == SUCCEEDED:
             continue
-        if _phase(pod) == "Failed" and owned:
+        if _phase(pod) == FAILED and owned:
             continue
         chosen.append(pod)
     return sorted(chosen, key=object_key)

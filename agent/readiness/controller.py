@@ -26,7 +26,7 @@ from agent.kube.errors import KubeError
 from agent.kube.events import EventSink, ObjectRef
 from agent.kube.jsontypes import JsonObject
 from agent.kube.patches import Builder, NodeWriter, Op
-from agent.kube.timestamps import rfc3339
+from agent.kubesemantics.timestamps import rfc3339
 from agent.readiness import node_writes, notices
 from agent.readiness.checks import Assessment
 from agent.readiness.expectations import WriteExpectation

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from agent.kube.jsontypes import JsonObject
 from agent.kube.patches import Builder, Op, Taint, metadata_map_ops, taint_ops
-from agent.kube.timestamps import parse_rfc3339
+from agent.kubesemantics.timestamps import parse_rfc3339
 from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION, GATE_TAINT_EFFECT
 
 

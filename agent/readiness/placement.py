@@ -21,9 +21,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
 from agent.kube.patches import taints_of
-from agent.kube.tolerations import daemon_pod_tolerations, describe_taint, untolerated
+from agent.kubesemantics.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
+from agent.kubesemantics.tolerations import daemon_pod_tolerations, describe_taint, untolerated
 from agent.readiness.presets import GATE_TAINT_EFFECT
 
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agent import DOMAIN
+from agent.kubesemantics.wellknown import NO_SCHEDULE
 
 GARDENER_DOMAIN = "node.gardener.cloud"
 CRITICAL_LABEL_VALUE = "true"
-GATE_TAINT_EFFECT = "NoSchedule"
+GATE_TAINT_EFFECT = NO_SCHEDULE
 BOOTSTRAP_COMPLETED_ANNOTATION = f"{DOMAIN}/bootstrap-completed"
 """Set (RFC 3339 time) when the gate opened; in both presets, because the key is ours."""
 

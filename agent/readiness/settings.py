@@ -17,16 +17,20 @@ from agent.readiness.inputs import Snapshot
 from agent.readiness.node_writes import is_completed
 from agent.readiness.presets import GateKeys, gate_keys
 
+_DEFAULTS = ReadinessConfig()
+"""The config's defaults, the only place they are written: settings built without a config
+(a test, a report of a snapshot) take them from there."""
+
 
 @dataclass(frozen=True)
 class GateSettings:
     keys: GateKeys
-    namespaces: tuple[str, ...] = ("kube-system",)
+    namespaces: tuple[str, ...] = _DEFAULTS.namespaces
     startup_taints: tuple[str, ...] = ()
-    mode: Mode = "bootstrap-only"
-    hold_time: float = 30.0
-    resync_period: float = 300.0
-    event_interval: float = 60.0
+    mode: Mode = _DEFAULTS.mode
+    hold_time: float = _DEFAULTS.hold_time
+    resync_period: float = _DEFAULTS.resync_period
+    event_interval: float = _DEFAULTS.event_interval
 
     @classmethod
     def from_config(cls, config: ReadinessConfig) -> GateSettings:

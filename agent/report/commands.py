@@ -22,12 +22,12 @@ from typing import Any
 from agent.columns import aligned
 from agent.config import AgentConfig, load_agent_config
 from agent.config.durations import format_duration
-from agent.config.quantities import format_bytes
 from agent.config.schema import Duration
 from agent.kube.errors import KubeError, NotFound
 from agent.kube.jsontypes import JsonObject
 from agent.kube.resources import NODES
-from agent.kube.timestamps import rfc3339
+from agent.kubesemantics.quantities import format_bytes
+from agent.kubesemantics.timestamps import rfc3339
 from agent.node.kernel import read_boot_id
 from agent.node.paths import HostPaths
 from agent.node.reportrecord import load_report_record

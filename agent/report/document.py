@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent.config.quantities import parse_quantity, quantity_to_millis
-from agent.kube.pods import MIRROR_ANNOTATION, is_finished
-from agent.kube.timestamps import rfc3339
+from agent.kubesemantics.pods import MIRROR_ANNOTATION, is_finished
+from agent.kubesemantics.quantities import parse_quantity, quantity_to_millis
+from agent.kubesemantics.timestamps import rfc3339
 from agent.report.usage import Usage, UsageTracker
 from agent.runtime.status import BoardSnapshot, ShutdownStatus
 

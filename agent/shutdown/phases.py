@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agent.config.shutdown import PriorityBucket, phase_windows
-from agent.kube.pods import (
+from agent.kubesemantics.pods import (
     is_daemon_set_pod,
     is_finished,
     is_mirror_pod,

@@ -23,7 +23,7 @@ from enum import StrEnum
 from typing import Any
 
 from agent.config.shutdown import PriorityBucket, phase_windows
-from agent.kube.timestamps import parse_rfc3339, rfc3339
+from agent.kubesemantics.timestamps import parse_rfc3339, rfc3339
 from agent.shutdown.phases import total_seconds
 
 SCHEMA_VERSION = 1

@@ -36,8 +36,9 @@ from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
 from agent.kube.errors import KubeError, NotFound
 from agent.kube.jsontypes import JsonObject
 from agent.kube.patches import NodePatcher, Op, Taint, taint_ops
+from agent.kubesemantics.wellknown import NO_SCHEDULE
 
-SHUTTING_DOWN = Taint(key=f"{DOMAIN}/shutting-down", effect="NoSchedule")
+SHUTTING_DOWN = Taint(key=f"{DOMAIN}/shutting-down", effect=NO_SCHEDULE)
 TROUBLE_AFTER = 5
 """Failed attempts in a row before a taint write is reported as a problem."""
 _log = structlog.get_logger(subsystem="shutdown.taint")

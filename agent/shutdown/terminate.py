@@ -30,7 +30,8 @@ from agent.kube.backoff import Backoff, retry_async
 from agent.kube.errors import RETRYABLE, Conflict, KubeError, NotFound
 from agent.kube.jsontypes import JsonObject
 from agent.kube.resources import PODS, Resource
-from agent.kube.timestamps import rfc3339
+from agent.kubesemantics.timestamps import rfc3339
+from agent.kubesemantics.wellknown import DISRUPTION_TARGET
 from agent.shutdown.phases import PodTarget
 
 _log = structlog.get_logger(subsystem="shutdown.run")
@@ -159,7 +160,7 @@ def disruption_patch(target: PodTarget, now: float) -> JsonObject:
         "status": {
             "conditions": [
                 {
-                    "type": "DisruptionTarget",
+                    "type": DISRUPTION_TARGET,
                     "status": "True",
                     "reason": DISRUPTION_REASON,
                     "message": DISRUPTION_MESSAGE,

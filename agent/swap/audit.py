@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from agent.kube.pods import is_finished
-from agent.kube.qos import QOSClass
+from agent.kubesemantics.pods import is_finished
+from agent.kubesemantics.qos import QOSClass
 from agent.node.containercgroups import CgroupReading, KubepodsScan, SwapMax
 from agent.swap.limits import SwapLimit, SwapNode, container_swap_limit
 from agent.swap.pods import ContainerKind, PodView, pod_view

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent.config.quantities import quantity_to_bytes
+from agent.kubesemantics.quantities import quantity_to_bytes
 from agent.node.kubeletconfig import KubeletEvictionSettings
 
 MEMORY_AVAILABLE = "memory.available"

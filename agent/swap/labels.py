@@ -16,10 +16,11 @@ from collections.abc import Callable
 from agent import DOMAIN
 from agent.kube.jsontypes import JsonObject
 from agent.kube.patches import Op, Taint, metadata_map_ops, taint_ops
+from agent.kubesemantics.wellknown import NO_SCHEDULE
 
 SWAP_LABEL = f"{DOMAIN}/swap"
 SWAP_CAPACITY_ANNOTATION = f"{DOMAIN}/swap-capacity-bytes"
-SWAP_TAINT = Taint(f"{DOMAIN}/swap", effect="NoSchedule")
+SWAP_TAINT = Taint(f"{DOMAIN}/swap", effect=NO_SCHEDULE)
 
 
 def swap_node_ops(node: JsonObject, *, swap_on: bool, capacity_bytes: int, taint: bool) -> list[Op]:

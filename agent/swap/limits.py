@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agent.config.swap import LIMITED_SWAP
-from agent.kube.qos import QOSClass
+from agent.kubesemantics.qos import QOSClass
 from agent.swap.pods import ContainerView, PodView
 
 KUBELET_CALC_ERROR = "cannot calculate swap allocation amount; disallowing swap"

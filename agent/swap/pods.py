@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from agent.config.quantities import whole_bytes
-from agent.kube.podresources import MEMORY, allocated_resources
-from agent.kube.pods import MIRROR_ANNOTATION
-from agent.kube.qos import QOSClass, critical_reason, pod_qos
+from agent.kubesemantics.podresources import MEMORY, allocated_resources
+from agent.kubesemantics.pods import MIRROR_ANNOTATION
+from agent.kubesemantics.qos import QOSClass, critical_reason, pod_qos
+from agent.kubesemantics.quantities import whole_bytes
 
 _RUNTIME_ID = re.compile(r"^[0-9a-f]{12,128}$")
 

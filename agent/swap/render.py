@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from agent.columns import aligned
-from agent.config.quantities import format_bytes
+from agent.kubesemantics.quantities import format_bytes
 from agent.node.cgroups import LIMITED_SWAP_NEEDS_V2
 from agent.node.containercgroups import SwapMax
 from agent.swap.audit import (

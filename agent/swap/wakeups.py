@@ -21,7 +21,7 @@ the audit's worker thread gets a list of its own (``views``).
 from __future__ import annotations
 
 from agent.kube.jsontypes import JsonObject
-from agent.kube.pods import is_finished
+from agent.kubesemantics.pods import is_finished
 from agent.swap.pods import PodView, pod_view
 
 

@@ -110,7 +110,8 @@ def child_size(directory: Path, decoding: str) -> None:
     minute to the next, and sizes measured one after another carried that drift into the
     growth exponent."""
     from agent.descheduler.cache.state import ClusterState, projections  # noqa: PLC0415
-    from agent.descheduler.core.cycle import CycleOptions, run_cycle  # noqa: PLC0415
+    from agent.descheduler.core.cycle import CycleOptions  # noqa: PLC0415
+    from agent.descheduler.live.runner import plan_cycle  # noqa: PLC0415 - as the live loop plans
     from agent.descheduler.policyfile import parse_policy_text  # noqa: PLC0415
 
     policy = parse_policy_text(POLICY, "bench")
@@ -154,12 +155,12 @@ def child_size(directory: Path, decoding: str) -> None:
             break
         snapshot = state.snapshot(time.time())
         started = time.perf_counter()
-        plan = run_cycle(policy, snapshot, CycleOptions())
+        plan = plan_cycle(policy, snapshot, CycleOptions())
         cycle = time.perf_counter() - started
         evictions = len(plan.evictions)
         del plan
         started = time.perf_counter()
-        plan = run_cycle(uncapped, snapshot, CycleOptions())
+        plan = plan_cycle(uncapped, snapshot, CycleOptions())
         uncapped_cycle = time.perf_counter() - started
         _answer(
             {

@@ -59,7 +59,7 @@ clock = time.process_time
 result = {}
 if mode in ("cycle", "read"):
     from agent.descheduler.cache.snapshotfile import load_snapshot
-    from agent.descheduler.core.cycle import run_cycle
+    from agent.descheduler.live.runner import plan_cycle  # as the live loop plans
     from agent.descheduler.policyfile import load_policy
     policy = load_policy(argv[1])
     started = clock()
@@ -67,7 +67,7 @@ if mode in ("cycle", "read"):
     result["seconds"] = clock() - started
     if mode == "cycle":
         started = clock()
-        plan = run_cycle(policy, snapshot)
+        plan = plan_cycle(policy, snapshot)
         result["seconds"] = clock() - started
         result["evictions"] = len(plan.evictions)
     code = 0

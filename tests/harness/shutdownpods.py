@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.config.shutdown import CRITICAL_POD_PRIORITY
+from agent.kubesemantics.wellknown import SYSTEM_CRITICAL_PRIORITY
 from tests.harness import kubeobjects
 
 NODE = "node-1"
@@ -27,7 +27,7 @@ POD_DEFAULTS: dict[str, Any] = {
 
 def priority_class_name(priority: int) -> str:
     """The PriorityClass of ``priority``: the system one for critical pods, else ours."""
-    if priority == CRITICAL_POD_PRIORITY:
+    if priority == SYSTEM_CRITICAL_PRIORITY:
         return "system-cluster-critical"
     return f"prio-minus-{-priority}" if priority < 0 else f"prio-{priority}"
 
@@ -46,5 +46,5 @@ def quick_pods() -> list[dict[str, Any]]:
     return [
         pod("web", grace_seconds=1),
         pod("batch", priority=-10, grace_seconds=1),
-        pod("dns", priority=CRITICAL_POD_PRIORITY, grace_seconds=1),
+        pod("dns", priority=SYSTEM_CRITICAL_PRIORITY, grace_seconds=1),
     ]

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from agent.config.quantities import parse_quantity
-from agent.descheduler.model.cluster import CPU, MEMORY, ResourceList
+from agent.descheduler.model.cluster import CPU, MEMORY
 from agent.descheduler.model.gomath import go_round
+from agent.descheduler.model.values import ResourceList
+from agent.kubesemantics.quantities import parse_quantity
 
 BETA = 0.9
 """Upstream's weight of the previous value."""

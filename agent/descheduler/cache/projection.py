@@ -11,7 +11,7 @@ server's, and kubelet's where upstream calls theirs):
   pod-level resources support (cpu, memory, ``hugepages-*``), a pod-level limit standing in
   for a request the pod and its containers leave unset, as the API server defaults it; plus
   ``spec.overhead``; ``pods`` is 1 so summing requests counts pods;
-- QoS is ``agent.kube.qos`` (``status.qosClass`` first);
+- QoS is ``agent.kubesemantics.qos`` (``status.qosClass`` first);
 - a Node is Ready unless it has a ``Ready`` condition that is not True (upstream's
   ``IsReady``: a node with no conditions at all counts as ready);
 - a Node's capacity for the plugins is ``status.allocatable``, or ``status.capacity`` when
@@ -33,7 +33,6 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agent.config.quantities import MAX_LENGTH, parse_quantity
 from agent.config.schema import INT64_MAX
 from agent.descheduler.cache.shapes import (
     AFFINITY,
@@ -48,7 +47,6 @@ from agent.descheduler.cache.shapes import (
 )
 from agent.descheduler.model.cluster import (
     CPU,
-    EMPTY_MAP,
     PODS,
     ClaimInfo,
     ClusterSnapshot,
@@ -65,10 +63,13 @@ from agent.descheduler.model.podstatus import (
     PodStatusInfo,
     container_status,
 )
-from agent.kube.pods import is_mirror_pod, is_static_pod
-from agent.kube.qos import pod_qos
-from agent.kube.taintownership import OWNED_ANNOTATIONS
-from agent.kube.timestamps import parse_rfc3339
+from agent.descheduler.model.values import EMPTY_MAP
+from agent.kubesemantics.pods import is_mirror_pod, is_static_pod
+from agent.kubesemantics.qos import pod_qos
+from agent.kubesemantics.quantities import MAX_LENGTH, parse_quantity
+from agent.kubesemantics.taintownership import OWNED_ANNOTATIONS
+from agent.kubesemantics.timestamps import parse_rfc3339
+from agent.kubesemantics.wellknown import POD_SCHEDULED, READY, UNSCHEDULABLE
 
 KEPT_NODE_ANNOTATIONS = OWNED_ANNOTATIONS
 """A node's annotations that record which of its taints we added; the rest are dropped."""
@@ -298,10 +299,10 @@ def unschedulable_since(node_name: str, status: Mapping[str, Any]) -> float | No
     """When the scheduler last said it cannot place this unbound pod; ``None`` otherwise."""
     if node_name:
         return None
-    condition = _condition(status, "PodScheduled")
+    condition = _condition(status, POD_SCHEDULED)
     if condition is None or condition.get("status") != "False":
         return None
-    if condition.get("reason") != "Unschedulable":
+    if condition.get("reason") != UNSCHEDULABLE:
         return None
     return parse_timestamp(condition.get("lastTransitionTime"), "status.conditions") or 0.0
 
@@ -438,7 +439,7 @@ def project_pod(pod: JsonObject, *, with_status: bool = True) -> PodInfo:
         local_storage=local_storage,
         pvc_claims=claims,
         images=tuple(sorted(str(c.get("image") or "") for c in spec.get("containers") or [])),
-        ready=_condition_true(status, "Ready") is True,
+        ready=_condition_true(status, READY) is True,
         extra=extra or EMPTY_MAP,
     )
 
@@ -452,7 +453,7 @@ def project_node(node: JsonObject, *, with_images: bool = False) -> NodeInfo:
     allocatable = resource_list(status.get("allocatable"), "status.allocatable") or resource_list(
         status.get("capacity"), "status.capacity"
     )
-    ready = _condition(status, "Ready")
+    ready = _condition(status, READY)
     annotations = metadata.get("annotations") or {}
     kept = {key: str(annotations[key]) for key in KEPT_NODE_ANNOTATIONS if key in annotations}
     return NodeInfo(
@@ -462,7 +463,7 @@ def project_node(node: JsonObject, *, with_images: bool = False) -> NodeInfo:
         taints=tuple(shaped(spec.get("taints"), TAINTS, "spec.taints") or ()),
         allocatable=allocatable,
         unschedulable=spec.get("unschedulable") is True,
-        ready=_condition_true(status, "Ready") is not False,
+        ready=_condition_true(status, READY) is not False,
         ready_transition=None
         if ready is None
         else parse_timestamp(ready.get("lastTransitionTime"), "status.conditions"),

@@ -34,14 +34,21 @@ from typing import Annotated, Any
 
 import msgspec
 
-from agent.config.names import (
+from agent.config.schema import INT64_MAX, INT64_MIN
+from agent.kubesemantics.labelselector import OPERATORS
+from agent.kubesemantics.names import (
     dns_label_problem,
     dns_subdomain_problem,
     label_value_problem,
     qualified_name_problem,
 )
-from agent.config.schema import INT64_MAX, INT64_MIN
-from agent.kube.labelselector import OPERATORS
+from agent.kubesemantics.wellknown import (
+    DO_NOT_SCHEDULE,
+    INCLUSION_POLICIES,
+    NO_EXECUTE,
+    TAINT_EFFECTS,
+    WHEN_UNSATISFIABLE,
+)
 
 INT32_MAX = 2**31 - 1
 Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=INT32_MAX)]
@@ -53,11 +60,8 @@ Positive32 = Annotated[int, msgspec.Meta(ge=1, le=INT32_MAX)]
 Weight = Annotated[int, msgspec.Meta(ge=1, le=100)]
 
 NODE_SELECTOR_OPERATORS = OPERATORS | {"Gt", "Lt"}
-TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
 TOLERATION_OPERATORS = frozenset({"Exists", "Equal", "", "Lt", "Gt"})
 """``Lt`` and ``Gt`` (an integer value) are newer releases' numeric comparisons."""
-WHEN_UNSATISFIABLE = frozenset({"DoNotSchedule", "ScheduleAnyway"})
-INCLUSION_POLICIES = frozenset({"Honor", "Ignore"})
 NODE_NAME_FIELD = "metadata.name"
 """The one field a node selector's ``matchFields`` may name."""
 _INTEGER = re.compile(r"^[-+]?[0-9]+\Z")
@@ -226,7 +230,7 @@ class Toleration(_Shape):
         if operator in ("Equal", ""):
             _label_values((self.value or "",))
         _one_of("effect", self.effect or "", TAINT_EFFECTS | {""})
-        if self.toleration_seconds is not None and self.effect != "NoExecute":
+        if self.toleration_seconds is not None and self.effect != NO_EXECUTE:
             raise ValueError("tolerationSeconds needs the effect NoExecute")
 
 
@@ -255,7 +259,7 @@ class TopologySpreadConstraint(_Shape):
     def __post_init__(self) -> None:
         _label_key(self.topology_key, "topologyKey")
         _one_of("whenUnsatisfiable", self.when_unsatisfiable, WHEN_UNSATISFIABLE)
-        if self.min_domains is not None and self.when_unsatisfiable != "DoNotSchedule":
+        if self.min_domains is not None and self.when_unsatisfiable != DO_NOT_SCHEDULE:
             raise ValueError("minDomains needs whenUnsatisfiable DoNotSchedule")
         for name, policy in (
             ("nodeAffinityPolicy", self.node_affinity_policy),

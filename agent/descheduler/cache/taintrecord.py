@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent.descheduler.model.taintrecord import RecordedTaint, RecordKey, TaintRecord
-from agent.kube.taintownership import OWNED_ANNOTATIONS, TAINT_VALUE_MAX
+from agent.kubesemantics.taintownership import OWNED_ANNOTATIONS, TAINT_VALUE_MAX
 
 TAINT_RECORD_ANNOTATION = "kubelet-companion.io/node-taints"
 MAX_RECORD_BYTES = 64 * 1024

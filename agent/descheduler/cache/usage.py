@@ -37,14 +37,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from agent.descheduler.model.cluster import (
-    CLOCK_SKEW_SECONDS,
-    CPU,
-    MEMORY,
-    NodeInfo,
-    NodeUsage,
-    ResourceList,
-)
+from agent.descheduler.model.cluster import CLOCK_SKEW_SECONDS, CPU, MEMORY, NodeInfo, NodeUsage
+from agent.descheduler.model.values import ResourceList
 from agent.kube.nodereports import NodeUsageReport
 
 PLAUSIBLE_USAGE_MULTIPLE = 2.0

@@ -24,14 +24,15 @@ from typing import Any
 
 from agent.descheduler.cache.projection import ProjectionError, owner_refs
 from agent.descheduler.model.cluster import WorkloadInfo
+from agent.kubesemantics.wellknown import DEPLOYMENT_KIND, STATEFUL_SET_KIND
 
 JsonObject = Mapping[str, Any]
 
 PERCENT = re.compile(r"[0-9]+%")
 """The API server's ``IsValidPercent``."""
 STRATEGY_KEYS = {
-    "Deployment": "strategy",
-    "StatefulSet": "updateStrategy",
+    DEPLOYMENT_KIND: "strategy",
+    STATEFUL_SET_KIND: "updateStrategy",
 }
 """Where each kind keeps its rollout's settings; a ReplicaSet or ReplicationController has
 none."""
@@ -91,7 +92,7 @@ def project_workload(obj: JsonObject, kind: str) -> WorkloadInfo:
             rolling.get("maxUnavailable"), f"{where}.maxUnavailable", at_most_whole=True
         ),
         max_surge=int_or_percent(rolling.get("maxSurge"), f"{where}.maxSurge")
-        if kind == "Deployment"
+        if kind == DEPLOYMENT_KIND
         else None,
         controller=controller,
     )

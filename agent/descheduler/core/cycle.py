@@ -9,7 +9,9 @@ goes on with the others (the runtime then fails the cycle loudly).
 
 The runtime supplies what is not pure: the snapshot (with its ``now``), the churn guard's
 memory (``CycleOptions.owner_evictions``) and a monotonic clock for the per-plugin durations
-(the ``descheduler_strategy_duration_seconds`` metric); without a clock durations are 0.
+(the ``descheduler_strategy_duration_seconds`` metric); without a clock durations are 0. The
+process that calls it owns the interpreter, so it, not the planner, pauses the cyclic garbage
+collector around a cycle (``live.runner.plan_cycle``, ``offline.command``).
 """
 
 from __future__ import annotations
@@ -37,8 +39,7 @@ from agent.descheduler.core.framework.types import (
 from agent.descheduler.core.policy import DeschedulerPolicy
 from agent.descheduler.model.cluster import ClusterSnapshot, NodeInfo
 from agent.descheduler.plan.shape import Plan, TaintChange
-from agent.kube.labelselector import matches, parse_selector
-from agent.runtime.collector import collector_paused
+from agent.kubesemantics.labelselector import matches, parse_selector
 
 log = logging.getLogger(__name__)
 
@@ -137,16 +138,7 @@ def _build(profile: Profile, handle: CycleHandle, planner: Planner) -> _Built:
 def run_cycle(
     policy: DeschedulerPolicy, snapshot: ClusterSnapshot, options: CycleOptions | None = None
 ) -> Plan:
-    """Plan one cycle, with the cyclic garbage collector paused (``collector_paused``: the
-    cycle's many short-lived containers hold no cycles; at 5,000 nodes the collector's
-    walks over them were a quarter of the planning time)."""
-    with collector_paused():
-        return _plan_cycle(policy, snapshot, options)
-
-
-def _plan_cycle(
-    policy: DeschedulerPolicy, snapshot: ClusterSnapshot, options: CycleOptions | None
-) -> Plan:
+    """Plan one cycle."""
     options = options or CycleOptions()
     limits = EvictionLimits(
         total=policy.max_no_of_pods_to_evict_total,

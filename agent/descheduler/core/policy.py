@@ -35,7 +35,7 @@ from agent.descheduler.core.framework.registry import REGISTRY, reads_pod_status
 from agent.descheduler.core.framework.types import BALANCE, EXTENSION_POINTS, PRE_EVICTION_FILTER
 from agent.descheduler.core.plugins.criticaladdonrescue import NAME as RESCUE
 from agent.descheduler.core.plugins.criticaladdonrescue import CriticalAddonRescueArgs
-from agent.kube.labelselector import SelectorError, parse_selector
+from agent.kubesemantics.labelselector import SelectorError, parse_selector
 
 A = TypeVar("A")
 API_VERSION = "descheduler/v1alpha2"

@@ -37,8 +37,8 @@ from agent.descheduler.live.leftovers import remove_leftovers
 from agent.descheduler.live.recordedtaints import RecordedTaints
 from agent.descheduler.model.cluster import ClusterSnapshot, PodInfo
 from agent.descheduler.model.taintrecord import TaintRecord
-from agent.kube.taintownership import emptying_taint
-from agent.nodekeys import EMPTYING_ANNOTATION
+from agent.kubesemantics.nodekeys import EMPTYING_ANNOTATION
+from agent.kubesemantics.taintownership import emptying_taint
 
 EMPTYING_HOLD_SECONDS = 60.0
 """The longest an emptying taint stays on after the last cycle that emptied its node."""

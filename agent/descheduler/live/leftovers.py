@@ -22,7 +22,7 @@ import structlog
 
 from agent.descheduler.live.recordedtaints import RecordedTaints
 from agent.descheduler.model.taintrecord import TaintRecord
-from agent.kube.taintownership import owned_taint_for
+from agent.kubesemantics.taintownership import owned_taint_for
 
 _log = structlog.get_logger(subsystem="descheduler.taints")
 

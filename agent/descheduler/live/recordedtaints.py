@@ -41,7 +41,7 @@ from agent.descheduler.model.taintrecord import RecordedTaint, RecordKey, TaintR
 from agent.kube.errors import KubeError
 from agent.kube.leaseannotations import AnnotationStore
 from agent.kube.ownedtaints import ForeignTaint, OwnedTaints
-from agent.kube.taintownership import OwnedTaint
+from agent.kubesemantics.taintownership import OwnedTaint
 
 _log = structlog.get_logger(subsystem="descheduler.taints")
 

@@ -21,13 +21,14 @@ from collections.abc import Callable, Iterable, Mapping
 
 from agent.descheduler.model.cluster import PodInfo
 from agent.descheduler.plan.shape import ImplicitBudget
+from agent.kubesemantics.wellknown import RUNNING
 
 Changed = Callable[[str], None]
 """Told the key of a budget whose health changed."""
 
 
 def _healthy(pod: PodInfo) -> bool:
-    return pod.phase == "Running" and pod.ready and not pod.deleting
+    return pod.phase == RUNNING and pod.ready and not pod.deleting
 
 
 def _controller_uid(pod: PodInfo) -> str:

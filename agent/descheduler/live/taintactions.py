@@ -37,14 +37,14 @@ from agent.descheduler.model.taintrecord import RecordedTaint, RecordKey, TaintR
 from agent.descheduler.plan.shape import PlannedEviction, TaintChange
 from agent.kube.errors import KubeError
 from agent.kube.events import EventSink, ObjectRef
-from agent.kube.taintownership import (
+from agent.kubesemantics.nodekeys import EMPTYING_TAINT_KEY, RESCUE_ANNOTATION
+from agent.kubesemantics.taintownership import (
     OwnedTaint,
     emptying_taint,
     out_of_service_taint,
     rescue_taint,
     rescue_taint_valued,
 )
-from agent.nodekeys import EMPTYING_TAINT_KEY, RESCUE_ANNOTATION
 
 PodLookup = Callable[[str], PodInfo | None]
 """``namespace/name`` -> the cached pod, ``None`` when there is none."""

@@ -27,7 +27,7 @@ from prometheus_client import Gauge
 
 from agent.descheduler.model.cluster import NodeInfo
 from agent.descheduler.model.taintrecord import Mark, RecordKey, TaintRecord, unrecorded_marks
-from agent.kube.taintownership import OWNED_ANNOTATIONS
+from agent.kubesemantics.taintownership import OWNED_ANNOTATIONS
 
 _log = structlog.get_logger(subsystem="descheduler.taints")
 

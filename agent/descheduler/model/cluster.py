@@ -15,19 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
+from agent.descheduler.model.metricsusage import KubernetesMetrics, PrometheusSamples
 from agent.descheduler.model.taintrecord import TaintRecord
-
-if TYPE_CHECKING:
-    from agent.descheduler.model.metricsusage import KubernetesMetrics, PrometheusSamples
-
-ResourceList = Mapping[str, int]
-"""``cpu`` in millicores, ``memory`` and ``ephemeral-storage`` in bytes, ``pods`` a count;
-extended resources in their own unit (rounded up, like ``Quantity.Value()``)."""
+from agent.descheduler.model.values import EMPTY_MAP, ResourceList
+from agent.kubesemantics.wellknown import (
+    DEPLOYMENT_KIND,
+    REPLICA_SET_KIND,
+    REPLICATION_CONTROLLER_KIND,
+    STATEFUL_SET_KIND,
+)
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -37,9 +37,6 @@ CLOCK_SKEW_SECONDS = 60.0
 """How far two clocks of the cluster may disagree and a comparison between them still hold
 (an agent's ``observedTime`` against the descheduler's clock; the descheduler's record of a
 report's change against a Node condition's ``lastTransitionTime``)."""
-
-EMPTY_MAP: Mapping[str, Any] = MappingProxyType({})
-"""Shared by every object without the map; read-only so no one can fill it for all."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +153,7 @@ class DisruptionBudget:
     ``IfHealthyBudget`` only while current >= desired; ``None`` when the status lacks them."""
 
 
-WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController")
+WORKLOAD_KINDS = (DEPLOYMENT_KIND, REPLICA_SET_KIND, STATEFUL_SET_KIND, REPLICATION_CONTROLLER_KIND)
 """The workloads the caches and a snapshot file keep (``WorkloadInfo``)."""
 
 

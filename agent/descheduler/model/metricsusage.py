@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from agent.descheduler.model.cluster import EMPTY_MAP, ResourceList
+from agent.descheduler.model.values import EMPTY_MAP, ResourceList
 
 METRIC_RESOURCE = "MetricResource"
 """Upstream's resource name for a Prometheus query's value: thresholds name it, a node's

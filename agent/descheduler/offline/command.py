@@ -33,8 +33,8 @@ from agent.config.errors import ConfigError, FieldError
 from agent.descheduler.cache.snapshotfile import DEFAULT_MAX_BYTES, load_snapshot
 from agent.descheduler.cache.usagefile import load_usage, missing
 from agent.descheduler.core.cycle import CycleOptions, run_cycle
-from agent.descheduler.core.placement import place, with_destinations
 from agent.descheduler.core.placement.profile import DEFAULT_PROFILE, SchedulerProfile
+from agent.descheduler.core.placement.replacements import place, with_destinations
 from agent.descheduler.model.cluster import ClusterSnapshot
 from agent.descheduler.offline.schedulerconfig import load_scheduler_config
 from agent.descheduler.options import DeschedulerOptions
@@ -42,8 +42,9 @@ from agent.descheduler.plan.destinations import PlacementResult
 from agent.descheduler.plan.render import render_json, render_plan_table
 from agent.descheduler.plan.shape import Plan
 from agent.descheduler.policyfile import load_policy
-from agent.kube.timestamps import parse_rfc3339
+from agent.kubesemantics.timestamps import parse_rfc3339
 from agent.node.atomicwrite import write_atomic
+from agent.runtime.collector import collector_paused
 from agent.telemetry.logs import configure_logging
 from agent.terminaltext import render_lines
 
@@ -165,7 +166,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
             for name, each in sorted(loaded.distrusted.items())
         ),
     )
-    cycle = run_cycle(policy, snapshot, CycleOptions(implicit_budgets=implicit))
+    # This process owns the interpreter: its cyclic garbage collector is paused for the cycle
+    # (``runtime.collector``: the cycle's short-lived containers hold no cycles).
+    with collector_paused():
+        cycle = run_cycle(policy, snapshot, CycleOptions(implicit_budgets=implicit))
     if cycle.errors:
         # A plan missing a plugin's part is not the plan: say why, print none, exit 1.
         _say(sys.stderr, (f"failed: {error}" for error in cycle.errors))

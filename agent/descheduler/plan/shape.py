@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agent.kube.taintownership import OwnedTaint
+    from agent.kubesemantics.taintownership import OwnedTaint
 
 
 def implicit_key(kind: str, namespace: str, name: str) -> str:

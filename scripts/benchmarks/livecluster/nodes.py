@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent.config.quantities import quantity_to_bytes
+from agent.kubesemantics.quantities import quantity_to_bytes
 from scripts.benchmarks.livecluster.api import MERGE_PATCH, STRATEGIC_PATCH, Api, ApiError
 from scripts.benchmarks.livecluster.podwatch import ListWatch
 from scripts.benchmarks.livecluster.usagefeed import UsageFeed

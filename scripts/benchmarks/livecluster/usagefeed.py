@@ -24,9 +24,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agent.config.quantities import quantity_to_bytes
 from agent.kube.reportwriter import report_object
 from agent.kube.resources import NODE_REPORTS
+from agent.kubesemantics.quantities import quantity_to_bytes
 from agent.report.document import Capacity, Identity, build_status
 from agent.report.usage import Usage, UsageTracker
 from agent.runtime.status import BoardSnapshot

@@ -22,7 +22,7 @@ import urllib3
 import yaml
 
 from agent.kube.resources import NODE_REPORTS
-from agent.kube.timestamps import parse_rfc3339
+from agent.kubesemantics.timestamps import parse_rfc3339
 from scripts.benchmarks.livecluster import usage
 from scripts.benchmarks.livecluster.api import Api
 from scripts.benchmarks.livecluster.controlplane import LOOPBACK, free_port

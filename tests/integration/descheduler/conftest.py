@@ -14,7 +14,7 @@ from agent.kube.connection import DESCHEDULER, Component
 from agent.kube.lease import KubeLeaseApi
 from agent.kube.leaseannotations import LeaseAnnotations
 from agent.kube.ownedtaints import OwnedTaints
-from agent.kube.taintownership import OwnedTaint
+from agent.kubesemantics.taintownership import OwnedTaint
 from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kubeobjects import owner_ref

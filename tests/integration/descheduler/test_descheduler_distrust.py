@@ -14,7 +14,7 @@ from structlog.testing import capture_logs
 
 from agent.descheduler.policyfile import parse_policy_text
 from agent.kube.api import KubeApi
-from agent.kube.timestamps import rfc3339
+from agent.kubesemantics.timestamps import rfc3339
 from agent.telemetry.metrics import new_registry
 from tests.harness.clock import HandClock
 from tests.harness.deschedulerstate import node

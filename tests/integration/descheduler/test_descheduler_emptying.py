@@ -23,9 +23,9 @@ from agent.descheduler.cache.projection import project_pod
 from agent.descheduler.live.emptying import EmptyingTracker
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
-from agent.kube.taintownership import emptying_taint
-from agent.kube.timestamps import rfc3339
-from agent.nodekeys import EMPTYING_ANNOTATION
+from agent.kubesemantics.nodekeys import EMPTYING_ANNOTATION
+from agent.kubesemantics.taintownership import emptying_taint
+from agent.kubesemantics.timestamps import rfc3339
 from tests.harness.deschedulerstate import node, pdb, pod, snapshot
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kubeobjects import owner_ref

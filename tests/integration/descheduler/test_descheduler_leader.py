@@ -9,7 +9,7 @@ from typing import Any
 from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.evictionmemory import RECENT_EVICTIONS_ANNOTATION
-from agent.kube.timestamps import rfc3339
+from agent.kubesemantics.timestamps import rfc3339
 from tests.harness.clock import HandClock
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.livedescheduler import FAST_LEASE, run_live

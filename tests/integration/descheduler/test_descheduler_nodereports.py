@@ -15,7 +15,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent.kube.api import KubeApi
-from agent.kube.timestamps import rfc3339
+from agent.kubesemantics.timestamps import rfc3339
 from agent.telemetry.metrics import new_registry
 from tests.harness.deschedulerstate import node
 from tests.harness.fake_apiserver import FakeApiServer

@@ -21,9 +21,9 @@ from agent.descheduler.model.taintrecord import RecordedTaint
 from agent.descheduler.policyfile import load_policy
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
-from agent.kube.taintownership import rescue_taint, rescue_taint_valued
-from agent.kube.timestamps import rfc3339
-from agent.nodekeys import RESCUE_ANNOTATION
+from agent.kubesemantics.nodekeys import RESCUE_ANNOTATION
+from agent.kubesemantics.taintownership import rescue_taint, rescue_taint_valued
+from agent.kubesemantics.timestamps import rfc3339
 from agent.telemetry.metrics import new_registry
 from tests.harness.deschedulerstate import node, pod
 from tests.harness.fake_apiserver import FakeApiServer

@@ -24,9 +24,9 @@ from typing import Any
 
 from agent.kube.api import KubeApi
 from agent.kube.client import AsyncKube
-from agent.kube.taintownership import out_of_service_taint
-from agent.kube.timestamps import rfc3339
-from agent.nodekeys import OUT_OF_SERVICE_ANNOTATION
+from agent.kubesemantics.nodekeys import OUT_OF_SERVICE_ANNOTATION
+from agent.kubesemantics.taintownership import out_of_service_taint
+from agent.kubesemantics.timestamps import rfc3339
 from agent.telemetry.metrics import new_registry
 from tests.harness import kubeobjects
 from tests.harness.clock import HandClock

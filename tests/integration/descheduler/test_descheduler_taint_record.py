@@ -21,8 +21,8 @@ from agent.kube.events import ObjectRef
 from agent.kube.lease import KubeLeaseApi
 from agent.kube.leaseannotations import LeaseAnnotations
 from agent.kube.ownedtaints import OwnedTaints
-from agent.kube.taintownership import OwnedTaint, emptying_taint, rescue_taint
-from agent.nodekeys import EMPTYING_ANNOTATION, RESCUE_ANNOTATION
+from agent.kubesemantics.nodekeys import EMPTYING_ANNOTATION, RESCUE_ANNOTATION
+from agent.kubesemantics.taintownership import OwnedTaint, emptying_taint, rescue_taint
 from tests.harness.deschedulerstate import node, pod
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.integration.descheduler.conftest import left_in_flight, recorded_taints, taint_record

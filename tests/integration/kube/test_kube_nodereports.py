@@ -8,7 +8,7 @@ from typing import Any
 
 from agent.kube.api import KubeApi
 from agent.kube.nodereports import NodeReportCache, Seen
-from agent.kube.timestamps import rfc3339
+from agent.kubesemantics.timestamps import rfc3339
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.nodereport import register_crd
 from tests.harness.waiting import wait_until

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agent.kube.timestamps import rfc3339
+from agent.kubesemantics.timestamps import rfc3339
 from agent.node.reportrecord import ReportRecord, save_report_record
 from agent.runtime.status import ReadinessStatus, ShutdownStatus, SwapStatus
 from tests.harness.cgroups import (

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent.kube.timestamps import parse_rfc3339
+from agent.kubesemantics.timestamps import parse_rfc3339
 from tests.harness.logind import LogindHarness
 from tests.harness.shutdownpods import pod
 from tests.integration.shutdown.conftest import NODE, TAINT_KEY, ShutdownRig, until

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agent.config.shutdown import PriorityBucket
-from agent.kube.timestamps import parse_rfc3339
+from agent.kubesemantics.timestamps import parse_rfc3339
 from agent.node.statefile import write_json_atomic
 from agent.shutdown.record import ShutdownStatus, begin_record
 from tests.harness.fake_apiserver import FakeApiServer

@@ -5,7 +5,7 @@ from fractions import Fraction
 import pytest
 
 from agent.config.durations import format_duration, parse_duration
-from agent.config.quantities import (
+from agent.kubesemantics.quantities import (
     format_bytes,
     parse_quantity,
     quantity_to_bytes,

@@ -35,8 +35,8 @@ from agent.descheduler.core.rules.antiaffinity import (
 )
 from agent.descheduler.core.rules.podindex import PodIndex, Slot
 from agent.descheduler.model.cluster import ClusterSnapshot, NodeInfo, PodInfo
-from agent.kube.labelselector import SelectorError
-from agent.kube.podaffinity import affinity_term
+from agent.kubesemantics.labelselector import SelectorError
+from agent.kubesemantics.podaffinity import affinity_term
 from tests.harness.deschedulerstate import node, pod, snapshot
 from tests.harness.kubeobjects import namespace, owner_ref
 

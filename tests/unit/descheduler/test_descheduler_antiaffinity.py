@@ -17,7 +17,7 @@ from agent.descheduler.core.rules.antiaffinity import (
 from agent.descheduler.core.rules.existingterms import ExistingTerms
 from agent.descheduler.core.rules.podindex import PodIndex
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
-from agent.kube.podaffinity import AffinityTerm
+from agent.kubesemantics.podaffinity import AffinityTerm
 from tests.harness.deschedulerstate import node, pod
 
 

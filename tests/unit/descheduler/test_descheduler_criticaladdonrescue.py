@@ -12,8 +12,8 @@ from agent.descheduler.model.cluster import NodeUsage
 from agent.descheduler.model.taintrecord import RecordedTaint, RecordKey, TaintRecord
 from agent.descheduler.plan.render import render_table
 from agent.descheduler.plan.shape import Plan
-from agent.kube.taintownership import rescue_value
-from agent.nodekeys import RESCUE_ANNOTATION
+from agent.kubesemantics.nodekeys import RESCUE_ANNOTATION
+from agent.kubesemantics.taintownership import rescue_value
 from tests.harness.deschedulerstate import NOW, node, pdb, pod, policy, snapshot
 from tests.harness.kubeobjects import owner_ref
 

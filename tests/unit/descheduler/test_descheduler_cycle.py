@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import gc
 import itertools
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agent.cli import main
 from agent.descheduler.core.cycle import TOO_FEW_NODES, CycleOptions, run_cycle
 from agent.descheduler.core.plugins.removeduplicates import RemoveDuplicates
 from agent.descheduler.core.policy import parse_policy
+from agent.descheduler.live.runner import plan_cycle
 from tests.harness.deschedulerstate import node, pod, policy, snapshot
 from tests.harness.kubeobjects import owner_ref
 
 DUP = "RemoveDuplicates"
+EXAMPLES = Path(__file__).parents[3] / "examples"
 
 
 def _replicas(node_name: str, count: int, owner: str = "rs") -> list[dict[str, Any]]:
@@ -192,21 +196,48 @@ def test_pods_evicted_earlier_in_the_cycle_are_gone_for_later_plugins() -> None:
     ]
 
 
-def test_plugins_plan_with_the_collector_paused_and_it_resumes(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The cyclic garbage collector is off while the plugins plan (their short-lived
-    containers hold no cycles) and back on once the cycle returns."""
+def _recording_collector_state(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether the cyclic garbage collector is on, each time RemoveDuplicates balances."""
     seen: list[bool] = []
+    original = RemoveDuplicates.balance
 
     def recording(self: RemoveDuplicates, nodes: Any) -> None:
         seen.append(gc.isenabled())
         original(self, nodes)
 
-    original = RemoveDuplicates.balance
     monkeypatch.setattr(RemoveDuplicates, "balance", recording)
+    return seen
+
+
+def test_the_live_cycle_plans_with_the_collector_paused_and_it_resumes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The running process's cycle (``plan_cycle``) has the cyclic garbage collector off while
+    the plugins plan (their short-lived containers hold no cycles) and back on once it
+    returns; the pure planner alone leaves the collector as it is."""
+    seen = _recording_collector_state(monkeypatch)
     assert gc.isenabled()
     state = snapshot(node("n1"), node("n2"), *_namespaced("one"), *_namespaced("two"))
-    run_cycle(_two_profiles(), state)
+    plan_cycle(_two_profiles(), state, CycleOptions())
     assert seen == [False, False]
+    assert gc.isenabled()
+    run_cycle(_two_profiles(), state)
+    assert seen == [False, False, True, True]
+
+
+def test_the_offline_plan_runs_its_cycle_with_the_collector_paused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``descheduler plan`` has the cyclic garbage collector off while the plugins plan, and
+    back on once the command returns."""
+    seen = _recording_collector_state(monkeypatch)
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n"
+        "- name: default\n  plugins:\n    balance:\n      enabled: [RemoveDuplicates]\n"
+    )
+    argv = ["descheduler", "plan", "--snapshot", str(EXAMPLES / "snapshot.json.gz")]
+    assert main([*argv, "--policy-config-file", str(policy_file), "--output", "json"]) == 0
+    capsys.readouterr()
+    assert seen == [False]
     assert gc.isenabled()

@@ -29,9 +29,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.cli import main
-from agent.config import quantities
-from agent.config.quantities import MAX_LENGTH, parse_quantity
 from agent.descheduler.cache.snapshotfile import _gunzip
+from agent.kubesemantics import quantities
+from agent.kubesemantics.quantities import MAX_LENGTH, parse_quantity
 from tests.harness.deschedulerstate import node, pdb, pod
 from tests.harness.fifo import fed_fifo
 from tests.harness.kubeobjects import owner_ref

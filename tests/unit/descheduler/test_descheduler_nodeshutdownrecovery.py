@@ -10,7 +10,7 @@ from agent.config.errors import ConfigError
 from agent.descheduler.core.cycle import run_cycle
 from agent.descheduler.model.cluster import NodeUsage
 from agent.descheduler.model.taintrecord import RecordedTaint, RecordKey, TaintRecord
-from agent.nodekeys import OUT_OF_SERVICE_ANNOTATION
+from agent.kubesemantics.nodekeys import OUT_OF_SERVICE_ANNOTATION
 from tests.harness.deschedulerstate import NOW, node, policy, snapshot
 
 RECOVERY = "NodeShutdownRecovery"

@@ -11,7 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.descheduler.core.placement import (
+from agent.descheduler.core.placement.profile import (
+    BALANCED,
+    DEFAULT_PROFILE,
+    DEFAULT_WEIGHTS,
+    MOST_ALLOCATED,
+    SPREAD,
+    TAINTS,
+    SchedulerProfile,
+)
+from agent.descheduler.core.placement.replacements import (
     BLOCKED,
     DAEMON_POD,
     FINISHED_NOTE,
@@ -21,15 +30,6 @@ from agent.descheduler.core.placement import (
     place,
     with_destinations,
     with_taint_changes,
-)
-from agent.descheduler.core.placement.profile import (
-    BALANCED,
-    DEFAULT_PROFILE,
-    DEFAULT_WEIGHTS,
-    MOST_ALLOCATED,
-    SPREAD,
-    TAINTS,
-    SchedulerProfile,
 )
 from agent.descheduler.core.plugins.nodeutilization.highnodeutilization import emptying_change
 from agent.descheduler.model.cluster import ClusterSnapshot, NodeUsage

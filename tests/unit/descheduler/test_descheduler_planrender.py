@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.descheduler.core.placement import place, with_destinations
+from agent.descheduler.core.placement.replacements import place, with_destinations
 from agent.descheduler.plan.render import bar, render_plan_table
 from agent.descheduler.plan.shape import Plan, PlannedEviction, TaintChange
 from tests.harness.deschedulerstate import node, pod, snapshot

@@ -9,7 +9,7 @@ import pytest
 
 from agent.descheduler.cache.projection import pod_requests, project_pod
 from agent.descheduler.core.cycle import run_cycle
-from agent.descheduler.core.placement import place
+from agent.descheduler.core.placement.replacements import place
 from agent.descheduler.core.rules.nodefit import NodeFit
 from agent.descheduler.plan.shape import PlannedEviction
 from tests.harness.deschedulerstate import node, pod, policy, snapshot

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from agent.config.quantities import parse_quantity
 from agent.descheduler.cache import projection
 from agent.descheduler.cache.podlist.projector import PodListProjector
 from agent.descheduler.cache.state import PROJECTIONS, ClusterState, Projections, projections
 from agent.descheduler.cache.wire import codec_for
 from agent.descheduler.policyfile import load_policy
-from agent.kube.pods import MIRROR_ANNOTATION, SOURCE_ANNOTATION
 from agent.kube.reflector import Unprojected
+from agent.kubesemantics.pods import MIRROR_ANNOTATION, SOURCE_ANNOTATION
+from agent.kubesemantics.quantities import parse_quantity
 from tests.unit.descheduler.test_descheduler_wire import PENDING_ADDON, RICH_POD
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "descheduler" / "cluster-1k.json.gz"

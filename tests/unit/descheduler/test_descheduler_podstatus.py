@@ -16,7 +16,7 @@ from agent.descheduler.cache.state import projections
 from agent.descheduler.cache.wire import codec_for
 from agent.descheduler.core.framework.registry import REGISTRY
 from agent.descheduler.core.policy import parse_policy
-from agent.descheduler.model.cluster import EMPTY_MAP, PodInfo
+from agent.descheduler.model.cluster import PodInfo
 from agent.descheduler.model.podstatus import (
     STATUS,
     ContainerStatusInfo,
@@ -25,6 +25,7 @@ from agent.descheduler.model.podstatus import (
     status_of,
     transition_time,
 )
+from agent.descheduler.model.values import EMPTY_MAP
 from tests.harness.podstatus import container
 
 CREATED = "2026-11-22T00:00:00Z"

@@ -16,8 +16,8 @@ from agent.descheduler.cache.projection import (
     snapshot_from_list,
 )
 from agent.descheduler.cache.state import PROJECTIONS, ClusterState
-from agent.descheduler.model.cluster import EMPTY_MAP
 from agent.descheduler.model.keys import SPREAD_CONSTRAINTS
+from agent.descheduler.model.values import EMPTY_MAP
 from tests.harness.deschedulerstate import node, pdb, pod
 from tests.harness.kubeobjects import container
 from tests.unit.descheduler.test_descheduler_wire import DOWN_NODE, PENDING_ADDON

@@ -17,9 +17,7 @@ from agent.descheduler.core.placement.fullscore import node_totals
 from agent.descheduler.core.placement.scoring import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
-    HOSTNAME,
     MB,
-    ZONE,
     affinity_normalize,
     affinity_terms,
     balanced_allocation,
@@ -39,6 +37,7 @@ from agent.descheduler.core.placement.scoring import (
 )
 from agent.descheduler.core.placement.simulation import Simulation
 from agent.descheduler.model.cluster import PodInfo
+from agent.kubesemantics.wellknown import HOSTNAME_LABEL, ZONE_LABEL
 from tests.harness.deschedulerstate import pod
 from tests.harness.kubeobjects import owner_ref
 
@@ -147,8 +146,8 @@ def test_spread_scoring_uses_the_system_defaults_only_without_own_constraints() 
     ScheduleAnyway ones only; a pod of a Job by none."""
     defaults = spread_scoring(_pod(owner=owner_ref("ReplicaSet", "web")))
     assert [(c.topology_key, c.max_skew) for c in defaults.constraints] == [
-        (HOSTNAME, 3),
-        (ZONE, 5),
+        (HOSTNAME_LABEL, 3),
+        (ZONE_LABEL, 5),
     ]
     assert not defaults.require_all_topologies
     hard_only = _pod(
@@ -156,7 +155,7 @@ def test_spread_scoring_uses_the_system_defaults_only_without_own_constraints() 
             "topologySpreadConstraints": [
                 {
                     "maxSkew": 1,
-                    "topologyKey": ZONE,
+                    "topologyKey": ZONE_LABEL,
                     "whenUnsatisfiable": "DoNotSchedule",
                     "labelSelector": {"matchLabels": {"app": "web"}},
                 }
@@ -188,7 +187,7 @@ def test_affinity_terms_with_a_bad_selector_score_nothing() -> None:
             "podAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": [
                     {
-                        "topologyKey": ZONE,
+                        "topologyKey": ZONE_LABEL,
                         "labelSelector": {"matchExpressions": [{"key": "a", "operator": "Bogus"}]},
                     }
                 ]

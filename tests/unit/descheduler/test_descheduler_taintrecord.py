@@ -22,7 +22,11 @@ from agent.descheduler.model.taintrecord import (
     TaintRecord,
     unrecorded_marks,
 )
-from agent.nodekeys import EMPTYING_ANNOTATION, OUT_OF_SERVICE_ANNOTATION, RESCUE_ANNOTATION
+from agent.kubesemantics.nodekeys import (
+    EMPTYING_ANNOTATION,
+    OUT_OF_SERVICE_ANNOTATION,
+    RESCUE_ANNOTATION,
+)
 from tests.harness.deschedulerstate import node
 
 RESCUE = RecordedTaint("kube-system_dns", 1_800_000_600.0, "kube-system/dns")

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from agent.descheduler.cache.projection import project_node, project_pod
+from agent.descheduler.core.rules.podindex import PodIndex
 from agent.descheduler.core.rules.topology import (
     domain_counts,
     raw_spread_constraints,
@@ -197,11 +198,9 @@ def test_equal_constraints_of_different_pods_are_one() -> None:
     assert first == second
 
 
-def _pods_on(*pods: PodInfo) -> Any:
-    def pods_on(name: str) -> list[PodInfo]:
-        return [p for p in pods if p.node_name == name]
-
-    return pods_on
+def _in_place(*pods: PodInfo) -> PodIndex:
+    """The pods in place on ``ZONE_NODES``, indexed as the placement holds them."""
+    return PodIndex(ZONE_NODES, pods)
 
 
 ZONE_NODES = _nodes(
@@ -232,7 +231,7 @@ def test_scheduler_spread_filter(
     spec = {"topologySpreadConstraints": [_constraint(**fields)]}
     pods = [_pod(f"p{i}", where, spec=spec) for i, where in enumerate(placed)]
     moving = _pod("moving", "n9", spec=spec)
-    counted = scheduler_spread_counts(moving, ZONE_NODES.values(), _pods_on(*pods))
+    counted = scheduler_spread_counts(moving, ZONE_NODES.values(), _in_place(*pods))
     assert (spread_rejection(counted, ZONE_NODES[target]) is not None) is rejected
 
 
@@ -244,6 +243,6 @@ def test_scheduler_spread_counts_skip_terminating_and_finished_pods() -> None:
         _pod("done", "n1", spec=spec, phase="Succeeded"),
     ]
     counted = scheduler_spread_counts(
-        _pod("moving", "n9", spec=spec), ZONE_NODES.values(), _pods_on(*pods)
+        _pod("moving", "n9", spec=spec), ZONE_NODES.values(), _in_place(*pods)
     )
     assert [dict(c.counts) for c in counted] == [{"a": 0, "b": 0}]

@@ -11,7 +11,7 @@ import pytest
 from agent.kube.errors import LeadershipLost, Timeout, TooManyRequests, Unavailable
 from agent.kube.leaderelection import ElectionTiming, LeaderElector
 from agent.kube.leaseannotations import LeaderAnnotations
-from agent.kube.timestamps import parse_rfc3339
+from agent.kubesemantics.timestamps import parse_rfc3339
 from tests.harness.clock import HandClock, SkewedClock
 from tests.harness.leases import InMemoryLeases, settle
 from tests.harness.waiting import wait_until

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from agent.kube.ownedtaints import ForeignTaint, add_ops, remove_ops
-from agent.kube.taintownership import out_of_service_taint, rescue_taint
-from agent.nodekeys import OUT_OF_SERVICE_ANNOTATION, RESCUE_ANNOTATION
+from agent.kubesemantics.nodekeys import OUT_OF_SERVICE_ANNOTATION, RESCUE_ANNOTATION
+from agent.kubesemantics.taintownership import out_of_service_taint, rescue_taint
 
 RESCUE = rescue_taint("kube-system/dns")
 OOS = out_of_service_taint()

@@ -11,7 +11,7 @@ from agent.kube.patches import (
     metadata_map_ops,
     taint_ops,
 )
-from agent.nodekeys import DESCHEDULER_KEYS, RESCUE_ANNOTATION
+from agent.kubesemantics.nodekeys import DESCHEDULER_KEYS, RESCUE_ANNOTATION
 from agent.runtime.ownership import owned_keys
 
 OURS = "kubelet-companion.io/shutting-down"

@@ -37,14 +37,14 @@ from agent.daemon import owned_node_keys
 from agent.kube import ownedtaints
 from agent.kube.patches import Builder, NodePatcher
 from agent.kube.resources import NODES
-from agent.kube.taintownership import (
+from agent.kubesemantics.nodekeys import RESCUE_TAINT_KEY
+from agent.kubesemantics.taintownership import (
     OWNED_ANNOTATIONS,
     OwnedTaint,
     emptying_taint,
     out_of_service_taint,
     rescue_taint,
 )
-from agent.nodekeys import RESCUE_TAINT_KEY
 from agent.readiness import node_writes
 from agent.readiness.presets import PRESETS, gate_keys
 from agent.shutdown.taint import add_taint, remove_taint

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agent import DOMAIN
 from agent.kube.patches import check_ownership
-from agent.kube.timestamps import rfc3339
+from agent.kubesemantics.timestamps import rfc3339
 from agent.readiness import node_writes
 from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION
 from tests.harness.readiness_objects import GATE, node, taint

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from agent.config.shutdown import (
-    CRITICAL_POD_PRIORITY,
     PriorityBucket,
     budget_seconds,
     phase_windows,
 )
+from agent.kubesemantics.wellknown import SYSTEM_CRITICAL_PRIORITY
 from agent.shutdown.deadlines import TAINT_WAIT_SECONDS, TAINT_WAIT_SHARE, Deadlines
 from agent.shutdown.deadlines import deadlines_from as deadlines_at
 from agent.shutdown.phases import plan_phases
@@ -74,7 +74,7 @@ def test_the_plan_the_record_and_the_deadlines_keep_one_clock() -> None:
     buckets = (
         PriorityBucket(1000, 7),
         PriorityBucket(-5, 0),
-        PriorityBucket(CRITICAL_POD_PRIORITY, 11),
+        PriorityBucket(SYSTEM_CRITICAL_PRIORITY, 11),
         PriorityBucket(0, 3),
     )
     plan = plan_phases(buckets, [])

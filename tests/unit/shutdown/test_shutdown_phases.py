@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from agent.config.shutdown import (
-    CRITICAL_POD_PRIORITY,
     PriorityBucket,
     budget_seconds,
     priority_buckets,
 )
+from agent.kubesemantics.wellknown import SYSTEM_CRITICAL_PRIORITY
 from agent.shutdown.phases import (
     MIN_API_GRACE_SECONDS,
     bucket_index,
@@ -43,7 +43,7 @@ def pod(name: str, **fields: Any) -> dict[str, Any]:
         (1000, 1),  # exactly a bucket's priority: that bucket
         (99999, 1),
         (100000, 2),
-        (CRITICAL_POD_PRIORITY, 2),  # above the highest: the highest
+        (SYSTEM_CRITICAL_PRIORITY, 2),  # above the highest: the highest
     ],
 )
 def test_bucket_index_follows_kubelets_rule(priority: int, expected: int) -> None:
@@ -59,7 +59,7 @@ def test_bucket_index_below_a_lowest_bucket_that_is_not_zero() -> None:
 def test_pods_are_grouped_and_phases_ordered_low_to_high() -> None:
     """Six pods of mixed priority land in three phases, ascending, nil priority counted as 0."""
     pods = [
-        pod("critical", priority=CRITICAL_POD_PRIORITY),
+        pod("critical", priority=SYSTEM_CRITICAL_PRIORITY),
         pod("low-a", priority=0),
         pod("mid-b", priority=5000),
         pod("no-priority"),
@@ -188,10 +188,10 @@ def test_skipped_pods_are_reported_not_planned() -> None:
 def test_legacy_config_gives_kubelets_two_buckets() -> None:
     """shutdownGracePeriod 30s / critical 10s: priority 0 gets 20 s, critical pods get 10 s."""
     buckets = priority_buckets(30.0, 10.0, ())
-    plan = plan_phases(buckets, [pod("app"), pod("crit", priority=CRITICAL_POD_PRIORITY)])
+    plan = plan_phases(buckets, [pod("app"), pod("crit", priority=SYSTEM_CRITICAL_PRIORITY)])
     assert [(p.priority, p.budget_seconds, [t.name for t in p.pods]) for p in plan.phases] == [
         (0, 20, ["app"]),
-        (CRITICAL_POD_PRIORITY, 10, ["crit"]),
+        (SYSTEM_CRITICAL_PRIORITY, 10, ["crit"]),
     ]
     assert plan.budget_seconds == 30
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agent.kube.pods import MIRROR_ANNOTATION
+from agent.kubesemantics.pods import MIRROR_ANNOTATION
 from agent.node.containercgroups import CgroupReading, KubepodsScan, SwapMax
 from agent.node.kubepods import PodQOSDir
 from agent.swap.audit import AuditReport, NodeSummary, build_report

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent.config.shutdown import PriorityBucket
-from agent.descheduler.core.placement import place, with_destinations
+from agent.descheduler.core.placement.replacements import place, with_destinations
 from agent.descheduler.plan import render as plan_render
 from agent.descheduler.plan.shape import Plan, PlannedEviction, TaintChange
 from agent.doctor import render as doctor_render

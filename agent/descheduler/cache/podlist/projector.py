@@ -11,7 +11,7 @@ Here a pod is decoded into a struct that names only what the projection reads
 bytes (``msgspec.Raw``). Each part is first compared with the previous pod's (a list in key
 order has the pods of one owner together); if it differs, its bytes key a memo; on a miss
 the part is decoded and computed by the exact rules (``rules``: the functions of
-``projection`` and ``agent.kube.qos``, on the same dicts ``wire`` would have made). Equal
+``projection`` and ``agent.kubesemantics.qos``, on the same dicts ``wire`` would have made). Equal
 bytes give equal results, so the projection is the exact one by construction; tests compare
 the two paths on every pod of the parity fixture and on odd pods. Memoized values are shared
 between pods, which is what ``sharing`` would do afterwards, so pods from here skip it.
@@ -69,10 +69,12 @@ from agent.descheduler.cache.podlist.rules import (
     volume_facts,
 )
 from agent.descheduler.cache.shapes import AFFINITY, INT32_MAX, SPREAD, TOLERATIONS
-from agent.descheduler.model.cluster import EMPTY_MAP, OwnerRef, PodInfo
+from agent.descheduler.model.cluster import OwnerRef, PodInfo
 from agent.descheduler.model.keys import SPREAD_CONSTRAINTS
 from agent.descheduler.model.podstatus import STATUS, PodStatusInfo
+from agent.descheduler.model.values import EMPTY_MAP
 from agent.kube.reflector import Unprojected
+from agent.kubesemantics.wellknown import READY
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -437,7 +439,7 @@ class PodListProjector:
         conditions = []
         ready = None
         for condition in status.conditions or ():
-            if ready is None and condition.type == "Ready":  # the first one counts
+            if ready is None and condition.type == READY:  # the first one counts
                 ready = condition.status == "True"
             moved = times.get(condition.last_transition_time or "", _MISSING)
             if moved is _MISSING:

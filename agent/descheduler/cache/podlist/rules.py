@@ -23,7 +23,7 @@ from agent.descheduler.cache.podlist.item import (
     LeanItemStatus,
 )
 from agent.descheduler.cache.wire import OwnerReference
-from agent.descheduler.model.cluster import EMPTY_MAP, OwnerRef
+from agent.descheduler.model.cluster import OwnerRef
 from agent.descheduler.model.keys import KEPT_ANNOTATIONS, UNSCHEDULABLE_SINCE
 from agent.descheduler.model.podstatus import (
     ContainerStatusInfo,
@@ -31,8 +31,10 @@ from agent.descheduler.model.podstatus import (
     PodStatusInfo,
     container_status,
 )
-from agent.kube.pods import API_SOURCE, MIRROR_ANNOTATION, SOURCE_ANNOTATION
-from agent.kube.qos import pod_qos
+from agent.descheduler.model.values import EMPTY_MAP
+from agent.kubesemantics.pods import API_SOURCE, MIRROR_ANNOTATION, SOURCE_ANNOTATION
+from agent.kubesemantics.qos import pod_qos
+from agent.kubesemantics.wellknown import READY
 
 _OWNERS = msgspec.json.Decoder(list[OwnerReference] | None)
 
@@ -61,7 +63,7 @@ def annotation_facts(annotations: Mapping[str, str]) -> tuple[Mapping[str, str],
 def first_ready(conditions: list[ItemCondition]) -> bool:
     """The first ``Ready`` condition is True."""
     for condition in conditions:
-        if condition.type == "Ready":
+        if condition.type == READY:
             return condition.status == "True"
     return False
 

@@ -55,6 +55,7 @@ from agent.descheduler.core.rules.budgets import BudgetIndex
 from agent.descheduler.core.rules.rollouts import Rollouts
 from agent.descheduler.model.cluster import ClusterSnapshot, DisruptionBudget, PodInfo
 from agent.descheduler.plan.shape import ImplicitBudget, Plan, PlannedEviction
+from agent.kubesemantics.wellknown import RUNNING
 
 
 def owner_uid(pod: PodInfo) -> str:
@@ -117,7 +118,7 @@ class Planner:
         if (
             not budgets
             and self.implicit_budgets
-            and pod.phase == "Running"
+            and pod.phase == RUNNING
             and pod.ready
             and (rollout := self.rollouts.of(pod))
         ):
@@ -207,7 +208,7 @@ class Planner:
 
     def _blocking(self, pod: PodInfo, budgets: Sequence[DisruptionBudget], key: str) -> str:
         """``key`` (the first budget's) when the budgets refuse the eviction now, else ``""``."""
-        if pod.phase != "Running":
+        if pod.phase != RUNNING:
             return ""
         if len(budgets) > 1:
             return key  # "This pod has more than one PodDisruptionBudget": refused

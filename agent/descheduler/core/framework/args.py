@@ -13,7 +13,7 @@ from typing import Any
 
 from agent.config.errors import FieldError
 from agent.config.schema import setting
-from agent.kube.labelselector import Selector, SelectorError, from_label_selector
+from agent.kubesemantics.labelselector import Selector, SelectorError, from_label_selector
 
 MIN_PERCENTAGE = 0.0
 MAX_PERCENTAGE = 100.0

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from agent.descheduler.core.framework.args import LabelSelector, Namespaces
 from agent.descheduler.core.framework.types import Evictor
 from agent.descheduler.model.cluster import PodInfo
-from agent.kube.labelselector import Selector, matches
+from agent.kubesemantics.labelselector import Selector, matches
 
 
 @dataclass(frozen=True)

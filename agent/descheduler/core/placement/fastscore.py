@@ -16,13 +16,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from agent.descheduler.core.placement.nodes import PodSize
+from agent.descheduler.core.placement.plannedcluster import PlannedCluster
 from agent.descheduler.core.placement.profile import SPREAD, TAINTS
 from agent.descheduler.core.placement.scored import Scored
 from agent.descheduler.core.placement.scoring import (
-    HOSTNAME,
     MAX_NODE_SCORE,
     NO_TERMS,
     SpreadScoring,
@@ -36,22 +35,21 @@ from agent.descheduler.core.placement.scoring import (
     topology_weight,
 )
 from agent.descheduler.model.cluster import CPU, MEMORY, PODS, PodInfo
-
-if TYPE_CHECKING:
-    from agent.descheduler.core.placement.simulation import Simulation
+from agent.descheduler.model.keys import SPREAD_CONSTRAINTS
+from agent.kubesemantics.wellknown import HOSTNAME_LABEL
 
 NO_SPREAD = SpreadScoring((), require_all_topologies=False)
 """PodTopologySpread switched off in the profile: no constraint scores."""
 
 
-def fast_path_applies(sim: Simulation, pod: PodInfo, static: frozenset[int]) -> bool:
+def fast_path_applies(sim: PlannedCluster, pod: PodInfo, static: frozenset[int]) -> bool:
     """Whether every score but the resource ones and the system default spread is the
     same on every feasible node (so the rankings answer exactly)."""
     if any(name not in (CPU, MEMORY, PODS) and amount > 0 for name, amount in pod.requests.items()):
         return False
     if pod.node_selector or (pod.affinity or {}).get("nodeAffinity"):
         return False
-    if pod.extra.get("topologySpreadConstraints"):
+    if pod.extra.get(SPREAD_CONSTRAINTS):
         return False
     if sim.has_affinity_scorers or affinity_terms(pod) is not NO_TERMS:
         return False
@@ -64,7 +62,7 @@ def fast_path_applies(sim: Simulation, pod: PodInfo, static: frozenset[int]) -> 
     )
 
 
-def scored_fast(sim: Simulation, pod: PodInfo, static: frozenset[int]) -> Scored | None:
+def scored_fast(sim: PlannedCluster, pod: PodInfo, static: frozenset[int]) -> Scored | None:
     """``_scored_full``'s answer from the rankings; ``None`` when no node is feasible
     (the caller then says why)."""
     size = PodSize.of(pod)
@@ -115,7 +113,7 @@ def scored_fast(sim: Simulation, pod: PodInfo, static: frozenset[int]) -> Scored
 
 
 def _zone_scores(
-    sim: Simulation,
+    sim: PlannedCluster,
     scoring: SpreadScoring,
     *,
     counts: Mapping[int, int],
@@ -144,7 +142,7 @@ def _zone_scores(
     def raw(index: int | None, zone: str | None) -> int:
         host = (
             None
-            if index is not None and HOSTNAME not in sim.nodes[index].info.labels
+            if index is not None and HOSTNAME_LABEL not in sim.nodes[index].info.labels
             else (counts.get(index, 0) if index is not None else 0)
         )
         domain = None if zone is None else in_zone[zone]

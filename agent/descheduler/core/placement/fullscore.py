@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from agent.descheduler.core.placement.nodes import PodSize, SimNode
+from agent.descheduler.core.placement.plannedcluster import PlannedCluster
 from agent.descheduler.core.placement.profile import (
     IMAGES,
     INTER_POD,
@@ -24,7 +24,6 @@ from agent.descheduler.core.placement.profile import (
 )
 from agent.descheduler.core.placement.scored import Scored
 from agent.descheduler.core.placement.scoring import (
-    HOSTNAME,
     AffinityTerms,
     SchedulerTerm,
     SpreadScoring,
@@ -41,16 +40,12 @@ from agent.descheduler.core.placement.scoring import (
     topology_weight,
 )
 from agent.descheduler.model.cluster import PodInfo
-from agent.kube.labelselector import matches
-from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
-
-if TYPE_CHECKING:
-    from agent.descheduler.core.placement.simulation import Simulation
-
-FINISHED = frozenset({"Succeeded", "Failed"})
+from agent.kubesemantics.labelselector import matches
+from agent.kubesemantics.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
+from agent.kubesemantics.wellknown import HOSTNAME_LABEL
 
 
-def scored_full(sim: Simulation, pod: PodInfo, feasible: Sequence[int]) -> Scored:
+def scored_full(sim: PlannedCluster, pod: PodInfo, feasible: Sequence[int]) -> Scored:
     """Every default score plugin on every feasible node, normalized, weighted, summed."""
     if len(feasible) == 1:
         return Scored(0, list(feasible))  # the scheduler does not score a lone node
@@ -61,7 +56,7 @@ def scored_full(sim: Simulation, pod: PodInfo, feasible: Sequence[int]) -> Score
     )
 
 
-def node_totals(sim: Simulation, pod: PodInfo, feasible: Sequence[int]) -> list[int]:
+def node_totals(sim: PlannedCluster, pod: PodInfo, feasible: Sequence[int]) -> list[int]:
     """The scheduler's total score of each feasible node for ``pod``, in their order: the
     number its ``--v=10`` log prints per node."""
     nodes = [sim.nodes[index] for index in feasible]
@@ -113,7 +108,7 @@ def node_totals(sim: Simulation, pod: PodInfo, feasible: Sequence[int]) -> list[
     return totals
 
 
-def _spread_scores(sim: Simulation, pod: PodInfo, nodes: Sequence[SimNode]) -> list[int]:
+def _spread_scores(sim: PlannedCluster, pod: PodInfo, nodes: Sequence[SimNode]) -> list[int]:
     """PodTopologySpread's normalized scores of ``nodes`` (the feasible ones)."""
     scoring = spread_scoring(pod)
     if not scoring.constraints:
@@ -128,34 +123,37 @@ def _spread_scores(sim: Simulation, pod: PodInfo, nodes: Sequence[SimNode]) -> l
     weights = [
         topology_weight(
             len(counted_nodes)
-            if key == HOSTNAME
+            if key == HOSTNAME_LABEL
             else len({node.info.labels.get(key, "") for node in counted_nodes})
         )
         for key in keys
     ]
     pairs = [
-        {node.info.labels.get(key, "") for node in counted_nodes} if key != HOSTNAME else set()
+        {node.info.labels.get(key, "") for node in counted_nodes}
+        if key != HOSTNAME_LABEL
+        else set()
         for key in keys
     ]
     domain_counts: list[Counter[str]] = [Counter() for _ in keys]
     per_node: dict[int, list[int]] = {}
     owner = sim.owners.get(scoring.selector_owner, Counter())
+    # The pod's own constraints: the pods each selects, per node, read through the index.
+    selected = (
+        []
+        if scoring.selector_owner
+        else [
+            sim.pod_index.running_node_counts(c.namespace, c.selector) for c in scoring.constraints
+        ]
+    )
     for node in _counting_nodes(sim, pod, scoring):
         if scoring.selector_owner:  # the system defaults: the controller's pods, counted
             matching = [owner.get(node.index, 0)] * len(keys)
         else:
-            matching = [
-                sum(
-                    1
-                    for other in sim.pods_on(node.info.name)
-                    if _counts(other) and c.selects(other)
-                )
-                for c in scoring.constraints
-            ]
+            matching = [on_node.get(node.info.name, 0) for on_node in selected]
         per_node[node.index] = matching
         for position, key in enumerate(keys):
             value = node.info.labels.get(key, "")
-            if key != HOSTNAME and value in pairs[position]:
+            if key != HOSTNAME_LABEL and value in pairs[position]:
                 domain_counts[position][value] += matching[position]
     raws: list[int | None] = []
     for node in nodes:
@@ -167,7 +165,7 @@ def _spread_scores(sim: Simulation, pod: PodInfo, nodes: Sequence[SimNode]) -> l
             label = node.info.labels.get(key)
             if label is None:
                 counts.append(None)
-            elif key == HOSTNAME:
+            elif key == HOSTNAME_LABEL:
                 counts.append(per_node.get(node.index, [0] * len(keys))[position])
             else:
                 counts.append(domain_counts[position][label])
@@ -175,7 +173,7 @@ def _spread_scores(sim: Simulation, pod: PodInfo, nodes: Sequence[SimNode]) -> l
     return spread_normalize(raws)
 
 
-def _counting_nodes(sim: Simulation, pod: PodInfo, scoring: SpreadScoring) -> Iterable[SimNode]:
+def _counting_nodes(sim: PlannedCluster, pod: PodInfo, scoring: SpreadScoring) -> Iterable[SimNode]:
     """The nodes whose pods PodTopologySpread counts: those matching the pod's
     nodeSelector and required node affinity (``nodeAffinityPolicy: Honor``), with every
     key when the pod's own constraints require all."""
@@ -192,7 +190,7 @@ def _counting_nodes(sim: Simulation, pod: PodInfo, scoring: SpreadScoring) -> It
 
 
 def _affinity_scores(
-    sim: Simulation, pod: PodInfo, nodes: Sequence[SimNode], hard_weight: int
+    sim: PlannedCluster, pod: PodInfo, nodes: Sequence[SimNode], hard_weight: int
 ) -> list[int]:
     """InterPodAffinity's normalized scores of ``nodes``; 0 when it has nothing to say.
 
@@ -263,8 +261,3 @@ def _resolved(terms: AffinityTerms, namespaces: Mapping[str, Mapping[str, str]])
         tuple(resolve(t) for t in terms.preferred_anti_affinity),
         terms.required_affinity,
     )
-
-
-def _counts(pod: PodInfo) -> bool:
-    """Whether a pod counts for spread scores (``countPodsMatchSelector``: not terminating)."""
-    return not pod.deleting and pod.phase not in FINISHED

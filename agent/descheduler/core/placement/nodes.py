@@ -18,17 +18,17 @@ from agent.descheduler.core.placement.profile import (
     SchedulerProfile,
 )
 from agent.descheduler.core.placement.scoring import (
-    ZONE,
     balanced_allocation,
     least_allocated,
     most_allocated,
     nonzero_size,
 )
 from agent.descheduler.model.cluster import CPU, MEMORY, PODS, ClusterSnapshot, NodeInfo, PodInfo
-from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
-from agent.kube.tolerations import NO_SCHEDULE, tolerates, untolerated
+from agent.kubesemantics.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
+from agent.kubesemantics.tolerations import tolerates, untolerated
+from agent.kubesemantics.wellknown import NO_SCHEDULE, UNSCHEDULABLE_TAINT, ZONE_LABEL
 
-UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": NO_SCHEDULE}
+CORDONED_TAINT = {"key": UNSCHEDULABLE_TAINT, "effect": NO_SCHEDULE}
 """What a cordoned node means to the scheduler's NodeUnschedulable filter."""
 
 
@@ -122,7 +122,7 @@ def new_node(info: NodeInfo, index: int) -> SimNode:
         alloc_cpu=allocatable.get(CPU, 0),
         alloc_memory=allocatable.get(MEMORY, 0),
         alloc_pods=allocatable.get(PODS, 0),
-        zone=info.labels.get(ZONE),
+        zone=info.labels.get(ZONE_LABEL),
     )
 
 
@@ -151,7 +151,7 @@ def static_misfit(pod: PodInfo, node: NodeInfo, snapshot: ClusterSnapshot) -> st
     usage = snapshot.node_usage.get(node.name)
     if usage is not None and not usage.usable_as_destination:
         return "agent reports it shutting down, gated or stopped"
-    if node.unschedulable and not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations):
+    if node.unschedulable and not any(tolerates(t, CORDONED_TAINT) for t in pod.tolerations):
         return "node is unschedulable"
     if node_selector_mismatch(pod.node_selector, node.labels):
         return "nodeSelector does not match"

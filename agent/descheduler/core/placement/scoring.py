@@ -46,10 +46,21 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent.descheduler.core.rules.topology import with_match_label_keys
 from agent.descheduler.model.cluster import PodInfo
-from agent.kube.labelselector import Selector, SelectorError, from_label_selector, matches
-from agent.kube.nodeaffinity import preferred_affinity_weight
-from agent.kube.tolerations import tolerates
+from agent.descheduler.model.keys import SPREAD_CONSTRAINTS
+from agent.kubesemantics.labelselector import Selector, SelectorError, from_label_selector, matches
+from agent.kubesemantics.nodeaffinity import preferred_affinity_weight
+from agent.kubesemantics.tolerations import tolerates
+from agent.kubesemantics.wellknown import (
+    HOSTNAME_LABEL,
+    PREFER_NO_SCHEDULE,
+    REPLICA_SET_KIND,
+    REPLICATION_CONTROLLER_KIND,
+    SCHEDULE_ANYWAY,
+    STATEFUL_SET_KIND,
+    ZONE_LABEL,
+)
 
 MAX_NODE_SCORE = 100
 DEFAULT_MILLI_CPU_REQUEST = 100
@@ -65,17 +76,13 @@ INTER_POD_AFFINITY = 2
 BALANCED_ALLOCATION = 1
 IMAGE_LOCALITY = 1
 
-HOSTNAME = "kubernetes.io/hostname"
-ZONE = "topology.kubernetes.io/zone"
-SCHEDULE_ANYWAY = "ScheduleAnyway"
-SPREAD_CONTROLLERS = frozenset({"ReplicaSet", "ReplicationController", "StatefulSet"})
+SPREAD_CONTROLLERS = frozenset({REPLICA_SET_KIND, REPLICATION_CONTROLLER_KIND, STATEFUL_SET_KIND})
 """Controllers whose selector the scheduler's system default spread constraints use."""
 HARD_POD_AFFINITY_WEIGHT = 1
 """``InterPodAffinityArgs.hardPodAffinityWeight``'s default."""
 MB = 1024 * 1024
 IMAGE_MIN = 23 * MB
 IMAGE_MAX_PER_CONTAINER = 1000 * MB
-PREFER_NO_SCHEDULE = "PreferNoSchedule"
 
 
 def nonzero_size(pod: PodInfo) -> tuple[int, int]:
@@ -252,11 +259,15 @@ def go_round(value: float) -> int:
 
 @dataclass(frozen=True)
 class SoftSpread:
-    """One constraint the scores count: its key, skew, and which pods it counts."""
+    """One constraint the scores count: its key and skew, and which pods it counts. A pod's
+    own constraint counts the pods of ``namespace`` that ``selector`` selects (``None``:
+    none), ``matchLabelKeys`` merged in; the system defaults count the pods of the pod's
+    controller instead (``SpreadScoring.selector_owner``) and carry no selector."""
 
     topology_key: str
     max_skew: int
-    selects: Callable[[PodInfo], bool]
+    namespace: str
+    selector: Selector | None = None
 
 
 @dataclass(frozen=True)
@@ -277,52 +288,36 @@ def spread_scoring(pod: PodInfo) -> SpreadScoring:
     selector of the pod's own that does not parse."""
     own = [
         raw
-        for raw in (pod.extra.get("topologySpreadConstraints") or ())
+        for raw in (pod.extra.get(SPREAD_CONSTRAINTS) or ())
         if raw.get("whenUnsatisfiable") == SCHEDULE_ANYWAY
     ]
-    if pod.extra.get("topologySpreadConstraints"):
+    if pod.extra.get(SPREAD_CONSTRAINTS):
         return SpreadScoring(
             tuple(_own_constraint(raw, pod) for raw in own), require_all_topologies=True
         )
     controller = pod.controller
     if controller is None or controller.kind not in SPREAD_CONTROLLERS or not controller.uid:
         return SpreadScoring((), require_all_topologies=False)
-    owner = controller.uid
-    namespace = pod.namespace
-
-    def same_controller(other: PodInfo) -> bool:
-        ours = other.controller
-        return other.namespace == namespace and ours is not None and ours.uid == owner
-
     return SpreadScoring(
-        (SoftSpread(HOSTNAME, 3, same_controller), SoftSpread(ZONE, 5, same_controller)),
+        (
+            SoftSpread(HOSTNAME_LABEL, 3, pod.namespace),
+            SoftSpread(ZONE_LABEL, 5, pod.namespace),
+        ),
         require_all_topologies=False,
-        selector_owner=owner,
+        selector_owner=controller.uid,
     )
 
 
 def _own_constraint(raw: Mapping[str, Any], pod: PodInfo) -> SoftSpread:
-    selector = from_label_selector(raw.get("labelSelector"))
-    extra = {
-        str(key): pod.labels[str(key)]
-        for key in raw.get("matchLabelKeys") or ()
-        if str(key) in pod.labels
-    }
-    namespace = pod.namespace
-
-    def selects(other: PodInfo) -> bool:
-        return (
-            selector is not None
-            and other.namespace == namespace
-            and matches(selector, other.labels)
-            and all(other.labels.get(k) == v for k, v in extra.items())
-        )
-
+    selector = with_match_label_keys(
+        from_label_selector(raw.get("labelSelector")), pod, raw.get("matchLabelKeys") or ()
+    )
     skew = raw.get("maxSkew")
     return SoftSpread(
         str(raw.get("topologyKey") or ""),
         skew if isinstance(skew, int) and not isinstance(skew, bool) else 1,
-        selects,
+        pod.namespace,
+        selector,
     )
 
 

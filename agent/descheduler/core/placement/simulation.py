@@ -1,11 +1,36 @@
 """The cluster as the plan leaves it, and the default kube-scheduler's pick for each pod.
 
 Evictions take pods off their nodes, placements put replacements on; every filter and score
-reads the nodes as they are at that point of the plan. A pick first applies the filters
-(those of one node in ``nodes``, the inter-pod ones here, counted once per pod as the
-scheduler's PreFilter does), then scores: from the rankings when the pod allows it
-(``fastscore``), else every feasible node (``fullscore``, the reference). The best total
-wins; every node tied at it is a candidate.
+reads the nodes as they are at that point of the plan.
+
+**Filter** (kube-scheduler's filter plugins; every one must pass):
+- the node is Ready (the scheduler sees NotReady nodes through their ``not-ready`` taint),
+  and it is not the node the pod is evicted from;
+- NodeUnschedulable: a cordoned node only for a pod tolerating
+  ``node.kubernetes.io/unschedulable:NoSchedule``;
+- ours: a node whose fresh agent report says shutting down, readiness gate held or agent
+  stopped is no place to go (``NodeUsage.usable_as_destination``);
+- TaintToleration: every NoSchedule/NoExecute taint tolerated
+  (``agent.kubesemantics.tolerations``);
+- NodeAffinity: nodeSelector and required node affinity
+  (``agent.kubesemantics.nodeaffinity``);
+- NodeResourcesFit: each requested resource fits allocatable minus the requests of the pods
+  there (pods this plan placed there earlier included, pods it evicted from there gone), and
+  a pod slot is free;
+- InterPodAffinity, its required anti-affinity half (``rules.antiaffinity``): no pod the
+  pod's terms select in the node's topology domain, and no pod whose terms select the pod
+  there;
+- PodTopologySpread, ``DoNotSchedule`` constraints (``rules.topology``): the node carries the
+  key and placing the pod there keeps the skew within ``maxSkew``.
+
+Those of one node are ``nodes``'; the inter-pod ones are counted here, once per pod as the
+scheduler's PreFilter counts them, from the pods in place indexed (``rules.podindex``).
+
+**Score:** every default score plugin with its weight (``scoring``): from the rankings when
+the pod allows it (``fastscore``), else on every feasible node (``fullscore``, the
+reference). The best total wins; the scheduler picks at random among equal totals, so a pick
+is every node tied at it, and the first of them by name. The scorers read the simulation as
+a ``PlannedCluster``.
 """
 
 from __future__ import annotations
@@ -27,8 +52,6 @@ from agent.descheduler.core.placement.nodes import (
 )
 from agent.descheduler.core.placement.profile import DEFAULT_PROFILE, SchedulerProfile
 from agent.descheduler.core.placement.scoring import (
-    HOSTNAME,
-    PREFER_NO_SCHEDULE,
     SchedulerTerm,
     affinity_terms,
 )
@@ -42,10 +65,10 @@ from agent.descheduler.core.rules.podindex import PodIndex, Slot
 from agent.descheduler.core.rules.topology import scheduler_spread_counts, spread_rejection
 from agent.descheduler.model.cluster import CPU, MEMORY, PODS, ClusterSnapshot, NodeInfo, PodInfo
 from agent.descheduler.plan.destinations import NodeLoad, Placement
-from agent.kube.labelselector import SelectorError
-from agent.kube.podaffinity import AffinityTerm
+from agent.kubesemantics.labelselector import SelectorError
+from agent.kubesemantics.podaffinity import AffinityTerm
+from agent.kubesemantics.wellknown import FINISHED_PHASES, HOSTNAME_LABEL, PREFER_NO_SCHEDULE
 
-FINISHED = frozenset({"Succeeded", "Failed"})
 MAX_RANKINGS = 64
 """Pod sizes whose node ranking is kept (see ``Ranking``); a size past them costs a sort."""
 OWN_NODE = "the node it is evicted from"
@@ -94,7 +117,7 @@ class Simulation:
         and may be scored from the rankings."""
         for node in self.nodes:
             for pod in snapshot.pods_on(node.info.name):
-                if pod.phase not in FINISHED:
+                if pod.phase not in FINISHED_PHASES:
                     node.add(pod, +1)
                     self._count_owner(pod, node.index, +1)
                     slot = self._index(pod)
@@ -110,7 +133,9 @@ class Simulation:
         self._static: dict[str, tuple[frozenset[int], Counter[str]]] = {}
         self._placed_on: dict[str, list[PodInfo]] = {}
         self.soft_tainted = [n.index for n in self.nodes if has_soft_taint(n.info)]
-        self.unnamed_hosts = frozenset(n.index for n in self.nodes if HOSTNAME not in n.info.labels)
+        self.unnamed_hosts = frozenset(
+            n.index for n in self.nodes if HOSTNAME_LABEL not in n.info.labels
+        )
         """Nodes without the hostname label: the system default spread skips its hostname
         constraint there, so their score is not their zone's."""
         members: dict[str | None, set[int]] = {}
@@ -210,7 +235,7 @@ class Simulation:
 
     def evict(self, pod: PodInfo) -> None:
         index = self.index.get(pod.node_name)
-        if index is not None and pod.uid not in self.gone and pod.phase not in FINISHED:
+        if index is not None and pod.uid not in self.gone and pod.phase not in FINISHED_PHASES:
             self._move(index, pod, -1)
         self.gone.add(pod.uid)
         for slot in self._slots.pop(pod.uid, ()):
@@ -228,7 +253,7 @@ class Simulation:
         self._move(self.index[node_name], ghost, +1)
         self.placed.append(ghost)
         self._placed_on.setdefault(node_name, []).append(ghost)
-        if ghost.phase not in FINISHED:
+        if ghost.phase not in FINISHED_PHASES:
             self._ghost_slots[id(ghost)] = self._index(ghost)
         self._count_terms(ghost, +1)
 
@@ -309,7 +334,7 @@ class Simulation:
     def _inter_pod_check(self, pod: PodInfo) -> Callable[[NodeInfo], str | None] | None:
         """The anti-affinity and spread filters for ``pod`` (spread counted once, as the
         scheduler's PreFilter does); ``None`` when neither can reject it (most pods)."""
-        spread = scheduler_spread_counts(pod, self.snapshot.nodes.values(), self.pods_on)
+        spread = scheduler_spread_counts(pod, self.snapshot.nodes.values(), self.pod_index)
         if not spread and not self._anti_affine and not has_required_anti_affinity(pod):
             return None
         forbidden = forbidden_domains(

@@ -48,21 +48,26 @@ from agent.descheduler.model.cluster import NodeInfo, NodeUsage, PodInfo
 from agent.descheduler.model.keys import CRITICAL_POD_ANNOTATION, UNSCHEDULABLE_SINCE
 from agent.descheduler.model.taintrecord import TaintRecord
 from agent.descheduler.plan.shape import TaintChange
-from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
-from agent.kube.taintownership import rescue_taint, rescue_value
-from agent.kube.tolerations import NO_SCHEDULE, tolerates, untolerated
-from agent.nodekeys import RESCUE_ANNOTATION, RESCUE_TAINT_KEY
+from agent.kubesemantics.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
+from agent.kubesemantics.nodekeys import RESCUE_ANNOTATION, RESCUE_TAINT_KEY
+from agent.kubesemantics.taintownership import rescue_taint, rescue_value
+from agent.kubesemantics.tolerations import tolerates, untolerated
+from agent.kubesemantics.wellknown import (
+    DAEMON_SET_KIND,
+    FINISHED_PHASES,
+    NO_SCHEDULE,
+    SYSTEM_CRITICAL_PRIORITY,
+    SYSTEM_NAMESPACE,
+)
 
 NAME = "CriticalAddonRescue"
-SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
-FINISHED = frozenset({"Succeeded", "Failed"})
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class CriticalAddonRescueArgs:
-    system_namespaces: tuple[str, ...] = setting(factory=lambda: ("kube-system",))
+    system_namespaces: tuple[str, ...] = setting(factory=lambda: (SYSTEM_NAMESPACE,))
     """Where critical add-ons live (the rescheduler's ``--system-namespace``)."""
     unschedulable_seconds: float = setting(60.0, minimum=0)
     """How long an add-on must have been Unschedulable before we act."""
@@ -98,7 +103,7 @@ def is_critical(
 
 
 def _is_daemon(pod: PodInfo) -> bool:
-    return any(owner.kind == "DaemonSet" for owner in pod.owners)
+    return any(owner.kind == DAEMON_SET_KIND for owner in pod.owners)
 
 
 def _fits(need: Mapping[str, int], free: Mapping[str, int]) -> bool:
@@ -137,7 +142,7 @@ def victims_on(
     free = dict(node.allocatable)
     candidates: list[PodInfo] = []
     for pod in pods:
-        if pod.phase in FINISHED:
+        if pod.phase in FINISHED_PHASES:
             continue
         for name, amount in pod.requests.items():
             free[name] = free.get(name, 0) - amount

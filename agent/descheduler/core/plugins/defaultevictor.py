@@ -34,10 +34,8 @@ from agent.descheduler.core.rules.budgets import BudgetIndex
 from agent.descheduler.core.rules.nodefit import NodeFit
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
 from agent.descheduler.model.keys import EVICT_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION
-from agent.kube.labelselector import SelectorError, matches, parse_selector
-
-SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
-"""``utils.SystemCriticalPriority``: the default priority threshold."""
+from agent.kubesemantics.labelselector import SelectorError, matches, parse_selector
+from agent.kubesemantics.wellknown import DAEMON_SET_KIND, FAILED, SYSTEM_CRITICAL_PRIORITY
 
 LOCAL_STORAGE = "PodsWithLocalStorage"
 DAEMON_SET = "DaemonSetPods"
@@ -280,11 +278,11 @@ class DefaultEvictor:
                 and pod.priority >= self.threshold
             ):
                 reasons.append("pod has higher priority than the priority threshold")
-        if not pod.owners and (FAILED_BARE in protections or pod.phase != "Failed"):
+        if not pod.owners and (FAILED_BARE in protections or pod.phase != FAILED):
             reasons.append("pod does not have any ownerRefs")
         if LOCAL_STORAGE in protections and pod.local_storage:
             reasons.append("pod has local storage")
-        if DAEMON_SET in protections and any(o.kind == "DaemonSet" for o in pod.owners):
+        if DAEMON_SET in protections and any(o.kind == DAEMON_SET_KIND for o in pod.owners):
             reasons.append("daemonset pods are protected")
         if PVC in protections and (reason := self._pvc_reason(pod)):
             reasons.append(reason)

@@ -53,8 +53,8 @@ from agent.config.schema import setting
 from agent.descheduler.core.framework.types import Handle
 from agent.descheduler.model.cluster import CLOCK_SKEW_SECONDS, NodeInfo, NodeUsage
 from agent.descheduler.plan.shape import TaintChange
-from agent.kube.taintownership import out_of_service_taint
-from agent.nodekeys import OUT_OF_SERVICE_ANNOTATION
+from agent.kubesemantics.nodekeys import OUT_OF_SERVICE_ANNOTATION
+from agent.kubesemantics.taintownership import out_of_service_taint
 
 NAME = "NodeShutdownRecovery"
 

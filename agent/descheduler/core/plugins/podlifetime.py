@@ -43,15 +43,11 @@ from agent.descheduler.model.podstatus import (
     status_of,
     transition_time,
 )
+from agent.kubesemantics.wellknown import POD_PHASES
 
 ALLOWED_STATES = frozenset(
     {
-        # pod phases
-        "Running",
-        "Pending",
-        "Succeeded",
-        "Failed",
-        "Unknown",
+        *POD_PHASES,
         # pod status reasons
         "NodeAffinity",
         "NodeLost",

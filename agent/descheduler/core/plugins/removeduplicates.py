@@ -29,10 +29,9 @@ from agent.descheduler.core.errors import NamespaceLimitReached, NodeLimitReache
 from agent.descheduler.core.framework.args import Namespaces
 from agent.descheduler.core.framework.types import Handle
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
-from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
-from agent.kube.tolerations import untolerated
-
-FINISHED = frozenset({"Succeeded", "Failed"})
+from agent.kubesemantics.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
+from agent.kubesemantics.tolerations import untolerated
+from agent.kubesemantics.wellknown import FINISHED_PHASES
 
 OwnerKey = tuple[str, str, str, str]
 """namespace, owner kind, owner name, images joined by ``#``."""
@@ -108,7 +107,7 @@ class RemoveDuplicates:
         for node in nodes:
             seen: set[tuple[object, ...]] = set()
             pods = sorted(
-                (p for p in pods_on(node.name) if p.phase not in FINISHED),
+                (p for p in pods_on(node.name) if p.phase not in FINISHED_PHASES),
                 key=_by_name,
             )
             for pod in pods:

@@ -31,8 +31,8 @@ from agent.descheduler.core.framework.podfilter import PodFilter
 from agent.descheduler.core.framework.types import Handle
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
 from agent.descheduler.model.podstatus import exit_codes_reason, status_of
+from agent.kubesemantics.wellknown import FAILED
 
-FAILED = "Failed"
 DEFAULT_MIN_POD_LIFETIME_SECONDS = 3600
 
 

@@ -26,9 +26,10 @@ from agent.descheduler.core.framework.podfilter import PodFilter
 from agent.descheduler.core.framework.types import Handle
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
 from agent.descheduler.model.podstatus import status_of
+from agent.kubesemantics.wellknown import RUNNING
 
 INT32_MAX = 2**31 - 1
-ALLOWED_STATES = ("CrashLoopBackOff", "Running")
+ALLOWED_STATES = ("CrashLoopBackOff", RUNNING)
 """A pod phase and a container waiting reason, as upstream allows them (sorted)."""
 
 

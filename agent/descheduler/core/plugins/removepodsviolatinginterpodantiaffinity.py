@@ -32,8 +32,7 @@ from agent.descheduler.core.rules.antiaffinity import violation
 from agent.descheduler.core.rules.podindex import PodIndex, Slot
 from agent.descheduler.core.rules.podorder import eviction_order
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
-
-FINISHED = frozenset({"Succeeded", "Failed"})
+from agent.kubesemantics.wellknown import FINISHED_PHASES
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,7 @@ class RemovePodsViolatingInterPodAntiAffinity:
             pods = [
                 pod
                 for pod in self.handle.snapshot.pods_on(node.name)
-                if pod.phase not in FINISHED and self.pod_filter.admits_scope(pod)
+                if pod.phase not in FINISHED_PHASES and self.pod_filter.admits_scope(pod)
             ]
             by_node[node.name] = pods
             for pod in pods:

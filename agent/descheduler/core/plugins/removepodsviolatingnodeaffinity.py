@@ -37,15 +37,15 @@ from agent.descheduler.core.framework.podfilter import PodFilter
 from agent.descheduler.core.framework.types import Handle
 from agent.descheduler.core.rules.nodefit import NodeFit
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
-from agent.kube.nodeaffinity import (
+from agent.kubesemantics.nodeaffinity import (
     node_selector_mismatch,
     preferred_affinity_weight,
     required_affinity_mismatch,
 )
+from agent.kubesemantics.wellknown import FINISHED_PHASES
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
-FINISHED = frozenset({"Succeeded", "Failed"})
 
 Verdict = Callable[[PodInfo, NodeInfo, Sequence[NodeInfo]], str | None]
 """Why the pod should leave its node, or ``None`` to keep it."""
@@ -143,7 +143,7 @@ class RemovePodsViolatingNodeAffinity:
             # common pod (no node affinity) never reaches the evictor's nodeFit.
             if not has_node_affinity(pod, affinity_type):
                 continue
-            if pod.phase in FINISHED or not self.pod_filter.admits_scope(pod):
+            if pod.phase in FINISHED_PHASES or not self.pod_filter.admits_scope(pod):
                 continue
             if not self.pod_filter.admits_eviction(pod):
                 continue

@@ -26,11 +26,9 @@ from agent.descheduler.core.framework.nodeeviction import evict_in_order
 from agent.descheduler.core.framework.podfilter import PodFilter
 from agent.descheduler.core.framework.types import Handle
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
-from agent.kube.taintownership import is_emptying_taint
-from agent.kube.tolerations import NO_SCHEDULE, describe_taint, tolerates
-
-PREFER_NO_SCHEDULE = "PreferNoSchedule"
-FINISHED = frozenset({"Succeeded", "Failed"})
+from agent.kubesemantics.taintownership import is_emptying_taint
+from agent.kubesemantics.tolerations import describe_taint, tolerates
+from agent.kubesemantics.wellknown import FINISHED_PHASES, NO_SCHEDULE, PREFER_NO_SCHEDULE
 
 
 @dataclass(frozen=True)
@@ -89,7 +87,7 @@ class RemovePodsViolatingNodeTaints:
 
     def _candidate(self, pod: PodInfo) -> bool:
         return (
-            pod.phase not in FINISHED
+            pod.phase not in FINISHED_PHASES
             and self.pod_filter.admits_scope(pod)
             and self.pod_filter.admits_eviction(pod)
         )

@@ -49,18 +49,16 @@ from agent.descheduler.core.framework.podfilter import PodFilter
 from agent.descheduler.core.framework.types import Handle
 from agent.descheduler.core.rules.nodefit import NodeFit
 from agent.descheduler.core.rules.topology import (
-    DO_NOT_SCHEDULE,
     SpreadConstraint,
     domain_pods,
     raw_spread_constraints,
     spread_constraint,
 )
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
-from agent.kube.labelselector import SelectorError
+from agent.kubesemantics.labelselector import SelectorError
+from agent.kubesemantics.wellknown import DO_NOT_SCHEDULE, FINISHED_PHASES
 
 log = logging.getLogger(__name__)
-
-FINISHED = frozenset({"Succeeded", "Failed"})
 
 
 @dataclass(frozen=True)
@@ -120,7 +118,7 @@ class RemovePodsViolatingTopologySpreadConstraint:
         by_namespace: dict[str, list[PodInfo]] = defaultdict(list)
         for node in nodes:
             for pod in self.handle.snapshot.pods_on(node.name):
-                if pod.phase not in FINISHED:
+                if pod.phase not in FINISHED_PHASES:
                     by_namespace[pod.namespace].append(pod)
         chosen: dict[str, PodInfo] = {}
         for namespace in sorted(by_namespace):

@@ -15,11 +15,11 @@ with pods x terms, not pods x pods x terms (``podindex`` says why):
   existing pods' terms too? (For the offline plan's placement, which predicts the scheduler,
   not the descheduler.)
 
-The matching rules (term namespaces, selectors, domains) are ``agent.kube.podaffinity``'s. A
-term whose selector does not parse is read as upstream reads it: node fit says "does not
-fit"; the violation check stops there and says "no violation" (the terms before it have had
-their say); the scheduler refuses every node to the pod that carries it, and skips the terms
-of a pod in place that carries it.
+The matching rules (term namespaces, selectors, domains) are
+``agent.kubesemantics.podaffinity``'s. A term whose selector does not parse is read as upstream
+reads it: node fit says "does not fit"; the violation check stops there and says "no
+violation" (the terms before it have had their say); the scheduler refuses every node to the
+pod that carries it, and skips the terms of a pod in place that carries it.
 """
 
 from __future__ import annotations
@@ -31,8 +31,12 @@ from typing import Any
 from agent.descheduler.core.rules.existingterms import ExistingTerms
 from agent.descheduler.core.rules.podindex import PodIndex, Slot
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
-from agent.kube.labelselector import SelectorError
-from agent.kube.podaffinity import AffinityTerm, affinity_term, required_anti_affinity_terms
+from agent.kubesemantics.labelselector import SelectorError
+from agent.kubesemantics.podaffinity import (
+    AffinityTerm,
+    affinity_term,
+    required_anti_affinity_terms,
+)
 
 
 def anti_affinity_terms(pod: PodInfo) -> tuple[AffinityTerm, ...]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from agent.descheduler.model.cluster import ClusterSnapshot, DisruptionBudget, PodInfo
-from agent.kube.labelselector import Selector, SelectorError, from_label_selector, matches
+from agent.kubesemantics.labelselector import Selector, SelectorError, from_label_selector, matches
 
 
 def _selector(budget: DisruptionBudget) -> Selector | None:

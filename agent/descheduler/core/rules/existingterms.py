@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Generic, Protocol, TypeVar
 
 from agent.descheduler.model.cluster import NodeInfo
-from agent.kube.labelselector import Selector
+from agent.kubesemantics.labelselector import Selector
 
 
 class Term(Hashable, Protocol):

@@ -25,10 +25,9 @@ from agent.descheduler.core.rules.antiaffinity import (
 )
 from agent.descheduler.core.rules.podindex import PodIndex
 from agent.descheduler.model.cluster import PODS, ClusterSnapshot, NodeInfo, PodInfo
-from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
-from agent.kube.tolerations import untolerated
-
-FINISHED = ("Succeeded", "Failed")
+from agent.kubesemantics.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
+from agent.kubesemantics.tolerations import untolerated
+from agent.kubesemantics.wellknown import FINISHED_PHASES
 
 
 class NodeFit:
@@ -74,7 +73,7 @@ class NodeFit:
                     for name, pods in self.snapshot.pods_by_node.items()
                     if name
                     for pod in pods
-                    if pod.phase not in FINISHED
+                    if pod.phase not in FINISHED_PHASES
                 ),
             )
             self._anti_affinity = NodeFitAntiAffinity(index)
@@ -97,7 +96,7 @@ class NodeFit:
         if requested is None:
             requested = {}
             for each in self.snapshot.pods_on(node.name):
-                if each.phase in FINISHED:
+                if each.phase in FINISHED_PHASES:
                     continue
                 for name, amount in each.requests.items():
                     requested[name] = requested.get(name, 0) + amount

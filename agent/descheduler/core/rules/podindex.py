@@ -5,7 +5,9 @@ rules ask where those pods run. Asked pod by pod against every other pod, as ups
 ``CheckPodsWithAntiAffinityExist`` does, a cycle costs pods x pods x terms: 3,000 pods with
 20 terms each is 180 million label matches, and any pod author can create such pods. Here
 the answer is looked up instead, as kube-scheduler's PreFilter state does for one pod, for
-every pod of the cycle.
+every pod of the cycle. Topology spread asks the same of a constraint's selector, for every pod
+the offline plan places: how many of the pods it selects run on each node
+(``running_node_counts``).
 
 Shape: each namespace numbers its pods in the order they are added (a *slot*). A set of a
 namespace's pods is a Python ``int`` used as a bitset over those numbers, so the rules'
@@ -45,7 +47,8 @@ from dataclasses import dataclass
 from itertools import chain
 
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
-from agent.kube.labelselector import Selector, matches
+from agent.kubesemantics.labelselector import Selector, matches
+from agent.kubesemantics.wellknown import FINISHED_PHASES
 
 SHORT = 48
 """Position lists up to this long are turned into a bitset when asked; longer ones keep it."""
@@ -71,6 +74,11 @@ def bits(positions: Iterable[int]) -> int:
         offset = position - low
         buffer[offset >> 3] |= 1 << (offset & 7)
     return int.from_bytes(buffer, "little") << low
+
+
+def is_ending(pod: PodInfo) -> bool:
+    """Terminating (a deletion timestamp) or finished."""
+    return pod.deleting or pod.phase in FINISHED_PHASES
 
 
 def positions_of(mask: int) -> Iterator[int]:
@@ -119,6 +127,8 @@ class NamespacePods:
         self._removed = 0
         self._gone: set[int] = set()
         """The same positions as ``_removed``, each looked up without a bitset operation."""
+        self.ending = 0
+        """The pods added terminating or finished: topology spread does not count them."""
         self._alive: int | None = 0
         """The pods added and not removed; ``None`` after an add until asked again (made on
         use, so that adding many pods costs no bitset operation each)."""
@@ -144,6 +154,8 @@ class NamespacePods:
             self._carrying.append(key, position)
         self._on_node.append(pod.node_name, position)
         self._names.append(pod.name, position)
+        if is_ending(pod):
+            self.ending |= 1 << position
         node = self._nodes.get(pod.node_name)
         if node is not None:
             for key, domain in self._domains.items():
@@ -373,6 +385,23 @@ class PodIndex:
             if mask and name in left_out:
                 mask &= ~bits(left_out[name])
             counts.update(space.domain_counts(mask, key))
+        return counts
+
+    def running_node_counts(self, namespace: str, selector: Selector | None) -> Counter[str]:
+        """How many pods of ``namespace`` that ``selector`` selects run on each node, leaving
+        out terminating and finished ones: what topology spread counts per node
+        (``countPodsMatchSelector``). A ``None`` selector selects none."""
+        space = self.namespace(namespace)
+        if space is None:
+            return Counter()
+        few = space.few_selected(selector)
+        if few is None:
+            return space.node_counts(space.selected(selector) & ~space.ending)
+        counts: Counter[str] = Counter()
+        for position in few:
+            pod = space.pods[position]
+            if not is_ending(pod):
+                counts[pod.node_name] += 1
         return counts
 
     def value_at(self, pod: PodInfo, key: str) -> str | None:

@@ -17,8 +17,9 @@ from typing import Protocol
 
 from agent.descheduler.model.cluster import PodInfo
 from agent.descheduler.model.keys import PREFER_NO_EVICTION_ANNOTATION
+from agent.kubesemantics.qos import QOSClass
 
-QOS_ORDER = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
+QOS_ORDER: dict[str, int] = {QOSClass.BEST_EFFORT: 0, QOSClass.BURSTABLE: 1, QOSClass.GUARANTEED: 2}
 
 
 def eviction_key(pod: PodInfo) -> tuple[bool, int, int, bool]:

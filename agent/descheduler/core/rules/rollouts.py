@@ -50,15 +50,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from agent.descheduler.core.rules.nodefit import FINISHED
 from agent.descheduler.model.cluster import ClusterSnapshot, OwnerRef, PodInfo, WorkloadInfo
 from agent.descheduler.plan.shape import ImplicitBudget, implicit_key
+from agent.kubesemantics.wellknown import (
+    DEPLOYMENT_KIND,
+    FINISHED_PHASES,
+    REPLICA_SET_KIND,
+    REPLICATION_CONTROLLER_KIND,
+    RUNNING,
+    STATEFUL_SET_KIND,
+)
 
-DEPLOYMENT = "Deployment"
-REPLICA_SET = "ReplicaSet"
-STATEFUL_SET = "StatefulSet"
-REPLICATION_CONTROLLER = "ReplicationController"
-BUDGETED_CONTROLLERS = frozenset({REPLICA_SET, STATEFUL_SET, REPLICATION_CONTROLLER})
+BUDGETED_CONTROLLERS = frozenset({REPLICA_SET_KIND, STATEFUL_SET_KIND, REPLICATION_CONTROLLER_KIND})
 """The pod controllers whose pods have an implicit budget."""
 ROLLING_UPDATE = "RollingUpdate"
 ON_DELETE = "OnDelete"
@@ -115,11 +118,11 @@ def default_share(replicas: int) -> int:
 def implicit_max_unavailable(workload: WorkloadInfo) -> int:
     """How many of the workload's pods its implicit budget lets be unavailable at once: its
     rollout's share (see the module docstring), and at least 1."""
-    if workload.kind == STATEFUL_SET:
+    if workload.kind == STATEFUL_SET_KIND:
         if workload.strategy == ON_DELETE:
             return 1
         return stateful_set_max_unavailable(workload.replicas, workload.max_unavailable)
-    if workload.kind == DEPLOYMENT and workload.strategy in ("", ROLLING_UPDATE):
+    if workload.kind == DEPLOYMENT_KIND and workload.strategy in ("", ROLLING_UPDATE):
         share = deployment_max_unavailable(
             workload.replicas, workload.strategy, workload.max_surge, workload.max_unavailable
         )
@@ -189,23 +192,23 @@ class Rollouts:
                 return _NOT_BUDGETED  # no such controller: nothing replaces its pods
             return self._fallback(owner, namespace)
         controller = workload.controller
-        if workload.kind == REPLICA_SET and controller is not None:
-            if controller.kind != DEPLOYMENT:
+        if workload.kind == REPLICA_SET_KIND and controller is not None:
+            if controller.kind != DEPLOYMENT_KIND:
                 return _NOT_BUDGETED  # another controller's (an Argo Rollout's) rollout
             deployment = workloads.get(controller.uid)
-            if deployment is None or deployment.kind != DEPLOYMENT:
+            if deployment is None or deployment.kind != DEPLOYMENT_KIND:
                 # The ReplicaSet alone: orphaned (its Deployment is gone), or its Deployment
                 # was not dumped (said so).
                 return ImplicitBudget(
-                    key=implicit_key(REPLICA_SET, namespace, workload.name),
+                    key=implicit_key(REPLICA_SET_KIND, namespace, workload.name),
                     desired=workload.replicas,
                     max_unavailable=max(1, default_share(workload.replicas)),
                     members=frozenset({workload.uid}),
-                    fallback=DEPLOYMENT not in complete,
+                    fallback=DEPLOYMENT_KIND not in complete,
                 )
             members = frozenset(self._replica_sets_of().get(deployment.uid, (workload.uid,)))
             return ImplicitBudget(
-                key=implicit_key(DEPLOYMENT, namespace, deployment.name),
+                key=implicit_key(DEPLOYMENT_KIND, namespace, deployment.name),
                 desired=deployment.replicas,
                 max_unavailable=implicit_max_unavailable(deployment),
                 members=members,
@@ -221,7 +224,7 @@ class Rollouts:
         """The controller is not in the snapshot: its pods seen stand in for its replicas."""
         census = self._counted().get(owner.uid)
         seen = census.seen if census is not None else 0
-        share = 1 if owner.kind == STATEFUL_SET else max(1, default_share(seen))
+        share = 1 if owner.kind == STATEFUL_SET_KIND else max(1, default_share(seen))
         return ImplicitBudget(
             key=implicit_key(owner.kind, namespace, owner.name),
             desired=seen,
@@ -235,7 +238,7 @@ class Rollouts:
             index: dict[str, list[str]] = {}
             for workload in self._snapshot.workloads.values():
                 controller = workload.controller
-                if workload.kind == REPLICA_SET and controller is not None:
+                if workload.kind == REPLICA_SET_KIND and controller is not None:
                     index.setdefault(controller.uid, []).append(workload.uid)
             self._replica_sets = index
         return self._replica_sets
@@ -246,7 +249,7 @@ class Rollouts:
             census: dict[str, _Census] = {}
             for pods in self._snapshot.pods_by_node.values():
                 for pod in pods:
-                    if pod.deleting or pod.phase in FINISHED:
+                    if pod.deleting or pod.phase in FINISHED_PHASES:
                         continue
                     owner = _controller(pod)
                     if owner is None or owner.kind not in BUDGETED_CONTROLLERS:
@@ -255,7 +258,7 @@ class Rollouts:
                     if counts is None:
                         counts = census[owner.uid] = _Census()
                     counts.seen += 1
-                    if pod.ready and pod.phase == "Running":
+                    if pod.ready and pod.phase == RUNNING:
                         counts.healthy += 1
             self._census = census
         return self._census

@@ -24,20 +24,18 @@ Pure: model objects in, answers out. ``minDomains`` is not read (upstream does n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent.descheduler.core.rules.podindex import PodIndex
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
 from agent.descheduler.model.keys import SPREAD_CONSTRAINTS
-from agent.kube.labelselector import Requirement, Selector, from_label_selector, matches
-from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
-from agent.kube.tolerations import untolerated
+from agent.kubesemantics.labelselector import Requirement, Selector, from_label_selector, matches
+from agent.kubesemantics.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
+from agent.kubesemantics.tolerations import untolerated
+from agent.kubesemantics.wellknown import DO_NOT_SCHEDULE, HONOR, IGNORE
 
-DO_NOT_SCHEDULE = "DoNotSchedule"
-SCHEDULE_ANYWAY = "ScheduleAnyway"
-HONOR = "Honor"
-IGNORE = "Ignore"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
@@ -96,7 +94,11 @@ class SpreadConstraint:
         return node.labels.get(self.topology_key)
 
 
-def _merged(selector: Selector | None, pod: PodInfo, keys: Iterable[Any]) -> Selector | None:
+def with_match_label_keys(
+    selector: Selector | None, pod: PodInfo, keys: Iterable[Any]
+) -> Selector | None:
+    """``selector`` and ``key in (value)`` for each of ``keys`` (``matchLabelKeys``) that
+    ``pod`` carries, sorted; ``None`` (selects no pod) stays ``None``."""
     if selector is None:
         return None
     extra = [
@@ -119,7 +121,7 @@ def spread_constraint(raw: Mapping[str, Any], pod: PodInfo) -> SpreadConstraint:
         max_skew=max_skew if isinstance(max_skew, int) and not isinstance(max_skew, bool) else 0,
         topology_key=str(raw.get("topologyKey") or ""),
         when_unsatisfiable=str(raw.get("whenUnsatisfiable") or ""),
-        selector=_merged(
+        selector=with_match_label_keys(
             from_label_selector(raw.get("labelSelector")), pod, raw.get("matchLabelKeys") or ()
         ),
         node_affinity_policy=affinity_policy,
@@ -177,12 +179,13 @@ class SpreadCounts:
 
 
 def scheduler_spread_counts(
-    pod: PodInfo, nodes: Iterable[NodeInfo], pods_on: Callable[[str], Iterable[PodInfo]]
+    pod: PodInfo, nodes: Iterable[NodeInfo], pods: PodIndex
 ) -> tuple[SpreadCounts, ...]:
     """kube-scheduler's PodTopologySpread PreFilter for ``pod``: its DoNotSchedule constraints
     counted over ``nodes`` (those passing the inclusion policies and carrying every key of the
-    pod's DoNotSchedule constraints), from the unfinished, non-terminating pods ``pods_on``
-    gives. Computed once per placement, then ``spread_rejection`` answers per node. Raises
+    pod's DoNotSchedule constraints), from the pods in place (``pods``: neither terminating
+    nor finished ones count), read through the index per constraint, never pod by pod.
+    Computed once per placement, then ``spread_rejection`` answers per node. Raises
     ``SelectorError`` for a constraint whose selector does not parse.
 
     ``minDomains`` is not read (upstream's descheduler does not read it either)."""
@@ -197,18 +200,13 @@ def scheduler_spread_counts(
     counting = [n for n in nodes if all(key in n.labels for key in keys)]
     result: list[SpreadCounts] = []
     for constraint in constraints:
+        on_node = pods.running_node_counts(constraint.namespace, constraint.selector)
         counts: dict[str, int] = {}
         for node in counting:
             if not constraint.includes(node):
                 continue
             value = node.labels[constraint.topology_key]
-            counts[value] = counts.get(value, 0) + sum(
-                1
-                for other in pods_on(node.name)
-                if other.phase not in ("Succeeded", "Failed")
-                and not other.deleting
-                and constraint.selects(other)
-            )
+            counts[value] = counts.get(value, 0) + on_node.get(node.name, 0)
         result.append(
             SpreadCounts(
                 constraint=constraint,

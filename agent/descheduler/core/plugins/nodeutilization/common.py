@@ -41,8 +41,8 @@ from agent.descheduler.core.plugins.nodeutilization.usage import NodeState, Usag
 from agent.descheduler.core.rules.podorder import eviction_order, spread_order
 from agent.descheduler.model.cluster import CPU, MEMORY, NodeInfo, PodInfo
 from agent.descheduler.model.gomath import go_round
-from agent.kube.taintownership import is_emptying_taint
-from agent.kube.tolerations import tolerates
+from agent.kubesemantics.taintownership import is_emptying_taint
+from agent.kubesemantics.tolerations import tolerates
 
 UNDER = "underutilized"
 OVER = "overutilized"

@@ -54,7 +54,7 @@ from agent.descheduler.core.plugins.nodeutilization.usage import (
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
 from agent.descheduler.model.metricsusage import METRIC_RESOURCE
 from agent.descheduler.plan.shape import TaintChange
-from agent.kube.taintownership import emptying_taint
+from agent.kubesemantics.taintownership import emptying_taint
 
 ONLY_THRESHOLDING_RESOURCES = "OnlyThresholdingResources"
 

@@ -37,9 +37,9 @@ from agent.descheduler.core.plugins.nodeutilization.metrics import (
 )
 from agent.descheduler.model.cluster import CPU, MEMORY, PODS, NodeInfo, NodeUsage, PodInfo
 from agent.descheduler.model.metricsusage import METRIC_RESOURCE, KubernetesMetrics
+from agent.kubesemantics.wellknown import FINISHED_PHASES
 
 REQUESTS = "requests"
-FINISHED = frozenset({"Succeeded", "Failed"})
 METRICS_API_ABSENT = "metrics-api-absent"
 """The ``fallback`` of a node read from NodeReports because metrics.k8s.io is not served."""
 METRIC_CAPACITY = 100
@@ -130,7 +130,9 @@ class UsageSource:
         return metrics
 
     def node_state(self, node: NodeInfo) -> NodeState:
-        pods = [p for p in self.handle.snapshot.pods_on(node.name) if p.phase not in FINISHED]
+        pods = [
+            p for p in self.handle.snapshot.pods_on(node.name) if p.phase not in FINISHED_PHASES
+        ]
         usage: Usage = dict.fromkeys(self.names, 0)
         for pod in pods:
             for name in self.names:

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from agent.kube.qos import QOSClass, compute_pod_qos, critical_reason, pod_qos
+from agent.kubesemantics.qos import QOSClass, compute_pod_qos, critical_reason, pod_qos
 from agent.swap.pods import ContainerKind, pod_view, runtime_id
 
 GUARANTEED = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}

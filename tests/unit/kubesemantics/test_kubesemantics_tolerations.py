@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.kube.tolerations import (
+from agent.kubesemantics.tolerations import (
     daemon_pod_tolerations,
     describe_taint,
     tolerates,

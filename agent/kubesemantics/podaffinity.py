@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent.kube.labelselector import Selector, from_label_selector, matches
+from agent.kubesemantics.labelselector import Selector, from_label_selector, matches
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,18 +6,19 @@ an out-of-service or an emptying taint, and the annotations recording them) is t
 descheduler's alone. Admission holds agents to that (``daemonset/base/admission-policy.yaml``);
 the agent holds itself to it too (``agent.runtime.ownership``), and its config may not name
 one of these keys as its own (``agent.config.readiness``). The descheduler builds its taints
-from these names (``agent.kube.taintownership``).
+from these names (``agent.kubesemantics.taintownership``).
 """
 
 from __future__ import annotations
 
 from agent import DOMAIN
+from agent.kubesemantics.wellknown import CRITICAL_ADDONS_ONLY_TAINT, OUT_OF_SERVICE_TAINT
 
-RESCUE_TAINT_KEY = "CriticalAddonsOnly"
+RESCUE_TAINT_KEY = CRITICAL_ADDONS_ONLY_TAINT
 RESCUE_ANNOTATION = f"{DOMAIN}/critical-addon-rescue"
 """On a node we tainted ``CriticalAddonsOnly=<namespace>_<pod>:NoSchedule``; value: the
 taint's value."""
-OUT_OF_SERVICE_TAINT_KEY = "node.kubernetes.io/out-of-service"
+OUT_OF_SERVICE_TAINT_KEY = OUT_OF_SERVICE_TAINT
 OUT_OF_SERVICE_ANNOTATION = f"{DOMAIN}/out-of-service"
 """On a node we tainted ``node.kubernetes.io/out-of-service=nodeshutdown:NoExecute``."""
 EMPTYING_TAINT_KEY = f"{DOMAIN}/emptying"

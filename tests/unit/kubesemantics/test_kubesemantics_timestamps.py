@@ -2,7 +2,7 @@
 
 import pytest
 
-from agent.kube.timestamps import parse_rfc3339, rfc3339
+from agent.kubesemantics.timestamps import parse_rfc3339, rfc3339
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from agent.kube.labelselector import SelectorError
-from agent.kube.podaffinity import affinity_term, required_anti_affinity_terms
+from agent.kubesemantics.labelselector import SelectorError
+from agent.kubesemantics.podaffinity import affinity_term, required_anti_affinity_terms
 
 
 def _term(**fields: Any) -> dict[str, Any]:

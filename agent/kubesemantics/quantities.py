@@ -4,8 +4,8 @@ Swap limits are byte counts that must match kubelet's integer arithmetic, so qua
 become ``Fraction``/``int`` values, never floats.
 
 Why not ``kubernetes.utils.parse_quantity``, which ships with the client we depend on? On
-every quantity the API server accepts, the two agree exactly (tests/unit/config pins it on a
-table), but the client's version differs where it matters here:
+every quantity the API server accepts, the two agree exactly (tests/unit/kubesemantics pins it
+on a table), but the client's version differs where it matters here:
 
 - it computes in ``Decimal`` with the default 28-digit context, so a quantity with more
   significant digits (``1.0000000000000000000000000001Ei``) is rounded; byte limits must not be;
@@ -14,8 +14,8 @@ table), but the client's version differs where it matters here:
   here too, with the field's path;
 - it reads a YAML float through its binary expansion (``0.1`` becomes 0.1000000000000000055…),
   where we take the number as written;
-- this module is plumbing (``agent.config``), which must not import the Kubernetes client
-  (the import contract keeps the client inside ``agent.kube``).
+- this module is below every layer (``agent.kubesemantics``: the config parses its sizes with
+  it), and only ``agent.kube`` may import the Kubernetes client (an import contract).
 """
 
 from __future__ import annotations

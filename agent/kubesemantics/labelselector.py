@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent.config.names import label_value_problem, qualified_name_problem
+from agent.kubesemantics.names import label_value_problem, qualified_name_problem
 
 OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 

@@ -13,8 +13,18 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-NO_SCHEDULE = "NoSchedule"
-NO_EXECUTE = "NoExecute"
+from agent.kubesemantics.wellknown import (
+    DISK_PRESSURE_TAINT,
+    MEMORY_PRESSURE_TAINT,
+    NETWORK_UNAVAILABLE_TAINT,
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    NOT_READY_TAINT,
+    PID_PRESSURE_TAINT,
+    UNREACHABLE_TAINT,
+    UNSCHEDULABLE_TAINT,
+)
+
 SCHEDULING_EFFECTS = frozenset({NO_SCHEDULE, NO_EXECUTE})
 """The effects the DaemonSet controller checks; PreferNoSchedule never keeps a pod away."""
 
@@ -26,17 +36,17 @@ def _exists(key: str, effect: str) -> dict[str, str]:
 
 
 DAEMON_POD_TOLERATIONS: tuple[dict[str, str], ...] = (
-    _exists("node.kubernetes.io/not-ready", NO_EXECUTE),
-    _exists("node.kubernetes.io/unreachable", NO_EXECUTE),
-    _exists("node.kubernetes.io/disk-pressure", NO_SCHEDULE),
-    _exists("node.kubernetes.io/memory-pressure", NO_SCHEDULE),
-    _exists("node.kubernetes.io/pid-pressure", NO_SCHEDULE),
-    _exists("node.kubernetes.io/unschedulable", NO_SCHEDULE),
+    _exists(NOT_READY_TAINT, NO_EXECUTE),
+    _exists(UNREACHABLE_TAINT, NO_EXECUTE),
+    _exists(DISK_PRESSURE_TAINT, NO_SCHEDULE),
+    _exists(MEMORY_PRESSURE_TAINT, NO_SCHEDULE),
+    _exists(PID_PRESSURE_TAINT, NO_SCHEDULE),
+    _exists(UNSCHEDULABLE_TAINT, NO_SCHEDULE),
 )
 """What ``AddOrUpdateDaemonPodTolerations`` adds to every daemon pod."""
 
 HOST_NETWORK_TOLERATIONS: tuple[dict[str, str], ...] = (
-    _exists("node.kubernetes.io/network-unavailable", NO_SCHEDULE),
+    _exists(NETWORK_UNAVAILABLE_TAINT, NO_SCHEDULE),
 )
 """Added on top for ``hostNetwork`` daemon pods."""
 

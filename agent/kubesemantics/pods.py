@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agent.kubesemantics.wellknown import DAEMON_SET_KIND, FINISHED_PHASES
+
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 """Set by kubelet on the API's mirror of a static pod (the value is the static pod's UID)."""
 SOURCE_ANNOTATION = "kubernetes.io/config.source"
@@ -40,7 +42,7 @@ def is_daemon_set_pod(pod: Pod) -> bool:
     """The pod's controlling owner is a DaemonSet."""
     owners = (pod.get("metadata") or {}).get("ownerReferences") or []
     return any(
-        owner.get("kind") == "DaemonSet" and owner.get("controller") is True for owner in owners
+        owner.get("kind") == DAEMON_SET_KIND and owner.get("controller") is True for owner in owners
     )
 
 
@@ -58,9 +60,6 @@ def controller_uid(pod: Pod) -> str | None:
 def being_deleted(obj: Pod) -> bool:
     """The object carries a ``deletionTimestamp``: it is on its way out."""
     return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
-
-
-FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 def is_finished(pod: Pod) -> bool:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agent.kube.pods import (
+from agent.kubesemantics.pods import (
     is_daemon_set_pod,
     is_finished,
     is_mirror_pod,

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any
 
-from agent.config.shutdown import CRITICAL_POD_PRIORITY
-from agent.kube.podresources import QOS_RESOURCES, Resources, parse_resources
-from agent.kube.pods import is_mirror_pod, is_static_pod, pod_priority
+from agent.kubesemantics.podresources import QOS_RESOURCES, Resources, parse_resources
+from agent.kubesemantics.pods import is_mirror_pod, is_static_pod, pod_priority
+from agent.kubesemantics.wellknown import SYSTEM_CRITICAL_PRIORITY
 
 
 class QOSClass(StrEnum):
@@ -83,6 +83,6 @@ def critical_reason(pod: Mapping[str, Any]) -> str | None:
         return "mirror pod"
     if is_static_pod(pod):
         return "static pod"
-    if (priority := pod_priority(pod)) >= CRITICAL_POD_PRIORITY:
-        return f"priority {priority} >= {CRITICAL_POD_PRIORITY}"
+    if (priority := pod_priority(pod)) >= SYSTEM_CRITICAL_PRIORITY:
+        return f"priority {priority} >= {SYSTEM_CRITICAL_PRIORITY}"
     return None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from agent.config.quantities import parse_quantity
+from agent.kubesemantics.quantities import parse_quantity
 
 CPU = "cpu"
 MEMORY = "memory"

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from agent.kube.podresources import MEMORY, allocated_resources
+from agent.kubesemantics.podresources import MEMORY, allocated_resources
 
 GIB = 2**30
 SPEC = {"requests": {"memory": "2Gi"}, "limits": {"memory": "4Gi"}}

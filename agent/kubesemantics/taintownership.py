@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agent.nodekeys import (
+from agent.kubesemantics.nodekeys import (
     DESCHEDULER_ANNOTATIONS,
     EMPTYING_ANNOTATION,
     EMPTYING_TAINT_KEY,
@@ -22,6 +22,7 @@ from agent.nodekeys import (
     RESCUE_ANNOTATION,
     RESCUE_TAINT_KEY,
 )
+from agent.kubesemantics.wellknown import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE
 
 TAINT_VALUE_MAX = 63
 """A taint's value is a label value: at most 63 characters, no ``/``."""
@@ -61,19 +62,19 @@ def rescue_taint(pod_key: str) -> OwnedTaint:
 
 def rescue_taint_valued(value: str) -> OwnedTaint:
     """The rescue taint with this value (as our annotation on a node records it)."""
-    return OwnedTaint(RESCUE_TAINT_KEY, value, "NoSchedule", RESCUE_ANNOTATION)
+    return OwnedTaint(RESCUE_TAINT_KEY, value, NO_SCHEDULE, RESCUE_ANNOTATION)
 
 
 def out_of_service_taint() -> OwnedTaint:
     return OwnedTaint(
-        OUT_OF_SERVICE_TAINT_KEY, OUT_OF_SERVICE_VALUE, "NoExecute", OUT_OF_SERVICE_ANNOTATION
+        OUT_OF_SERVICE_TAINT_KEY, OUT_OF_SERVICE_VALUE, NO_EXECUTE, OUT_OF_SERVICE_ANNOTATION
     )
 
 
 def emptying_taint() -> OwnedTaint:
     """The soft taint on a node HighNodeUtilization is emptying: the scheduler's
     TaintToleration score (weight 3) then steers the replacements of its pods elsewhere."""
-    return OwnedTaint(EMPTYING_TAINT_KEY, EMPTYING_VALUE, "PreferNoSchedule", EMPTYING_ANNOTATION)
+    return OwnedTaint(EMPTYING_TAINT_KEY, EMPTYING_VALUE, PREFER_NO_SCHEDULE, EMPTYING_ANNOTATION)
 
 
 def owned_taint_for(annotation: str, value: str) -> OwnedTaint:

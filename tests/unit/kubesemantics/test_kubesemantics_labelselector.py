@@ -6,7 +6,12 @@ from typing import Any
 
 import pytest
 
-from agent.kube.labelselector import SelectorError, from_label_selector, matches, parse_selector
+from agent.kubesemantics.labelselector import (
+    SelectorError,
+    from_label_selector,
+    matches,
+    parse_selector,
+)
 
 LABELS = {"app": "web", "tier": "front", "zone": "a"}
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from agent.kube import nodeaffinity
-from agent.kube.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
+from agent.kubesemantics import nodeaffinity
+from agent.kubesemantics.nodeaffinity import node_selector_mismatch, required_affinity_mismatch
 
 LABELS = {"zone": "a", "pool": "gpu", "cores": "8", "kubernetes.io/hostname": "node-1"}
 

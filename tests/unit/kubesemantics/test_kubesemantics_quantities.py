@@ -6,9 +6,9 @@ from fractions import Fraction
 import pytest
 from kubernetes.utils import parse_quantity as client_parse_quantity
 
-from agent.config import quantities
-from agent.config.quantities import MAX_LENGTH, parse_quantity, quantity_to_bytes
 from agent.descheduler.cache.projection import fast_amount
+from agent.kubesemantics import quantities
+from agent.kubesemantics.quantities import MAX_LENGTH, parse_quantity, quantity_to_bytes
 
 VALID = [
     pytest.param("512Mi", id="binary"),

@@ -25,7 +25,7 @@ from agent.report.metrics import ReportMetrics
 from agent.shutdown.metrics import ShutdownMetrics
 from agent.swap.collector import AuditStats, SwapAuditCollector
 from agent.telemetry.metrics import new_registry
-from tests.unit.swap.test_swap_collector import report_with
+from tests.unit.swap.test_collector import report_with
 
 Catalogue = dict[str, frozenset[str]]
 """Exposed series name (``_total``, ``_bucket`` ... included) -> its label names."""

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-REPO = Path(__file__).resolve().parents[3]
+from tests.harness.repository import REPO
+
 README = REPO / "README.md"
 SKIPPED_DIRS = {".venv", "build", "dist", "node_modules", "__pycache__"}
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # http:, https:, mailto:, ...

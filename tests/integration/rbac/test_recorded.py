@@ -8,7 +8,7 @@ one request, or is on the short allow-list below with its reason.
 
 One translation: the descheduler's Lease lives in ``--leader-elect-resource-namespace``,
 upstream's default ``kube-system`` unless given. Most of the suite keeps the default; the
-manifests pass their own namespace (tests/unit/manifests/test_manifests_match_code.py pins
+manifests pass their own namespace (tests/unit/manifests/test_match_code.py pins
 that), so Lease requests are judged in the namespace the manifests send them to.
 """
 

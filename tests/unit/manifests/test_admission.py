@@ -160,7 +160,7 @@ def node_owner(name: str, uid: str, *, kind: str = "Node", api_version: str = "v
 
 def patch_node(name: str, uid: str) -> Callable[[User], Request]:
     """A patch of the Node's labels that adds the swap label, as the agent's swap controller
-    does (every change the agent makes to its Node: test_manifests_admission_node.py)."""
+    does (every change the agent makes to its Node: test_admission_node.py)."""
     before = {"kubernetes.io/hostname": name}
     old, new = node(name, uid, before), node(name, uid, {**before, SWAP_LABEL: "true"})
     return lambda user: Request(
@@ -361,7 +361,7 @@ def test_a_write_about_another_node_is_denied(
     """With node-a's pod token, a write that reaches into node-b (its Node, its pods, its
     NodeReport, Events in its name) or a report that would claim another Node is denied,
     with the message that says why (what it may change on node-a itself:
-    test_manifests_admission_node.py)."""
+    test_admission_node.py)."""
     decision = admission.review(write(POD_TOKEN_A))
     assert not decision.allowed
     assert any(reason in message for message in decision.messages), decision.messages

@@ -73,7 +73,7 @@ UID_A, UID_B = "0b5e3a49-6a53-4d4b-9c3e-0000000000aa", "0b5e3a49-6a53-4d4b-9c3e-
 POD_TOKEN_A = service_account(
     NAMESPACE, AGENT_ACCOUNT, node="node-a", node_uid=UID_A, pod="kubelet-companion-agent-x7k2p"
 )
-"""node-a's agent (each kind of credential: test_manifests_admission.py)."""
+"""node-a's agent (each kind of credential: test_admission.py)."""
 COMPLETED_AT = "2026-05-01T10:00:00Z"
 TARGETS = [pytest.param(path, id=target_id(path)) for path in targets()]
 AGENT = REPO / "agent"
@@ -224,7 +224,7 @@ def shipped(target: Path) -> Shipped:
 
 def _distinct_targets() -> list[Path]:
     """The kustomizations that differ in their policy or their agent's config (the others
-    render the same pair, which test_manifests_overlays.py checks)."""
+    render the same pair, which test_overlays.py checks)."""
     seen: dict[str, Path] = {}
     for target in targets():
         docs = render(target)

@@ -20,7 +20,6 @@ import shutil
 import ssl
 import subprocess
 import threading
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -32,6 +31,7 @@ from typing import Any, Self
 import pytest
 
 from tests.harness.ports import free_port
+from tests.harness.waiting import WaitTimedOut, wait_until_blocking
 
 STARTUP_SECONDS = 60.0
 """Bound on the wait for the first samples (never a speed assertion)."""
@@ -159,17 +159,22 @@ class RealPrometheus:
             self._write_config(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
         wanted = set(self.exporter.values)
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                stderr = self.process.stderr.read().decode() if self.process.stderr else ""
-                raise AssertionError(f"prometheus exited {self.process.returncode}: {stderr}")
-            seen = {s["metric"].get("instance") for s in self.query(self.exporter.metric)}
-            if wanted <= seen:
-                return self
-            time.sleep(0.2)
-        self.__exit__()
-        raise AssertionError(f"prometheus had no sample of every node after {STARTUP_SECONDS}s")
+        process = self.process
+
+        def scraped_every_node() -> bool:
+            if process.poll() is not None:
+                stderr = process.stderr.read().decode() if process.stderr else ""
+                raise AssertionError(f"prometheus exited {process.returncode}: {stderr}")
+            return wanted <= {s["metric"].get("instance") for s in self.query(self.exporter.metric)}
+
+        try:
+            wait_until_blocking(
+                scraped_every_node, "a sample of every node", STARTUP_SECONDS, interval=0.2
+            )
+        except WaitTimedOut:
+            self.__exit__()
+            raise
+        return self
 
     def __exit__(self, *exc: object) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -21,6 +21,7 @@ import uuid
 from types import TracebackType
 from typing import Any, Self
 
+from ..waiting import wait_notified
 from .deletion import DeleteOptions
 from .objects import is_deleting, name_of, namespace_of, now, rfc3339
 from .resources import ResourceType
@@ -205,14 +206,7 @@ class FakeKubelet:
 
     def wait_removed(self, namespace: str, name: str, timeout: float = 10.0) -> bool:
         """Block until the pod is gone from this node (True) or the timeout passes (False)."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while (namespace, name) not in self._removed:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._cond.wait(remaining)
-            return True
+        return bool(wait_notified(self._cond, lambda: (namespace, name) in self._removed, timeout))
 
     def pods(self) -> list[JSON]:
         """The pods currently bound to this node."""

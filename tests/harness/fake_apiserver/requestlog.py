@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..waiting import wait_notified
+
 # How long a query of the log waits for requests still being processed to get their status.
 SETTLE_SECONDS = 2.0
 
@@ -142,13 +144,9 @@ class RequestLog:
 
     def wait_for(self, predicate: Predicate, timeout: float = 5.0) -> RecordedRequest:
         """Block until a request satisfying `predicate` was recorded; TimeoutError otherwise."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for entry in self._entries:
-                    if predicate(entry):
-                        return entry
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(f"no matching request within {timeout} s")
-                self._cond.wait(remaining)
+        entry = wait_notified(
+            self._cond, lambda: next((e for e in self._entries if predicate(e)), None), timeout
+        )
+        if entry is None:
+            raise TimeoutError(f"no matching request within {timeout} s")
+        return entry

@@ -14,7 +14,6 @@ import contextlib
 import json
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any, Literal, Self
 
 from kubernetes import client
 
+from ..waiting import wait_notified
 from .deletion import DeleteOptions
 from .eviction import Evictions
 from .faults import FaultInjector
@@ -454,13 +454,9 @@ class FakeApiServer:
     def _wait_watch_count(
         self, resource: str | None, accept: Callable[[int], bool], wanted: str, timeout: float
     ) -> None:
-        deadline = time.monotonic() + timeout
-        with self._context.watches_changed:
-            while not accept(self._count_watches(resource)):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(f"{wanted} watches on {resource} within {timeout} s")
-                self._context.watches_changed.wait(remaining)
+        changed = self._context.watches_changed
+        if not wait_notified(changed, lambda: accept(self._count_watches(resource)), timeout):
+            raise TimeoutError(f"{wanted} watches on {resource} within {timeout} s")
 
     # --- kubelets -----------------------------------------------------------------------------
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from ..waiting import wait_notified
 from .deletion import DeleteOptions, before_delete, check_preconditions
 from .objects import (
     canonical,
@@ -170,25 +170,15 @@ class Store:
 
     def wait_for_change(self, cursor: int, timeout: float) -> bool:
         """Block until something newer than `cursor` is committed; False on timeout/close."""
-        deadline = time.monotonic() + timeout
+        wait_notified(self.cond, lambda: self._rv > cursor or self._closed, timeout)
         with self.cond:
-            while self._rv <= cursor and not self._closed:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self.cond.wait(remaining)
             return self._rv > cursor
 
     def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
         """Block until `predicate()` (evaluated under the lock after each commit) holds."""
-        deadline = time.monotonic() + timeout
+        wait_notified(self.cond, lambda: predicate() or self._closed, timeout)
         with self.cond:
-            while not predicate():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._closed:
-                    return predicate()
-                self.cond.wait(remaining)
-            return True
+            return predicate()
 
     def _commit(self, rt: ResourceType, kind: EventType, obj: JSON, prev: JSON | None) -> JSON:
         self._rv += 1

@@ -16,7 +16,6 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +27,7 @@ from tests.harness.logind.login1_client import Inhibitor, Login1Client, Login1Si
 from tests.harness.logind.logind import TERMINATING_SIGNALS, LogindProcess
 from tests.harness.logind.loop_thread import LoopThread
 from tests.harness.logind.systemd1 import Systemd1StandIn
+from tests.harness.waiting import WaitTimedOut, wait_until_blocking
 
 LOGIND_UNIT = "systemd-logind.service"
 T = TypeVar("T")
@@ -178,7 +178,7 @@ class LogindHarness:
                     not_owner=self._login1_owner,
                     still_alive=lambda: logind.pid is not None,
                 )
-            except (TimeoutError, RuntimeError) as exc:
+            except (WaitTimedOut, RuntimeError) as exc:
                 logind.stop()
                 raise RuntimeError(f"{exc}\n--- logind log tail ---\n{self.log_tail()}") from exc
         return pid
@@ -216,14 +216,13 @@ class LogindHarness:
         self.wait_for_inhibit_delay_max_usec(expected, wait_timeout)
 
     def wait_for_inhibit_delay_max_usec(self, expected: int, timeout: float = 5) -> None:
-        """Poll ``InhibitDelayMaxUSec`` with a short backoff until it equals ``expected``."""
-        deadline = time.monotonic() + timeout
-        delay = 0.01
-        while (value := self.inhibit_delay_max_usec()) != expected:
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"InhibitDelayMaxUSec is {value}, wanted {expected}")
-            time.sleep(delay)
-            delay = min(delay * 2, 0.2)
+        """Poll ``InhibitDelayMaxUSec`` until it equals ``expected``."""
+        wait_until_blocking(
+            lambda: self.inhibit_delay_max_usec() == expected,
+            lambda: f"InhibitDelayMaxUSec {expected}, still {self.inhibit_delay_max_usec()}",
+            timeout,
+            interval=0.05,
+        )
 
     def logind_log(self) -> str:
         """Everything logind wrote to stdout/stderr, across restarts."""

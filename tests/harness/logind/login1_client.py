@@ -20,6 +20,7 @@ from dbus_fast import BusType, DBusError, Message, MessageType
 from dbus_fast.aio import MessageBus
 
 from tests.harness.logind.loop_thread import LoopThread
+from tests.harness.waiting import wait_notified, wait_until_blocking
 
 LOGIN1_NAME = "org.freedesktop.login1"
 LOGIN1_PATH = "/org/freedesktop/login1"
@@ -132,16 +133,19 @@ class Login1Client:
         still_alive: Callable[[], bool] = lambda: True,
     ) -> str:
         """Poll until login1 is owned (by someone other than ``not_owner``); return the owner."""
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def new_owner() -> str | None:
             owner = self.name_owner()
             if owner is not None and owner != not_owner:
                 return owner
             if not still_alive():
                 raise RuntimeError("systemd-logind exited before it owned org.freedesktop.login1")
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"systemd-logind did not own {LOGIN1_NAME} within {timeout} s")
-            time.sleep(0.02)
+            return None
+
+        owner = wait_until_blocking(
+            new_owner, f"systemd-logind to own {LOGIN1_NAME}", timeout, interval=0.02
+        )
+        return str(owner)
 
     # ---- signals ---------------------------------------------------------------------
 
@@ -173,17 +177,15 @@ class Login1Client:
         since: float | None = None,
     ) -> Login1Signal:
         """Block until a matching signal has been recorded (earlier ones count); return it."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for record in self._signals:
-                    if _matches(record, member, predicate, since):
-                        return record
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    seen = [(s.member, s.args) for s in self._signals]
-                    raise TimeoutError(f"no matching {member} within {timeout} s; got {seen}")
-                self._cond.wait(remaining)
+        found = wait_notified(
+            self._cond,
+            lambda: next((s for s in self._signals if _matches(s, member, predicate, since)), None),
+            timeout,
+        )
+        if found is None:
+            seen = [(s.member, s.args) for s in self.signals()]
+            raise TimeoutError(f"no matching {member} within {timeout} s; got {seen}")
+        return found
 
     async def wait_for_signal_async(
         self,

@@ -37,6 +37,7 @@ from dbus_fast.service import ServiceInterface, dbus_method, dbus_property, sign
 
 from tests.harness.logind.loop_thread import LoopThread
 from tests.harness.logind.unit_paths import UNIT_PATH_PREFIX, job_path, unit_from_path, unit_path
+from tests.harness.waiting import wait_notified
 
 BUS_NAME = "org.freedesktop.systemd1"
 MANAGER_PATH = "/org/freedesktop/systemd1"
@@ -269,17 +270,15 @@ class Systemd1StandIn:
         since: float | None = None,
     ) -> Systemd1Call:
         """Block until a matching call has been recorded (earlier ones count); return it."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for call in self._calls:
-                    if _matches(call, method, predicate, since):
-                        return call
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    seen = [c.member for c in self._calls]
-                    raise TimeoutError(f"no {method} call within {timeout} s; calls so far: {seen}")
-                self._cond.wait(remaining)
+        found = wait_notified(
+            self._cond,
+            lambda: next((c for c in self._calls if _matches(c, method, predicate, since)), None),
+            timeout,
+        )
+        if found is None:
+            seen = [c.member for c in self.calls()]
+            raise TimeoutError(f"no {method} call within {timeout} s; calls so far: {seen}")
+        return found
 
     async def wait_for_call_async(
         self,

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.harness.fake_apiserver.requestlog import observe_every_server
+from tests.harness.waiting import wait_until_blocking
 
 from .recorder import COMPONENTS, SESSION, SessionRequests
 from .requestinfo import RequestAttributes
@@ -151,17 +151,20 @@ def recorded() -> SessionRequests:
     directory = _state["record_dir"]
     if directory is None:
         return SESSION
-    deadline = time.monotonic() + WAIT_SECONDS
-    while True:
-        records = [json.loads(path.read_text()) for path in directory.glob("*.json")]
-        if sum(r["finished"] for r in records) >= _state["others"]:
-            break
-        if time.monotonic() > deadline:
-            pytest.fail(
-                f"the workers finished {sum(r['finished'] for r in records)} of "
-                f"{_state['others']} tests in {WAIT_SECONDS:.0f} s (did one crash?)"
-            )
-        time.sleep(0.2)
+
+    def read() -> list[dict[str, Any]]:
+        return [json.loads(path.read_text()) for path in directory.glob("*.json")]
+
+    def finished() -> int:
+        return sum(record["finished"] for record in read())
+
+    wait_until_blocking(
+        lambda: finished() >= _state["others"],
+        lambda: f"the workers' {_state['others']} tests, {finished()} finished (did one crash?)",
+        WAIT_SECONDS,
+        interval=0.2,
+    )
+    records = read()
     union = SessionRequests()
     for record in records:
         for component, entries in record["sent"].items():

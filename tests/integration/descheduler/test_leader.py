@@ -140,12 +140,12 @@ async def test_a_replica_that_becomes_leader_cycles_at_once(
             lambda r: r.method == "GET" and r.path.endswith("/leases/descheduler"),
             10,
         )
-        for _ in range(30):
-            if len(_descheduled(fake_apiserver)) == 2:
-                break
-            clock.advance(2)
-            await asyncio.sleep(0.05)
-        assert len(_descheduled(fake_apiserver)) == 2
+        await wait_until(
+            lambda: len(_descheduled(fake_apiserver)) == 2,
+            "the follower's evictions",
+            interval=0.05,
+            each=lambda: clock.advance(2),
+        )
         assert _holder(fake_apiserver) == "replica-b"
         assert clock.monotonic() - 1000.0 <= 30  # seconds of lease, not the 600 s interval
     finally:

@@ -108,13 +108,8 @@ def _taints(server: FakeApiServer, node: str) -> list[dict[str, Any]]:
 
 async def _cycles_until(clock: HandClock, condition: Callable[[], bool], what: str) -> None:
     """Move the clock a cycle's interval at a time until ``condition`` holds (each move lets
-    the loop run one cycle); fail after 100 tries."""
-    for _ in range(100):
-        if condition():
-            return
-        clock.advance(60)
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"never saw {what}")
+    the loop run one cycle)."""
+    await wait_until(condition, what, 5, interval=0.05, each=lambda: clock.advance(60))
 
 
 async def test_out_of_service_only_on_a_witnessed_last_word_and_removed_when_ready(

@@ -1,25 +1,15 @@
 """The descheduler's own address: /healthz, /readyz and upstream-named metrics."""
 
 import asyncio
-import urllib.request
 from pathlib import Path
 
 from agent.kube.api import KubeApi
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.livedescheduler import run_live
+from tests.harness.localhttp import get
 from tests.harness.ports import free_port
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.conftest import duplicates_cluster
-
-
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - loopback URL
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
-    except OSError:
-        return 0, ""
 
 
 async def test_probes_and_metrics_of_a_looping_descheduler(
@@ -42,10 +32,10 @@ async def test_probes_and_metrics_of_a_looping_descheduler(
     try:
 
         async def body(path: str) -> tuple[int, str]:
-            return await asyncio.to_thread(_get, base + path)
+            return await asyncio.to_thread(get, base + path)
 
         await wait_until(
-            lambda: "descheduler_loop_duration_seconds_count 1.0" in _get(base + "/metrics")[1],
+            lambda: "descheduler_loop_duration_seconds_count 1.0" in get(base + "/metrics")[1],
             "the first cycle in /metrics",
             10,
         )
@@ -83,8 +73,8 @@ async def test_readyz_fails_until_the_caches_synced(
         )
     )
     try:
-        await wait_until(lambda: _get(base + "/readyz")[0] == 503, "readyz to answer", 10)
-        status, text = _get(base + "/readyz")
+        await wait_until(lambda: get(base + "/readyz")[0] == 503, "readyz to answer", 10)
+        status, text = get(base + "/readyz")
         assert "[-]watch:descheduler-pods" in text
         assert status == 503
     finally:

@@ -6,12 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.harness import kubeobjects
+from tests.harness.cli import wait_for_output
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.ports import free_port
 from tests.harness.tokens import service_account_token
@@ -45,11 +45,7 @@ def test_the_agent_logs_its_credentials_and_warns_about_a_token_without_its_node
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + 30
-        while "connected to cluster" not in log.read_text():
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
+        wait_for_output(process, log.read_text, "connected to cluster", 30)
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0, log.read_text()
     finally:

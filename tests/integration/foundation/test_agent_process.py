@@ -4,14 +4,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.harness.cli import wait_for_output
+from tests.harness.localhttp import get_when_ok
 from tests.harness.ports import free_port
+from tests.harness.waiting import wait_until_blocking
 
 
 def _catches(status: Path, signum: int) -> bool:
@@ -19,17 +21,6 @@ def _catches(status: Path, signum: int) -> bool:
         if line.startswith("SigCgt:"):
             return bool(int(line.split()[1], 16) & (1 << (signum - 1)))
     return False
-
-
-def _scrape(url: str, deadline: float) -> str:
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=1) as response:  # noqa: S310 - loopback
-                return response.read().decode()
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -50,10 +41,10 @@ def test_node_only_agent_serves_facts_and_exits_0(tmp_path: Path, signum: signal
     )
     try:
         # Node facts are collected after the listener starts: /readyz says when they are in
-        # (a 503 is an HTTPError, an OSError, so _scrape keeps polling until it is 200).
-        ready = _scrape(f"http://127.0.0.1:{port}/readyz", time.monotonic() + 30)
+        # (get_when_ok waits through its 503s until it is 200).
+        ready = get_when_ok(f"http://127.0.0.1:{port}/readyz", 30)
         assert ready.startswith("ok")
-        body = _scrape(f"http://127.0.0.1:{port}/metrics", time.monotonic() + 10)
+        body = get_when_ok(f"http://127.0.0.1:{port}/metrics", 10)
         for series in (
             "kubelet_companion_build_info",
             "machine_swap_bytes",
@@ -87,9 +78,9 @@ def test_sigterm_during_start_up_exits_0(tmp_path: Path) -> None:
     # Signal as soon as the CLI has a SIGTERM handler: the agent is still importing and
     # starting then, before its event loop takes the signal over.
     status = Path(f"/proc/{process.pid}/status")
-    deadline = time.monotonic() + 20
-    while not _catches(status, signal.SIGTERM) and time.monotonic() < deadline:
-        time.sleep(0.001)
+    wait_until_blocking(
+        lambda: _catches(status, signal.SIGTERM), "a SIGTERM handler", 20, interval=0.001
+    )
     process.send_signal(signal.SIGTERM)
     output, _ = process.communicate(timeout=20)
     assert process.returncode == 0, output
@@ -134,12 +125,8 @@ def test_with_the_default_shutdown_and_no_logind_the_agent_stays_up(tmp_path: Pa
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + 30
-        while "logind unavailable" not in log.read_text():
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
-        assert _scrape(f"http://127.0.0.1:{port}/healthz", time.monotonic() + 10) == "ok\n"
+        wait_for_output(process, log.read_text, "logind unavailable", 30)
+        assert get_when_ok(f"http://127.0.0.1:{port}/healthz", 10) == "ok\n"
         verbose = urllib.request.Request(f"http://127.0.0.1:{port}/readyz?verbose")
         try:
             urllib.request.urlopen(verbose, timeout=5)  # noqa: S310 - loopback

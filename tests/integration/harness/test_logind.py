@@ -20,6 +20,7 @@ from dbus_fast import BusType, Message, MessageType
 from dbus_fast.aio import MessageBus
 
 from tests.harness.logind import LogindHarness
+from tests.harness.waiting import wait_until
 
 pytestmark = pytest.mark.root
 
@@ -155,10 +156,12 @@ async def test_lock_survives_logind_restart_with_kept_state(
     ]
 
     os.close(fd)
-    deadline = time.monotonic() + 5
-    while logind_harness.list_inhibitors():
-        assert time.monotonic() < deadline, "restored lock not dropped after its fd was closed"
-        await asyncio.sleep(0.02)
+    await wait_until(
+        lambda: not logind_harness.list_inhibitors(),
+        "the restored lock dropped after its fd was closed",
+        5,
+        interval=0.02,
+    )
 
 
 async def test_lock_is_lost_when_logind_restarts_without_state(
@@ -196,12 +199,7 @@ async def test_dropin_applies_after_sighup_via_killunit(
         "main",
         int(signal.SIGHUP),
     )
-    delay = 0.01
-    deadline = time.monotonic() + 5
-    while (value := logind_harness.inhibit_delay_max_usec()) != 30_000_000:
-        assert time.monotonic() < deadline, f"InhibitDelayMaxUSec still {value}"
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 0.25)
+    await asyncio.to_thread(logind_harness.wait_for_inhibit_delay_max_usec, 30_000_000, 5)
 
 
 async def test_failed_poweroff_job_still_ends_prepare_for_shutdown(

@@ -19,9 +19,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +29,9 @@ import yaml
 from agent.kube.connection import connect
 from agent.kube.tokenclaims import bearer_token, decode_token
 from tests.harness import kubeobjects
+from tests.harness.cli import wait_for_output
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.localhttp import get
 from tests.harness.nodereport import register_crd
 from tests.harness.ports import free_port
 from tests.harness.repository import REPO
@@ -300,16 +299,6 @@ def _unit_environment(root: Path, entries: list[tuple[str, str]]) -> dict[str, s
     return env
 
 
-def _get(url: str) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:  # noqa: S310 - loopback
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        return error.code
-    except OSError:
-        return 0
-
-
 @contextlib.contextmanager
 def _as_the_unit_runs_it(root: Path, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int]]:
     """The agent started with the unit's ExecStart arguments and environment in the tree
@@ -373,12 +362,8 @@ def test_without_an_env_file_the_unit_runs_the_agent_node_only(
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    deadline = time.monotonic() + 60
-    while not any("node-only mode" in line for line in lines):
-        assert process.poll() is None or reader.is_alive(), "".join(lines)
-        assert time.monotonic() < deadline, "no node-only line:\n" + "".join(lines)
-        time.sleep(0.05)
-    assert _get(f"http://127.0.0.1:{port}/healthz") == 200
+    wait_for_output(process, lambda: "".join(lines), "node-only mode", 60)
+    assert get(f"http://127.0.0.1:{port}/healthz", timeout=1)[0] == 200
     assert process.poll() is None, "".join(lines)
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=30) == 0, "".join(lines)

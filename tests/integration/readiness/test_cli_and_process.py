@@ -7,8 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -17,8 +15,10 @@ from agent.cli import main
 from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kubeobjects import controller_ref
+from tests.harness.localhttp import get, get_when_ok
 from tests.harness.ports import free_port
 from tests.harness.readiness_objects import GATE, KEYS, daemon_set, node, pod, taint
+from tests.harness.waiting import wait_until_blocking
 
 
 def _config(tmp_path: Path, server: FakeApiServer, extra: str = "") -> Path:
@@ -85,15 +85,14 @@ def test_a_bad_config_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "readiness.mode" in capsys.readouterr().err
 
 
-def _get(url: str, deadline: float) -> str:
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=1) as response:  # noqa: S310 - loopback
-                return str(response.read().decode())
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+def _gate_lifted_on(url: str) -> str | None:
+    """The metrics at ``url`` once they show the gate lifted."""
+    status, metrics = get(url, timeout=1)
+    return (
+        metrics
+        if status == 200 and "kubelet_companion_readiness_gate_held 0.0" in metrics
+        else None
+    )
 
 
 def test_the_agent_process_lifts_the_gate(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
@@ -118,15 +117,15 @@ def test_the_agent_process_lifts_the_gate(fake_apiserver: FakeApiServer, tmp_pat
         assert lifted is not None
         assert [t["key"] for t in lifted["spec"]["taints"]] == ["keep/me"]
         assert BOOTSTRAP_COMPLETED_ANNOTATION in lifted["metadata"]["annotations"]
-        deadline = time.monotonic() + 20
-        metrics = _get(f"http://127.0.0.1:{port}/metrics", deadline)
-        while "kubelet_companion_readiness_gate_held 0.0" not in metrics:
-            assert time.monotonic() < deadline, metrics
-            time.sleep(0.1)
-            metrics = _get(f"http://127.0.0.1:{port}/metrics", deadline)
+        metrics = wait_until_blocking(
+            lambda: _gate_lifted_on(f"http://127.0.0.1:{port}/metrics"),
+            "the lifted gate on /metrics",
+            20,
+            interval=0.1,
+        )
         assert "kubelet_companion_readiness_gate_wait_seconds" in metrics
-        assert "watch:readiness-daemonsets-kube-system" in _get(
-            f"http://127.0.0.1:{port}/readyz?verbose", deadline
+        assert "watch:readiness-daemonsets-kube-system" in get_when_ok(
+            f"http://127.0.0.1:{port}/readyz?verbose", 20
         )
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=20)

@@ -47,9 +47,12 @@ DEFAULT_DROPIN_NAME = Path(ShutdownOptions().logind_drop_in_path).name
 """The agent's default drop-in name, in the harness's logind.conf.d."""
 
 
-async def until(condition: Callable[[], Any], timeout: float, what: str = "condition") -> Any:
-    """``wait_until`` with the timeout first, as this suite's call sites read."""
-    return await wait_until(condition, what, timeout)
+async def until(
+    condition: Callable[[], Any], timeout: float, what: str = "condition", **options: Any
+) -> Any:
+    """``wait_until`` with the timeout first, as this suite's call sites read (``options``
+    are its own: ``blocking=True`` for a condition that blocks, a harness call, a file read)."""
+    return await wait_until(condition, what, timeout, **options)
 
 
 def fake_proc(root: Path, boot_id: str = BOOT_ID) -> Path:
@@ -176,15 +179,14 @@ class ShutdownRig:
         await until(self.config.shutdown_state_file.exists, 5, "the state file")
         return float(self.state()["startMonotonic"])
 
+    def _our_locks(self) -> list[tuple[str, str, str, str, int, int]]:
+        return [inhibitor for inhibitor in self.logind.list_inhibitors() if inhibitor[1] == WHO]
+
     async def our_locks(self) -> list[tuple[str, str, str, str, int, int]]:
-        listed = await asyncio.to_thread(self.logind.list_inhibitors)
-        return [inhibitor for inhibitor in listed if inhibitor[1] == WHO]
+        return await asyncio.to_thread(self._our_locks)
 
     async def wait_for_lock(self, timeout: float = 10) -> None:
-        deadline = time.monotonic() + timeout
-        while len(await self.our_locks()) != 1:
-            assert time.monotonic() < deadline, "the agent never took its lock"
-            await asyncio.sleep(0.02)
+        await until(lambda: len(self._our_locks()) == 1, timeout, "the agent's lock", blocking=True)
 
     def taints(self) -> list[dict[str, Any]]:
         assert self.server is not None

@@ -226,7 +226,13 @@ async def test_agent_killed_mid_shutdown_resumes_inside_the_original_deadlines(
         return agent
 
     first = start_agent()
-    await until_sync(lambda: agent_lock_listed(logind_harness, first.pid), 30, "the first lock")
+    await until(
+        lambda: agent_lock_listed(logind_harness, first.pid),
+        30,
+        "the first lock",
+        blocking=True,
+        interval=0.05,
+    )
     await asyncio.to_thread(logind_harness.power_off)
     await asyncio.to_thread(
         server.wait_for_request,
@@ -255,13 +261,23 @@ async def test_agent_killed_mid_shutdown_resumes_inside_the_original_deadlines(
     # it had already run when it said so, is the original 35 s (a run that restarted its
     # clock would claim about 35 s left however late it came back). Both figures are the
     # agent's own, so a slow machine moves them together.
-    await until_sync(lambda: _resume_line(second) is not None, 20, "the resume log line")
+    await until(
+        lambda: _resume_line(second) is not None,
+        20,
+        "the resume log line",
+        blocking=True,
+        interval=0.05,
+    )
     resumed = _resume_line(second)
     assert resumed is not None
     elapsed = resumed["at"] - parse_rfc3339(recorded["startTime"])
     assert resumed["remaining_seconds"] + elapsed == pytest.approx(35.0, abs=0.5)
-    await until_sync(
-        lambda: json.loads(state_file.read_text())["status"] == "finished", 15, "finished"
+    await until(
+        lambda: json.loads(state_file.read_text())["status"] == "finished",
+        15,
+        "finished",
+        blocking=True,
+        interval=0.05,
     )
     final = json.loads(state_file.read_text())
     assert final["startTime"] == recorded["startTime"]  # the same shutdown, resumed
@@ -276,14 +292,3 @@ def agent_lock_listed(logind_harness: LogindHarness, pid: int) -> bool:
         who == "kubelet-companion" and lock_pid == pid
         for _, who, _, _, _, lock_pid in logind_harness.list_inhibitors()
     )
-
-
-async def until_sync(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    """``until`` for conditions that block (harness calls, file reads): run them off the loop."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if await asyncio.to_thread(condition):
-            return True
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.05)

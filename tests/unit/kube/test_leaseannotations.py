@@ -125,12 +125,11 @@ async def test_with_an_elector_only_the_leader_writes_and_its_successor_reads_it
     assert _annotations(leases) == {KEY: "x"}
     leader.stop()
     await runs[0]
-    for _ in range(10):  # the follower tries again every retry period
-        if follower.leading.is_set():
-            break
-        clock.advance(TIMING.retry_period)
-        await asyncio.sleep(0.01)
-    assert follower.leading.is_set()
+    await wait_until(  # the follower tries again every retry period
+        follower.leading.is_set,
+        "the follower to lead",
+        each=lambda: clock.advance(TIMING.retry_period),
+    )
     successor = LeaderAnnotations(follower)
     assert await successor.read(KEY) == "x"
     assert await successor.update(KEY, lambda current: f"{current}y") == "xy"

@@ -9,8 +9,6 @@ the ConfigMap, a moved metrics port leaves the probes knocking on a closed port.
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
@@ -26,6 +24,7 @@ from agent.telemetry.health import Health
 from agent.telemetry.http import TelemetryServer, split_host_port
 from agent.telemetry.metrics import new_registry
 from tests.harness.kustomize import JSON, NAMESPACE, render, target_id, targets
+from tests.harness.localhttp import get
 
 IMAGE = f"kubelet-companion:{__version__}"
 EVERY_INTERFACE = "0.0.0.0"  # noqa: S104 - what the pods must bind, so probes reach them
@@ -165,14 +164,6 @@ def telemetry() -> Iterator[str]:
     server.close()
 
 
-def _status(url: str) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - loopback test server
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        return error.code
-
-
 @pytest.mark.parametrize("target", ALL_TARGETS)
 def test_every_probe_asks_a_path_the_listener_serves_on_the_metrics_port(
     target: Path, telemetry: str
@@ -190,5 +181,5 @@ def test_every_probe_asks_a_path_the_listener_serves_on_the_metrics_port(
         pytest.skip("this kustomization runs no container")
     for name, kind, probe in probes:
         assert probe["httpGet"]["port"] == "metrics", (name, kind)
-        assert _status(telemetry + probe["httpGet"]["path"]) == 200, (name, kind, probe)
-    assert _status(telemetry + "/nonexistent") == 404
+        assert get(telemetry + probe["httpGet"]["path"])[0] == 200, (name, kind, probe)
+    assert get(telemetry + "/nonexistent")[0] == 404

@@ -21,6 +21,7 @@ from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION
 from agent.readiness.settings import GateSettings
 from tests.harness.clock import HandClock
 from tests.harness.readiness_objects import GATE, KEYS, daemon_set, node, pod, taint
+from tests.harness.waiting import wait_until
 
 JSON = dict[str, Any]
 HOLD = 30.0
@@ -367,10 +368,7 @@ async def test_the_loop_reacts_to_an_event_without_polling() -> None:
     rig = Rig(node(), pods=[pod("dns", ready=False)])
     task = asyncio.create_task(rig.controller.run())
     try:
-        for _ in range(100):
-            await asyncio.sleep(0.01)
-            if rig.controller.last_assessment is not None:
-                break
+        await wait_until(lambda: rig.controller.last_assessment is not None, "a first assessment")
         assert rig.writer.writes == []
         first = rig.controller.last_assessment
         await asyncio.sleep(0.05)

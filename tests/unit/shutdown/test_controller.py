@@ -27,6 +27,7 @@ from agent.shutdown.metrics import ShutdownMetrics
 from agent.shutdown.run import ClusterAccess
 from agent.shutdown.store import RecordStore
 from agent.telemetry.health import Health
+from tests.harness.waiting import wait_until
 
 BOOT_ID = "5b1f3c9e-0000-4000-8000-00000000abcd"
 
@@ -79,11 +80,7 @@ async def running(
 
 async def until(condition: Callable[[], bool], timeout: float = 3.0) -> None:
     """Poll ``condition`` until it holds; fail after ``timeout`` (a hang guard)."""
-    async with asyncio.timeout(timeout):
-        while True:
-            if condition():
-                return
-            await asyncio.sleep(0.005)
+    await wait_until(condition, "condition", timeout, interval=0.005)
 
 
 async def logged(logs: list[dict[str, Any]], event: str) -> None:

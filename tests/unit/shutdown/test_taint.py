@@ -10,6 +10,7 @@ from agent.kube.backoff import Backoff
 from agent.kube.errors import Forbidden
 from agent.kube.patches import Builder
 from agent.shutdown.taint import SHUTTING_DOWN, TaintKeeper
+from tests.harness.waiting import wait_until
 
 FAST = Backoff(initial=0.001, factor=1.0, cap=0.001, jitter=0.0)
 UNTAINTED: dict[str, Any] = {"metadata": {"resourceVersion": "1"}, "spec": {}}
@@ -109,11 +110,7 @@ async def test_removal_that_keeps_failing_reports_trouble_and_keeps_trying() -> 
         trouble_after=3,
     )
     task = keeper.want(False)
-    async with asyncio.timeout(5):
-        while True:
-            if trouble:
-                break
-            await asyncio.sleep(0.005)
+    await wait_until(lambda: trouble, "trouble reported", 5, interval=0.005)
     assert trouble[0] is not None
     assert "forbidden" in trouble[0]
     assert patcher.attempts >= 3

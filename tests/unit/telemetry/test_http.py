@@ -3,8 +3,6 @@
 import contextlib
 import socket
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -13,6 +11,7 @@ from agent.config import AgentConfig
 from agent.telemetry.health import Health
 from agent.telemetry.http import DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT, TelemetryServer
 from agent.telemetry.metrics import new_registry
+from tests.harness.localhttp import get
 from tests.harness.waiting import wait_until
 
 
@@ -26,17 +25,9 @@ def served() -> Iterator[tuple[str, Health]]:
     server.close()
 
 
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - loopback test server
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
-
-
 def test_metrics_serve_build_info(served: tuple[str, Health]) -> None:
     """/metrics exposes kubelet_companion_build_info from the process registry."""
-    status, body = _get(served[0] + "/metrics")
+    status, body = get(served[0] + "/metrics")
     assert status == 200
     assert 'kubelet_companion_build_info{component="agent"' in body
 
@@ -45,22 +36,22 @@ def test_readyz_follows_expected_checks(served: tuple[str, Health]) -> None:
     """/readyz is 503 listing the unmet check until it is ready, then 200."""
     url, health = served
     health.expect("watch:pods")
-    assert _get(url + "/readyz") == (503, "failed\n[-]watch:pods\n")
+    assert get(url + "/readyz") == (503, "failed\n[-]watch:pods\n")
     health.set_ready("watch:pods")
-    assert _get(url + "/readyz?verbose") == (200, "ok\n[+]watch:pods\n")
+    assert get(url + "/readyz?verbose") == (200, "ok\n[+]watch:pods\n")
 
 
 def test_healthz_fails_when_a_task_failed(served: tuple[str, Health]) -> None:
     """/healthz turns 503 when a root task is marked failed."""
     url, health = served
-    assert _get(url + "/healthz")[0] == 200
+    assert get(url + "/healthz")[0] == 200
     health.set_failed("watch-pods", "too many restarts")
-    assert _get(url + "/healthz")[0] == 503
+    assert get(url + "/healthz")[0] == 503
 
 
 def test_unknown_paths_are_404(served: tuple[str, Health]) -> None:
     """Only the three endpoints exist."""
-    assert _get(served[0] + "/debug")[0] == 404
+    assert get(served[0] + "/debug")[0] == 404
 
 
 def test_registries_are_per_process_not_global() -> None:
@@ -107,7 +98,7 @@ async def test_idle_connections_are_closed_and_their_threads_end_after_the_read_
         idle = [socket.create_connection(address) for _ in range(30)]
         try:
             await wait_until(lambda: _handler_threads() >= before + 30, "a thread per socket")
-            assert _get(url + "/healthz") == (200, "ok\n")
+            assert get(url + "/healthz") == (200, "ok\n")
             await wait_until(lambda: all(_closed_by_server(c) for c in idle), "idle sockets closed")
             await wait_until(lambda: _handler_threads() == before, "handler threads gone")
         finally:
@@ -123,7 +114,7 @@ async def test_connections_beyond_the_cap_close_the_oldest_and_probes_still_answ
         try:
             await wait_until(lambda: all(_closed_by_server(c) for c in idle[:32]), "oldest closed")
             assert not any(_closed_by_server(c) for c in idle[32:])
-            assert _get(url + "/healthz") == (200, "ok\n")
+            assert get(url + "/healthz") == (200, "ok\n")
             await wait_until(lambda: _handler_threads() <= before + 8, "threads within the cap")
         finally:
             for connection in idle:

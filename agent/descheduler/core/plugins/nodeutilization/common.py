@@ -115,6 +115,8 @@ def record(handle: Handle, plugin: str, state: NodeState, category: str) -> None
     }
     if state.fallback:
         facts["fallback"] = state.fallback
+    if state.since_report:
+        facts["sinceReport"] = dict(state.since_report)
     handle.record_node(facts)
 
 

@@ -18,8 +18,10 @@ before the cycle (``model.metricsusage``).
   a node without a sample fails the plugin ("unable to find metric entry for …"). Ours,
   ``queries``: each resource's usage is its ratio times the node's allocatable, and with
   ``podUsage: NodeReports`` pods are weighed by their agents' figures where fresh.
-- **NodeReports** (ours): the agents' figures; a node whose report is missing or stale falls
-  back to requests (``fallback``); a pod absent from its node's report counts its requests.
+- **NodeReports** (ours): the agents' figures, settled against the snapshot (the pods gone
+  since the report taken off, the ones started since added at their requests:
+  ``sincereport``); a node whose report is missing or stale falls back to requests
+  (``fallback``); a pod absent from its node's report counts its requests.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from agent.descheduler.core.plugins.nodeutilization.metrics import (
     PROMETHEUS,
     MetricsUtilization,
 )
+from agent.descheduler.core.plugins.nodeutilization.sincereport import settle
 from agent.descheduler.model.cluster import CPU, MEMORY, PODS, NodeInfo, NodeUsage, PodInfo
 from agent.descheduler.model.metricsusage import METRIC_RESOURCE, KubernetesMetrics
 from agent.kubesemantics.wellknown import FINISHED_PHASES
@@ -74,6 +77,9 @@ class NodeState:
     pods_by: str = REQUESTS
     """Where the pods' usage comes from: ``requests``, ``KubernetesMetrics``, ``NodeReports``,
     or ``""`` (none: a Prometheus node signal, one eviction per node)."""
+    since_report: dict[str, int] = field(default_factory=dict)
+    """What the snapshot changed in the node's reported usage (``Settled.facts``): the
+    plan's ``sinceReport``; empty when nothing or not read from a report."""
 
 
 def resource_names(
@@ -177,8 +183,10 @@ class UsageSource:
         if report is None or report.stale:
             state.fallback = "missing" if report is None else "stale"
             return
-        _read(state, report.usage, NODE_REPORTS)
+        settled = settle(report, [pod for pod in state.pods if not pod.deleting])
+        _read(state, settled.usage, NODE_REPORTS)
         state.pods_by = NODE_REPORTS
+        state.since_report = settled.facts()
 
     def capacity(self, node: NodeInfo) -> Mapping[str, int]:
         """What usage is a percentage of: allocatable, and 100 of ``MetricResource``."""

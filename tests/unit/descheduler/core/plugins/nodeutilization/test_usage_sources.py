@@ -14,7 +14,7 @@ from agent.descheduler.core.cycle import run_cycle
 from agent.descheduler.model.cluster import NodeUsage
 from agent.descheduler.model.metricsusage import KubernetesMetrics
 from agent.descheduler.plan.shape import Plan
-from tests.harness.deschedulerstate import node, pod, policy, snapshot
+from tests.harness.deschedulerstate import NOW, node, pod, policy, snapshot
 
 LNU = "LowNodeUtilization"
 HNU = "HighNodeUtilization"
@@ -130,6 +130,7 @@ class TestPrometheusAsUpstream:
 
 
 def _report(name: str, cpu: int, pods: dict[str, int], *, stale: bool = False) -> NodeUsage:
+    """A report sampled at the snapshot's time: every pod of the state was running by then."""
     return NodeUsage(
         node=name,
         usage={"cpu": cpu, "memory": 0},
@@ -138,6 +139,7 @@ def _report(name: str, cpu: int, pods: dict[str, int], *, stale: bool = False) -
         shutting_down=False,
         gated=False,
         agent_stopped=False,
+        changed_at=NOW,
     )
 
 

@@ -7,12 +7,14 @@ cut short by a limit is reproducible.
 
 On real usage (ours: upstream balances on requests only), the utilization plugins order pods
 of equal keys by ``spread_order``: spread across their owners, then the biggest real users
-first. Only among equal keys, so upstream's priority and QoS order always holds.
+first. On a usage signal with no per-pod figures (a Prometheus node signal), by
+``round_robin_order``: round robin by owner, then by uid. Only among equal keys, so
+upstream's priority and QoS order always holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from agent.descheduler.model.cluster import PodInfo
@@ -78,3 +80,32 @@ def spread_order(
         wave[pod.uid] = rank // max(1, budget.max_unavailable)
     # A stable sort: within a key and a wave, the size order above holds.
     return sorted(by_size, key=lambda p: (eviction_key(p), wave[p.uid]))
+
+
+def round_robin_order(
+    pods: Sequence[PodInfo],
+    owner: Callable[[PodInfo], str],
+    spent: Callable[[str], bool],
+) -> list[PodInfo]:
+    """Upstream's order; among equal keys, round robin by owner: each owner's first pod, then
+    each owner's second, and so on; within a round the owners not ``spent`` (that lost no pod
+    earlier in the cycle) first; then by uid.
+
+    For pods with no usage to weigh (a Prometheus node signal: one pod per node per cycle).
+    Upstream's order among them is its pod informer's, which is Go's map order: effectively
+    random, so no owner goes first on every node. Names would make one: a Deployment's pods
+    share its name's prefix, so by name the same Deployment's pods lead on every node, cycle
+    after cycle, however little they use. UIDs are random (the API server gives every object
+    a random UUID), so by uid is as arbitrary as upstream's order, yet the same snapshot
+    gives the same plan. ``owner`` is a pod's owner key (a bare pod is its own).
+    """
+    by_uid = sorted(pods, key=lambda p: (eviction_key(p), p.uid))
+    taken: dict[tuple[tuple[bool, int, int, bool], str], int] = {}
+    rank: dict[str, tuple[int, bool]] = {}
+    for pod in by_uid:
+        key = owner(pod)
+        group = (eviction_key(pod), key)
+        rank[pod.uid] = (taken.get(group, 0), spent(key))
+        taken[group] = rank[pod.uid][0] + 1
+    # A stable sort: within a key, a round and spent-or-not, the uid order above holds.
+    return sorted(by_uid, key=lambda p: (eviction_key(p), rank[p.uid]))

@@ -14,8 +14,12 @@ Where we differ on purpose:
   Prometheus node signal with ``podUsage: NodeReports``; ``usage`` says where usage comes
   from), pods of equal upstream keys are spread across owners in waves of their implicit
   budgets, then go biggest real user first (CPU, then memory; ``spread_order``);
+- where there is no pod usage to weigh (a Prometheus node signal), pods of equal upstream
+  keys go round robin by owner, owners not yet evicted from in the cycle first, then by uid
+  (``round_robin_order``): upstream's order among them is random, and by name one
+  Deployment's pods would lead on every node, cycle after cycle;
 - every node records where its usage came from (the plan's ``nodes``: ``usageSource``,
-  ``fallback``);
+  ``fallback``; ``sinceReport`` when its report was settled against the snapshot);
 - a node whose agent reports it shutting down, gated or stopped is never room (never an
   under-utilized destination for LowNodeUtilization, never a destination for High);
 - ``cooldownSeconds`` (opt-in) skips a pod whose owner lost a pod to us within the cooldown.
@@ -34,11 +38,16 @@ from agent.descheduler.core.errors import (
     NodeLimitReached,
     TotalLimitReached,
 )
+from agent.descheduler.core.evictions.planner import owner_uid
 from agent.descheduler.core.framework.args import Namespaces
 from agent.descheduler.core.framework.types import Handle
 from agent.descheduler.core.plugins.nodeutilization.metrics import NODE_REPORTS
 from agent.descheduler.core.plugins.nodeutilization.usage import NodeState, Usage, UsageSource
-from agent.descheduler.core.rules.podorder import eviction_order, spread_order
+from agent.descheduler.core.rules.podorder import (
+    eviction_order,
+    round_robin_order,
+    spread_order,
+)
 from agent.descheduler.model.cluster import CPU, MEMORY, NodeInfo, PodInfo
 from agent.descheduler.model.gomath import go_round
 from agent.kubesemantics.taintownership import is_emptying_taint
@@ -178,6 +187,8 @@ class EvictionRun:
     instead of one pod per budget per cycle."""
     emptied: list[str] = field(default_factory=list)
     """The source nodes that got at least one eviction, in the order they got their first."""
+    evicted_owners: set[str] = field(default_factory=set)
+    """The owners (``owner_of``) this run has evicted a pod of, so far."""
 
     def run(self, sources: Sequence[NodeState]) -> None:
         taints = [
@@ -197,8 +208,13 @@ class EvictionRun:
         """Upstream's order. On the agents' figures, equal keys are spread across owners in
         waves of their implicit budgets, then go biggest user first (``spread_order``):
         upstream's order among them is arbitrary, so this stays within it and drains in
-        fewer moves. Elsewhere (requests, a node signal without per-pod figures, metrics.k8s.io
-        as upstream reads it), upstream's order alone, so its decisions stay as they are."""
+        fewer moves. Without pod usage (a Prometheus node signal), equal keys go round robin
+        by owner, the owners this run has not evicted from first, then by uid
+        (``round_robin_order``): as arbitrary as upstream's, never one owner first on every
+        node. On requests and metrics.k8s.io, upstream's order alone, ties by name, so its
+        decisions stay as they are (the parity tests hold them)."""
+        if not state.pods_by:
+            return round_robin_order(pods, owner_of, self.evicted_owners.__contains__)
         if state.pods_by != NODE_REPORTS:
             return eviction_order(pods)
         usage = {p.uid: self.usage_source.pod_usage(p, state) or {} for p in pods}
@@ -246,6 +262,7 @@ class EvictionRun:
                 return
             except NamespaceLimitReached:
                 continue  # upstream logs "eviction failed" and tries the next pod
+            self.evicted_owners.add(owner_of(pod))
             if pod_usage is None and self.per_node_limit is None:
                 # No pod usage to weigh (a Prometheus node signal): one eviction per node,
                 # as upstream's "only a single pod eviction is allowed".
@@ -262,6 +279,12 @@ class EvictionRun:
                 self.budget[name] -= amount
             if not self.keep_going(state, self.budget):
                 break
+
+
+def owner_of(pod: PodInfo) -> str:
+    """The pod's owner for the round robin: its controller's (or first owner's) uid; a bare
+    pod is its own."""
+    return owner_uid(pod) or pod.uid
 
 
 def budget_over(states: Sequence[NodeState], names: Sequence[str]) -> dict[str, int]:

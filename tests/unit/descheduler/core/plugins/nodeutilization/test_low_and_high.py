@@ -9,10 +9,12 @@ import pytest
 
 from agent.descheduler.cache.projection import project_pod
 from agent.descheduler.core.cycle import CycleOptions, run_cycle
-from agent.descheduler.core.plugins.nodeutilization.common import eviction_order
+from agent.descheduler.core.plugins.nodeutilization.common import eviction_order, owner_of
+from agent.descheduler.core.rules.podorder import round_robin_order
 from agent.descheduler.model.cluster import NodeUsage
 from agent.descheduler.plan.shape import Plan
 from tests.harness.deschedulerstate import NOW, node, pdb, pod, policy, snapshot
+from tests.harness.kubeobjects import owner_ref
 
 LNU = "LowNodeUtilization"
 HNU = "HighNodeUtilization"
@@ -131,6 +133,24 @@ class TestEvictionOrder:
             "guaranteed",
             "high",
         ]
+
+    def test_round_robin_by_owner_then_uid_without_pod_usage(self) -> None:
+        """With no pod usage to weigh: upstream's keys first (``low``, priority -1); then
+        each owner's first pod by uid, owners not yet evicted from (``x``, the bare pod)
+        before those that were (``y``); then each owner's second pod, and so on. UIDs, not
+        names: ``a-y`` would lead by name."""
+        pods = [
+            pod("x-1", "n", uid="c1", owner=owner_ref("ReplicaSet", "x")),
+            pod("x-2", "n", uid="a2", owner=owner_ref("ReplicaSet", "x")),
+            pod("x-3", "n", uid="b3", owner=owner_ref("ReplicaSet", "x")),
+            pod("a-y", "n", uid="d4", owner=owner_ref("ReplicaSet", "y")),
+            pod("a-y-2", "n", uid="f5", owner=owner_ref("ReplicaSet", "y")),
+            pod("bare", "n", uid="e6", metadata={"ownerReferences": []}),
+            pod("low", "n", uid="z7", owner=owner_ref("ReplicaSet", "y"), priority=-1),
+        ]
+        spent = {"uid-ReplicaSet-y"}
+        ordered = round_robin_order([project_pod(p) for p in pods], owner_of, spent.__contains__)
+        assert [p.name for p in ordered] == ["low", "x-2", "bare", "a-y", "x-3", "a-y-2", "x-1"]
 
 
 def _skewed(**over_kwargs: Any) -> list[dict[str, Any]]:

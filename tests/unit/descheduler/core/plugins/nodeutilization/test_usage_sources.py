@@ -15,6 +15,7 @@ from agent.descheduler.model.cluster import NodeUsage
 from agent.descheduler.model.metricsusage import KubernetesMetrics
 from agent.descheduler.plan.shape import Plan
 from tests.harness.deschedulerstate import NOW, node, pod, policy, snapshot
+from tests.harness.kubeobjects import owner_ref
 
 LNU = "LowNodeUtilization"
 HNU = "HighNodeUtilization"
@@ -127,6 +128,29 @@ class TestPrometheusAsUpstream:
         state = snapshot(*_three_pods_each(*self.SAMPLES), prometheus={QUERY: self.SAMPLES})
         plan = run_cycle(policy((HNU, args), **PROMETHEUS_PROVIDER), state)
         assert _evicted(plan) == ["d-0", "e-0"]
+
+    def test_no_owner_goes_first_on_every_node(self) -> None:
+        """Upstream picks among equal pods in its informer's (random) order; by name ours
+        took ``app-00``'s pod on every node, cycle after cycle, however little it used. Now:
+        node a's pod by uid (``app-01``'s ``1f…`` before ``app-00``'s ``9c…``); then on b the
+        owner not evicted from yet (``app-00``, though ``app-01``'s uid is smaller there); on
+        c both were, so by uid again."""
+        samples = {"a": 0.9, "b": 0.8, "c": 0.7, "d": 0.1}
+        uids = {
+            "a": ("9c", "1f"),
+            "b": ("7a", "2b"),
+            "c": ("5e", "6d"),
+        }
+        items: list[dict[str, Any]] = [node("d")]
+        for name, (cold, hot) in uids.items():
+            items += [
+                node(name),
+                pod(f"app-00-{name}", name, uid=cold, owner=owner_ref("ReplicaSet", "app-00")),
+                pod(f"app-01-{name}", name, uid=hot, owner=owner_ref("ReplicaSet", "app-01")),
+            ]
+        state = snapshot(*items, prometheus={QUERY: samples})
+        plan = run_cycle(policy((LNU, UPSTREAM_PROMETHEUS), **PROMETHEUS_PROVIDER), state)
+        assert _evicted(plan) == ["app-01-a", "app-00-b", "app-00-c"]
 
 
 def _report(name: str, cpu: int, pods: dict[str, int], *, stale: bool = False) -> NodeUsage:

@@ -31,7 +31,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.descheduler.model.cluster import CPU, MEMORY, NodeUsage, PodInfo, ResourceList
+from agent.descheduler.model.cluster import CPU, MEMORY, NodeUsage, PodInfo
+from agent.descheduler.model.values import ResourceList
 
 MEASURED = (CPU, MEMORY)
 """What a report measures (``pods`` is always the snapshot's count)."""

@@ -67,6 +67,7 @@ from typing import Any
 from agent.kube.patches import escape_pointer
 from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION
 from agent.shutdown.taint import SHUTTING_DOWN
+from agent.shutdown.terminate import MARK_HEAD_START
 from scripts.benchmarks.kubeletnode import companion, figures, requirements, watch, workload
 from scripts.benchmarks.kubeletnode.node import RealNode
 from scripts.benchmarks.livecluster.api import Api
@@ -725,7 +726,10 @@ def _shutdown_figures(
             ms(marked),
             "ms",
             over="SIGTERMs",
-            note=f"the latest {max(marked) * 1000:.0f} ms; the delete waits 100 ms at most for it",
+            note=(
+                f"the latest {max(marked) * 1000:.0f} ms; the delete waits"
+                f" {MARK_HEAD_START * 1000:.0f} ms at most for it"
+            ),
         )
     kubelet_share = [v for r in runs for v in r["term_after_delete"]]
     if kubelet_share:

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gzip
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from agent.descheduler.cache.projection import snapshot_from_list
@@ -83,6 +86,14 @@ def snapshot(
         prometheus=samples,
         kubernetes_metrics=kubernetes_metrics,
     )
+
+
+def write_snapshot_file(path: Path, document: Any, *, gzipped: bool = False) -> Path:
+    """``document`` (a List, see ``kubeobjects.list_document``) as JSON at ``path``, gzipped if
+    asked: a snapshot or NodeReports file as ``descheduler plan`` reads it. Returns ``path``."""
+    data = json.dumps(document).encode()
+    path.write_bytes(gzip.compress(data) if gzipped else data)
+    return path
 
 
 def policy(

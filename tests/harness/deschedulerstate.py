@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agent.config.errors import ConfigError
 from agent.descheduler.cache.projection import snapshot_from_list
 from agent.descheduler.core.framework.registry import REGISTRY
 from agent.descheduler.core.policy import DeschedulerPolicy, parse_policy
@@ -121,3 +122,23 @@ def policy(
         **top,
     }
     return parse_policy(raw, "<test>")
+
+
+ONLY_ARGS = "profiles[0].pluginConfig[0].args"
+"""Where an error of ``policy_errors`` names the plugin's args."""
+
+
+def policy_errors(plugin: str, args: Mapping[str, Any] | None) -> list[str]:
+    """The errors, one string each, of a one-profile policy that enables ``plugin`` at its
+    extension points with ``args`` as its only pluginConfig entry (no pluginConfig when
+    None); the policy must not parse."""
+    points = sorted(point.lower() for point in REGISTRY[plugin].extension_points)
+    profile: dict[str, Any] = {"name": "p", "plugins": {p: {"enabled": [plugin]} for p in points}}
+    if args is not None:
+        profile["pluginConfig"] = [{"name": plugin, "args": dict(args)}]
+    raw = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": [profile]}
+    try:
+        parse_policy(raw, "<test>")
+    except ConfigError as error:
+        return [str(each) for each in error.errors]
+    raise AssertionError(f"a policy with {plugin} args {args!r} parsed without error")

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gzip
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from agent.config.errors import ConfigError
 from agent.descheduler.cache.projection import snapshot_from_list
 from agent.descheduler.core.framework.registry import REGISTRY
 from agent.descheduler.core.policy import DeschedulerPolicy, parse_policy
@@ -85,6 +89,14 @@ def snapshot(
     )
 
 
+def write_snapshot_file(path: Path, document: Any, *, gzipped: bool = False) -> Path:
+    """``document`` (a List, see ``kubeobjects.list_document``) as JSON at ``path``, gzipped if
+    asked: a snapshot or NodeReports file as ``descheduler plan`` reads it. Returns ``path``."""
+    data = json.dumps(document).encode()
+    path.write_bytes(gzip.compress(data) if gzipped else data)
+    return path
+
+
 def policy(
     *plugins: tuple[str, Mapping[str, Any] | None],
     evictor_args: Mapping[str, Any] | None = None,
@@ -110,3 +122,23 @@ def policy(
         **top,
     }
     return parse_policy(raw, "<test>")
+
+
+ONLY_ARGS = "profiles[0].pluginConfig[0].args"
+"""Where an error of ``policy_errors`` names the plugin's args."""
+
+
+def policy_errors(plugin: str, args: Mapping[str, Any] | None) -> list[str]:
+    """The errors, one string each, of a one-profile policy that enables ``plugin`` at its
+    extension points with ``args`` as its only pluginConfig entry (no pluginConfig when
+    None); the policy must not parse."""
+    points = sorted(point.lower() for point in REGISTRY[plugin].extension_points)
+    profile: dict[str, Any] = {"name": "p", "plugins": {p: {"enabled": [plugin]} for p in points}}
+    if args is not None:
+        profile["pluginConfig"] = [{"name": plugin, "args": dict(args)}]
+    raw = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": [profile]}
+    try:
+        parse_policy(raw, "<test>")
+    except ConfigError as error:
+        return [str(each) for each in error.errors]
+    raise AssertionError(f"a policy with {plugin} args {args!r} parsed without error")

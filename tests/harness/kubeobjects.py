@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agent.kube.resources import NODE_REPORTS
+
 JSON = dict[str, Any]
 
 IMAGE = "registry.example/app:1.0"
@@ -654,3 +656,43 @@ def pod_metrics(
         "window": "10s",
         "containers": [{"name": c, "usage": dict(usage)} for c, usage in containers.items()],
     }
+
+
+# -- our NodeReport -------------------------------------------------------------------------
+
+
+def node_report(
+    name: str,
+    observed: str | None = None,
+    *,
+    node_name: str | None = None,
+    node_uid: str | None = None,
+    heartbeat_seconds: int = 60,
+    **status: Any,
+) -> JSON:
+    """A NodeReport (our CRD) as a node's agent writes it: owned by its Node ``node_name``
+    (default ``name``) of uid ``node_uid`` (default ``uid-<node>``, the uid
+    ``tests.harness.deschedulerstate.node`` gives). Its status: ``observedTime`` ``observed``
+    and ``heartbeatSeconds`` when ``observed`` is given, then the ``status`` fields; no status
+    when there is none."""
+    owner = node_name or name
+    report: JSON = {
+        "apiVersion": NODE_REPORTS.api_version,
+        "kind": NODE_REPORTS.kind,
+        "metadata": {
+            "name": name,
+            "ownerReferences": [
+                owner_ref("Node", owner, uid=node_uid or f"uid-{owner}", controller=None)
+            ],
+        },
+    }
+    if observed is not None:
+        status = {"observedTime": observed, "heartbeatSeconds": heartbeat_seconds, **status}
+    if status:
+        report["status"] = status
+    return report
+
+
+def list_document(*items: Mapping[str, Any]) -> JSON:
+    """A ``v1`` List of ``items``: the document of a snapshot or NodeReports file."""
+    return {"apiVersion": "v1", "kind": "List", "items": list(items)}

@@ -10,6 +10,7 @@ import yaml
 
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.hosttree import HostTree
+from tests.harness.kubeobjects import node_report
 
 JSON = dict[str, Any]
 GIB = 2**30
@@ -57,3 +58,13 @@ class NodeProc:
 def register_crd(server: FakeApiServer) -> JSON:
     """Our CRD from ``daemonset/base/``, as a cluster admin would apply it."""
     return server.create(yaml.safe_load(CRD_PATH.read_text()))
+
+
+def put_report(
+    server: FakeApiServer, name: str, status: JSON, *, node_uid: str | None = None
+) -> None:
+    """Write ``name``'s report as its agent does: create it (owned by its Node, see
+    ``kubeobjects.node_report``) if it is not there yet, then merge ``status`` into it."""
+    if server.try_get("nodereports", name) is None:
+        server.create(node_report(name, node_uid=node_uid))
+    server.patch("nodereports", name, {"status": status}, subresource="status", patch_type="merge")

@@ -18,9 +18,9 @@ import logging
 import threading
 import time
 import uuid
-from types import TracebackType
 from typing import Any, Self
 
+from ..startstop import StartsAndStops
 from ..waiting import wait_notified
 from .deletion import DeleteOptions
 from .objects import is_deleting, name_of, namespace_of, now, rfc3339
@@ -54,7 +54,7 @@ def _with_condition(conditions: list[JSON], kind: str, status: str, stamp: str) 
     return conditions
 
 
-class FakeKubelet:
+class FakeKubelet(StartsAndStops):
     """The kubelet of `node_name`, driving pods through the store (see module docstring)."""
 
     def __init__(
@@ -118,17 +118,6 @@ class FakeKubelet:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def _register_node(self) -> None:
         _, nodes_rt = self._types()

@@ -100,9 +100,31 @@ class ResourceType:
         ]
 
 
-def _core(plural: str, kind: str, *, namespaced: bool = True, **kwargs: Any) -> ResourceType:
-    return ResourceType(
-        group="", version="v1", plural=plural, kind=kind, namespaced=namespaced, **kwargs
+def _v1(
+    group: str, plural: str, kind: str, *, namespaced: bool = True, **kwargs: Any
+) -> ResourceType:
+    """A built-in type of version v1; its singular name is its kind in lower case."""
+    kwargs.setdefault("singular", kind.lower())
+    return ResourceType(group, "v1", plural, kind, namespaced=namespaced, **kwargs)
+
+
+def _core(plural: str, kind: str, **kwargs: Any) -> ResourceType:
+    return _v1("", plural, kind, **kwargs)
+
+
+def _workload(plural: str, kind: str, short_name: str, **kwargs: Any) -> ResourceType:
+    """An apps/v1 controller: generation tracked, status reset on create, in ``all``; its
+    subresources are ``status`` and ``scale`` unless given."""
+    kwargs.setdefault("subresources", frozenset({"status", "scale"}))
+    return _v1(
+        "apps",
+        plural,
+        kind,
+        short_names=(short_name,),
+        tracks_generation=True,
+        resets_status_on_create=True,
+        categories=("all",),
+        **kwargs,
     )
 
 
@@ -138,7 +160,6 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _core(
         "pods",
         "Pod",
-        singular="pod",
         short_names=("po",),
         subresources=frozenset({"status", "eviction", "binding"}),
         field_labels=_POD_FIELDS,
@@ -150,7 +171,6 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         "nodes",
         "Node",
         namespaced=False,
-        singular="node",
         short_names=("no",),
         subresources=frozenset({"status"}),
         field_labels=frozenset({"spec.unschedulable"}),
@@ -159,17 +179,15 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         "namespaces",
         "Namespace",
         namespaced=False,
-        singular="namespace",
         short_names=("ns",),
         subresources=frozenset({"status", "finalize"}),
         field_labels=frozenset({"status.phase"}),
         returns_deleted_object=True,
     ),
-    _core("events", "Event", singular="event", short_names=("ev",), field_labels=_EVENT_FIELDS),
+    _core("events", "Event", short_names=("ev",), field_labels=_EVENT_FIELDS),
     _core(
         "services",
         "Service",
-        singular="service",
         short_names=("svc",),
         subresources=frozenset({"status"}),
         field_labels=frozenset({"spec.clusterIP", "spec.type"}),
@@ -179,110 +197,45 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _core(
         "replicationcontrollers",
         "ReplicationController",
-        singular="replicationcontroller",
         short_names=("rc",),
         subresources=frozenset({"status", "scale"}),
         tracks_generation=True,
         categories=("all",),
     ),
-    _core("configmaps", "ConfigMap", singular="configmap", short_names=("cm",)),
-    _core("secrets", "Secret", singular="secret", field_labels=frozenset({"type"})),
+    _core("configmaps", "ConfigMap", short_names=("cm",)),
+    _core("secrets", "Secret", field_labels=frozenset({"type"})),
     _core(
         "persistentvolumeclaims",
         "PersistentVolumeClaim",
-        singular="persistentvolumeclaim",
         short_names=("pvc",),
         subresources=frozenset({"status"}),
     ),
     _core(
         "serviceaccounts",
         "ServiceAccount",
-        singular="serviceaccount",
         short_names=("sa",),
         returns_deleted_object=True,
     ),
-    ResourceType(
-        "apps",
-        "v1",
-        "daemonsets",
-        "DaemonSet",
-        namespaced=True,
-        singular="daemonset",
-        short_names=("ds",),
-        subresources=frozenset({"status"}),
-        tracks_generation=True,
-        resets_status_on_create=True,
-        categories=("all",),
-    ),
-    ResourceType(
-        "apps",
-        "v1",
-        "deployments",
-        "Deployment",
-        namespaced=True,
-        singular="deployment",
-        short_names=("deploy",),
-        subresources=frozenset({"status", "scale"}),
-        tracks_generation=True,
-        resets_status_on_create=True,
-        categories=("all",),
-    ),
-    ResourceType(
-        "apps",
-        "v1",
-        "replicasets",
-        "ReplicaSet",
-        namespaced=True,
-        singular="replicaset",
-        short_names=("rs",),
-        subresources=frozenset({"status", "scale"}),
-        field_labels=frozenset({"status.replicas"}),
-        tracks_generation=True,
-        resets_status_on_create=True,
-        categories=("all",),
-    ),
-    ResourceType(
-        "apps",
-        "v1",
-        "statefulsets",
-        "StatefulSet",
-        namespaced=True,
-        singular="statefulset",
-        short_names=("sts",),
-        subresources=frozenset({"status", "scale"}),
-        tracks_generation=True,
-        resets_status_on_create=True,
-        categories=("all",),
-    ),
-    ResourceType(
-        "storage.k8s.io",
-        "v1",
-        "csinodes",
-        "CSINode",
-        namespaced=False,
-        singular="csinode",
-    ),
-    ResourceType(
+    _workload("daemonsets", "DaemonSet", "ds", subresources=frozenset({"status"})),
+    _workload("deployments", "Deployment", "deploy"),
+    _workload("replicasets", "ReplicaSet", "rs", field_labels=frozenset({"status.replicas"})),
+    _workload("statefulsets", "StatefulSet", "sts"),
+    _v1("storage.k8s.io", "csinodes", "CSINode", namespaced=False),
+    _v1(
         "policy",
-        "v1",
         "poddisruptionbudgets",
         "PodDisruptionBudget",
-        namespaced=True,
-        singular="poddisruptionbudget",
         short_names=("pdb",),
         subresources=frozenset({"status"}),
         tracks_generation=True,
         resets_status_on_create=True,
     ),
-    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True, singular="lease"),
+    _v1("coordination.k8s.io", "leases", "Lease"),
     # Stored, never run (no CronJob or Job controller): served for the cronjob overlay.
-    ResourceType(
+    _v1(
         "batch",
-        "v1",
         "cronjobs",
         "CronJob",
-        namespaced=True,
-        singular="cronjob",
         short_names=("cj",),
         subresources=frozenset({"status"}),
         tracks_generation=True,
@@ -290,100 +243,60 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ),
     # prometheus-operator's kinds, stored, never acted on: served (as a cluster with the
     # operator installed serves them) so the monitoring overlay can be dry-run created.
-    ResourceType(
+    _v1(
         "monitoring.coreos.com",
-        "v1",
         "servicemonitors",
         "ServiceMonitor",
-        namespaced=True,
-        singular="servicemonitor",
         tracks_generation=True,
     ),
-    ResourceType(
+    _v1(
         "monitoring.coreos.com",
-        "v1",
         "prometheusrules",
         "PrometheusRule",
-        namespaced=True,
-        singular="prometheusrule",
         tracks_generation=True,
     ),
     # RBAC and admission policies are stored, never enforced: they are served so that
     # manifests (daemonset/) can be created against the fake, e.g. by kubectl.
-    ResourceType(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterroles",
-        "ClusterRole",
-        namespaced=False,
-        singular="clusterrole",
-    ),
-    ResourceType(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterrolebindings",
-        "ClusterRoleBinding",
-        namespaced=False,
-        singular="clusterrolebinding",
-    ),
-    ResourceType(
-        "rbac.authorization.k8s.io", "v1", "roles", "Role", namespaced=True, singular="role"
-    ),
-    ResourceType(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "rolebindings",
-        "RoleBinding",
-        namespaced=True,
-        singular="rolebinding",
-    ),
-    ResourceType(
+    _v1("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", namespaced=False),
+    _v1("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", namespaced=False),
+    _v1("rbac.authorization.k8s.io", "roles", "Role"),
+    _v1("rbac.authorization.k8s.io", "rolebindings", "RoleBinding"),
+    _v1(
         "admissionregistration.k8s.io",
-        "v1",
         "validatingadmissionpolicies",
         "ValidatingAdmissionPolicy",
         namespaced=False,
-        singular="validatingadmissionpolicy",
         subresources=frozenset({"status"}),
         tracks_generation=True,
     ),
-    ResourceType(
+    _v1(
         "admissionregistration.k8s.io",
-        "v1",
         "validatingadmissionpolicybindings",
         "ValidatingAdmissionPolicyBinding",
         namespaced=False,
-        singular="validatingadmissionpolicybinding",
         tracks_generation=True,
     ),
-    ResourceType(
+    _v1(
         "events.k8s.io",
-        "v1",
         "events",
         "Event",
-        namespaced=True,
-        singular="event",
         short_names=("ev",),
         # Simplification: stored apart from core/v1 events (the real server shares one
         # storage and converts); any dotted path is accepted as a field label.
         field_labels=None,
     ),
-    ResourceType(
+    _v1(
         "scheduling.k8s.io",
-        "v1",
         "priorityclasses",
         "PriorityClass",
         namespaced=False,
-        singular="priorityclass",
         short_names=("pc",),
     ),
-    ResourceType(
+    _v1(
         "apiextensions.k8s.io",
-        "v1",
         "customresourcedefinitions",
         "CustomResourceDefinition",
         namespaced=False,
-        singular="customresourcedefinition",
         short_names=("crd", "crds"),
         subresources=frozenset({"status"}),
         tracks_generation=True,

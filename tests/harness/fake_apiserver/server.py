@@ -17,11 +17,11 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal, Self
 
 from kubernetes import client
 
+from ..startstop import StartsAndStops
 from ..waiting import wait_notified
 from .deletion import DeleteOptions
 from .eviction import Evictions
@@ -51,7 +51,7 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
 }
 
 
-class FakeApiServer:
+class FakeApiServer(StartsAndStops):
     """A stateful fake Kubernetes API server on 127.0.0.1 (see README.md)."""
 
     def __init__(
@@ -138,17 +138,6 @@ class FakeApiServer:
             self._thread.join(timeout=5)
         self._http = None
         self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def port(self) -> int:

@@ -19,7 +19,6 @@ import threading
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import TypeVar
 
 from tests.harness.logind.bus import PrivateSystemBus
@@ -27,6 +26,7 @@ from tests.harness.logind.login1_client import Inhibitor, Login1Client, Login1Si
 from tests.harness.logind.logind import TERMINATING_SIGNALS, LogindProcess
 from tests.harness.logind.loop_thread import LoopThread
 from tests.harness.logind.systemd1 import Systemd1StandIn
+from tests.harness.startstop import StartsAndStops
 from tests.harness.waiting import WaitTimedOut, wait_until_blocking
 
 LOGIND_UNIT = "systemd-logind.service"
@@ -34,7 +34,7 @@ T = TypeVar("T")
 _LIVE: weakref.WeakSet[LogindHarness] = weakref.WeakSet()
 
 
-class LogindHarness:
+class LogindHarness(StartsAndStops):
     """Private dbus-daemon + systemd1 stand-in + isolated systemd-logind.
 
     Usage::
@@ -121,17 +121,6 @@ class LogindHarness:
             _LIVE.discard(self)
         if errors:
             raise errors[0]
-
-    def __enter__(self) -> LogindHarness:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # ---- where things are ------------------------------------------------------------
 

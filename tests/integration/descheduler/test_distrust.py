@@ -19,6 +19,7 @@ from agent.telemetry.metrics import new_registry
 from tests.harness.clock import HandClock
 from tests.harness.deschedulerstate import node
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.kubeobjects import node_report
 from tests.harness.livedescheduler import run_live
 from tests.harness.nodereport import register_crd
 from tests.harness.waiting import wait_until
@@ -40,21 +41,12 @@ NAMES = ("honest", "foreign", "absurd")
 
 
 def _report(name: str, uid: str, **status: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubelet-companion.io/v1alpha1",
-        "kind": "NodeReport",
-        "metadata": {
-            "name": name,
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": uid}],
-        },
-        "status": {
-            "observedTime": rfc3339(time.time()),
-            "heartbeatSeconds": 60,
-            "usage": {"cpu": 0.5, "memory": 2**30},
-            "shutdown": {"state": "none"},
-            **status,
-        },
-    }
+    return node_report(
+        name,
+        rfc3339(time.time()),
+        node_uid=uid,
+        **{"usage": {"cpu": 0.5, "memory": 2**30}, "shutdown": {"state": "none"}, **status},
+    )
 
 
 async def test_distrusted_reports_are_logged_once_and_counted_by_reason(

@@ -19,6 +19,7 @@ from agent.kubesemantics.timestamps import rfc3339
 from agent.telemetry.metrics import new_registry
 from tests.harness.deschedulerstate import node
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.kubeobjects import node_report
 from tests.harness.livedescheduler import run_live
 from tests.harness.nodereport import register_crd
 from tests.integration.descheduler.conftest import owned_pod
@@ -51,24 +52,17 @@ def _report(
     node: str, uid: str, cpu_cores: float, pods: list[dict[str, Any]], *, age: float = 5.0
 ) -> dict[str, Any]:
     """The report an agent writes: owned by its Node (by uid), sampled ``age`` s ago."""
-    return {
-        "apiVersion": "kubelet-companion.io/v1alpha1",
-        "kind": "NodeReport",
-        "metadata": {
-            "name": node,
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node, "uid": uid}],
-        },
-        "status": {
-            "observedTime": rfc3339(time.time() - age),
-            "heartbeatSeconds": 60,
-            "capacity": {"cpu": 4, "memory": 16 * 2**30, "swap": 0},
-            "usage": {"cpu": cpu_cores, "memory": 2**30, "swap": 0},
-            "pods": pods,
-            "readiness": {"gateHeld": False},
-            "shutdown": {"state": "none"},
-            "agentStopped": False,
-        },
-    }
+    return node_report(
+        node,
+        rfc3339(time.time() - age),
+        node_uid=uid,
+        capacity={"cpu": 4, "memory": 16 * 2**30, "swap": 0},
+        usage={"cpu": cpu_cores, "memory": 2**30, "swap": 0},
+        pods=pods,
+        readiness={"gateHeld": False},
+        shutdown={"state": "none"},
+        agentStopped=False,
+    )
 
 
 def _cluster(server: FakeApiServer, *, hot_report_age: float = 5.0) -> None:

@@ -32,7 +32,7 @@ from tests.harness import kubeobjects
 from tests.harness.clock import HandClock
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.livedescheduler import run_live
-from tests.harness.nodereport import register_crd
+from tests.harness.nodereport import put_report, register_crd
 from tests.harness.waiting import wait_until
 from tests.integration.descheduler.conftest import left_in_flight, taint_record
 
@@ -79,19 +79,6 @@ def _set_ready(
 
 def _report(server: FakeApiServer, name: str, uid: str, state: str, observed: float) -> None:
     """What the node's agent writes: its report, owned by its Node, in boot-1."""
-    if server.try_get("nodereports", name) is None:
-        server.create(
-            {
-                "apiVersion": "kubelet-companion.io/v1alpha1",
-                "kind": "NodeReport",
-                "metadata": {
-                    "name": name,
-                    "ownerReferences": [
-                        {"apiVersion": "v1", "kind": "Node", "name": name, "uid": uid}
-                    ],
-                },
-            }
-        )
     status = {
         "observedTime": rfc3339(observed),
         "bootID": "boot-1",
@@ -99,7 +86,7 @@ def _report(server: FakeApiServer, name: str, uid: str, state: str, observed: fl
         "shutdown": {"state": state},
         "agentStopped": state == "completed",
     }
-    server.patch("nodereports", name, {"status": status}, subresource="status", patch_type="merge")
+    put_report(server, name, status, node_uid=uid)
 
 
 def _taints(server: FakeApiServer, node: str) -> list[dict[str, Any]]:

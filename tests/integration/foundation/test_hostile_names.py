@@ -15,8 +15,9 @@ from pathlib import Path
 
 from agent.terminaltext import printable
 from tests.harness.cli import CLI, run_cli
-from tests.harness.deschedulerstate import node, pod
+from tests.harness.deschedulerstate import node, pod, write_snapshot_file
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.kubeobjects import list_document, node_report
 from tests.integration.foundation.test_json_stdout import (
     TLS_WARNING,
     insecure_kubeconfig,
@@ -53,25 +54,21 @@ def no_forged_line(text: str) -> bool:
     return not any(line.lstrip().startswith(FORGED) for line in text.splitlines())
 
 
+def _assert_refused_escaped(result: subprocess.CompletedProcess[str]) -> None:
+    """Exit 2, nothing on stdout, and stderr with no control character and no forged line."""
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert unsafe(result.stderr) == []
+    assert no_forged_line(result.stderr)
+
+
 def test_offline_plan_refuses_a_hostile_report_name_and_shows_it_escaped(tmp_path: Path) -> None:
     """A NodeReport file naming a report as no API server would is exit 2; the error quotes
     the name escaped, so stderr holds no control character and no forged line."""
     items = [node("n1")]
-    report = {
-        "apiVersion": "kubelet-companion.io/v1alpha1",
-        "kind": "NodeReport",
-        "metadata": {
-            "name": HOSTILE,
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": "u"}],
-        },
-        "status": {"observedTime": "2026-06-01T00:00:00Z", "heartbeatSeconds": 60},
-    }
-    files = {
-        "snapshot.json": {"apiVersion": "v1", "kind": "List", "items": items},
-        "reports.json": {"apiVersion": "v1", "kind": "List", "items": [report]},
-    }
-    for name, document in files.items():
-        (tmp_path / name).write_text(json.dumps(document))
+    report = node_report(HOSTILE, "2026-06-01T00:00:00Z", node_name="n1", node_uid="u")
+    write_snapshot_file(tmp_path / "snapshot.json", list_document(*items))
+    write_snapshot_file(tmp_path / "reports.json", list_document(report))
     (tmp_path / "policy.yaml").write_text(POLICY)
     result = run_cli(
         "descheduler", "plan",
@@ -80,12 +77,9 @@ def test_offline_plan_refuses_a_hostile_report_name_and_shows_it_escaped(tmp_pat
         "--policy-config-file", str(tmp_path / "policy.yaml"),
         "--captured-at", "2026-06-01T00:00:00Z",
     )  # fmt: skip
-    assert result.returncode == 2, result.stderr
-    assert result.stdout == ""
-    assert unsafe(result.stderr) == []
+    _assert_refused_escaped(result)
     assert "items[0].metadata.name" in result.stderr
     assert "evil\\\\x1b[2J" in result.stderr
-    assert no_forged_line(result.stderr)
 
 
 def test_offline_plan_refuses_hostile_names_and_says_so_escaped(tmp_path: Path) -> None:
@@ -93,7 +87,7 @@ def test_offline_plan_refuses_hostile_names_and_says_so_escaped(tmp_path: Path) 
     the error about them on stderr holds no control character and no forged line."""
     items = [node(HOSTILE), node("other"), pod(HOSTILE, HOSTILE)]
     snapshot = tmp_path / "snapshot.json"
-    snapshot.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    write_snapshot_file(snapshot, list_document(*items))
     (tmp_path / "policy.yaml").write_text(POLICY)
     result = run_cli(
         "descheduler", "plan",
@@ -101,11 +95,8 @@ def test_offline_plan_refuses_hostile_names_and_says_so_escaped(tmp_path: Path) 
         "--policy-config-file", str(tmp_path / "policy.yaml"),
         "--captured-at", "2026-06-01T00:00:00Z",
     )  # fmt: skip
-    assert result.returncode == 2, result.stderr
-    assert result.stdout == ""
-    assert unsafe(result.stderr) == []
+    _assert_refused_escaped(result)
     assert "must be a DNS subdomain" in result.stderr
-    assert no_forged_line(result.stderr)
 
 
 def _doctor_config(server: FakeApiServer, tmp_path: Path) -> tuple[Path, Path]:

@@ -10,7 +10,7 @@ from agent.kube.api import KubeApi
 from agent.kube.nodereports import NodeReportCache, Seen
 from agent.kubesemantics.timestamps import rfc3339
 from tests.harness.fake_apiserver import FakeApiServer
-from tests.harness.nodereport import register_crd
+from tests.harness.nodereport import put_report, register_crd
 from tests.harness.waiting import wait_until
 
 T0 = 1_790_000_000.0
@@ -19,19 +19,6 @@ POD_UID = "0a0b0c0d-0000-4000-8000-000000000001"
 
 def _report(server: FakeApiServer, name: str, observed: float, **status: Any) -> None:
     """Create (or update) a node's report with an observed time and a heartbeat of 60 s."""
-    if server.try_get("nodereports", name) is None:
-        server.create(
-            {
-                "apiVersion": "kubelet-companion.io/v1alpha1",
-                "kind": "NodeReport",
-                "metadata": {
-                    "name": name,
-                    "ownerReferences": [
-                        {"apiVersion": "v1", "kind": "Node", "name": name, "uid": f"uid-{name}"}
-                    ],
-                },
-            }
-        )
     body = {
         "observedTime": rfc3339(observed),
         "heartbeatSeconds": 60,
@@ -46,7 +33,7 @@ def _report(server: FakeApiServer, name: str, observed: float, **status: Any) ->
         "agentStopped": False,
         **status,
     }
-    server.patch("nodereports", name, {"status": body}, patch_type="merge", subresource="status")
+    put_report(server, name, body)
 
 
 def _entries(cache: NodeReportCache) -> dict[str, Seen]:

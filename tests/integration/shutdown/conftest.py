@@ -38,6 +38,7 @@ from tests.harness.fake_apiserver.requestlog import RecordedRequest, observe_eve
 from tests.harness.fake_apiserver.resources import ResourceType
 from tests.harness.fake_apiserver.store import StoredEvent
 from tests.harness.logind import LogindHarness
+from tests.harness.logind.systemd1 import Systemd1Call
 from tests.harness.shutdownpods import NODE
 from tests.harness.waiting import wait_until
 
@@ -207,6 +208,19 @@ class ShutdownRig:
         since = time.monotonic()
         await asyncio.to_thread(self.logind.power_off)
         return await self.logind.wait_for_prepare_for_shutdown_async(True, timeout=5, since=since)
+
+    async def power_off_until_released(self, timeout: float = 20) -> tuple[float, Systemd1Call]:
+        """PowerOff, then wait for logind's StartUnit (made once our lock is gone); returns
+        the agent's recorded start (see ``started_at``) and that call."""
+        await self.power_off()
+        started = await self.started_at()
+        start_unit = await self.logind.systemd1.wait_for_call_async("StartUnit", timeout=timeout)
+        return started, start_unit
+
+    async def final_state(self, timeout: float = 5) -> dict[str, Any]:
+        """The state file once the agent has written its final record."""
+        await until(lambda: self.state()["status"] == "finished", timeout, "the final record")
+        return self.state()
 
     async def stop(self) -> None:
         for task in reversed(self.tasks):

@@ -173,4 +173,4 @@ async def test_prepare_for_shutdown_sent_while_reconnecting_still_starts_the_shu
     start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=15)
     assert rig.pod_deletions(), "the shutdown was missed: no pod deleted"
     assert start_unit.time - signalled < 8  # the lock went before logind's full delay
-    await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
+    await rig.final_state()

@@ -44,15 +44,12 @@ async def test_stuck_pod_delays_neither_the_next_phase_nor_the_release(
     assert rig.kubelet is not None
     rig.kubelet.stick("default", "stuck")
     await rig.wait_for_lock()
-    await rig.power_off()
-    started = await rig.started_at()
-    start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
+    started, start_unit = await rig.power_off_until_released()
 
     by_pod = {d.path.rsplit("/", 1)[1]: d.monotonic for d in rig.pod_deletions()}
     assert 2.0 <= by_pod["next"] - started < 4.0  # at phase 0's deadline, inside phase 1's
     assert start_unit.time - started < 4.0 + RELEASE_MARGIN  # released by the 4 s budget
-    await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
-    state = rig.state()
+    state = await rig.final_state()
     assert [p["status"] for p in state["phases"]] == ["timed-out", "done"]
     assert state["releasedBy"] == "phases-done"
     timed_out = rig.metric(
@@ -74,15 +71,13 @@ async def test_api_outage_keeps_phase_timing_and_releases_on_time(
     await rig.wait_for_lock()
     assert rig.server is not None
     with rig.server.outage():
-        await rig.power_off()
-        started = await rig.started_at()
-        start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
+        started, start_unit = await rig.power_off_until_released()
     assert start_unit.time - started < 3.0 + RELEASE_MARGIN
     failed = rig.server.requests("DELETE", "/pods/", status=503)
     assert len([r for r in failed if r.path.endswith("/a")]) >= 2  # retried, with backoff
     first_b = min(r.monotonic for r in failed if r.path.endswith("/b"))
     assert first_b - started >= 1.0  # phase 2 still waited for phase 1's deadline
-    await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
+    await rig.final_state()
     assert rig.state()["releasedBy"] == "budget"
     failed_a = rig.metric(
         "kubelet_companion_shutdown_pods_terminated_total", priority="0", result="failed"
@@ -100,9 +95,7 @@ async def test_hanging_api_server_cannot_hold_the_lock_past_the_budget(
     await rig.wait_for_lock()
     assert rig.server is not None
     rig.server.faults.hang("DELETE", r"/pods/", seconds=30, times=None)
-    await rig.power_off()
-    started = await rig.started_at()
-    start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
+    started, start_unit = await rig.power_off_until_released()
     assert start_unit.time - started < 2.0 + RELEASE_MARGIN
     # logind starts the poweroff as soon as the lock's fd is closed; the metric is set right
     # after the close, possibly by the watchdog thread, so wait for it rather than race it.
@@ -189,11 +182,9 @@ async def test_node_only_mode_keeps_lock_state_file_and_metrics(
     logind_harness.systemd1.configure_jobs(emit_job_removed=False)
     rig: ShutdownRig = await rig_factory(buckets=[(0, 3), (1000, 3)], cluster=False)
     await rig.wait_for_lock()
-    await rig.power_off()
-    started = await rig.started_at()
-    start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=10)
+    started, start_unit = await rig.power_off_until_released(timeout=10)
     assert start_unit.time - started < 6.0  # before the budget's end: nothing to wait for
-    await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
+    await rig.final_state()
     assert [p["status"] for p in rig.state()["phases"]] == ["empty", "empty"]
     assert rig.state()["releasedBy"] == "phases-done"
     end = rig.metric("kubelet_companion_graceful_shutdown_end_time_seconds")
@@ -218,7 +209,7 @@ async def test_lock_goes_at_the_budget_even_with_the_event_loop_blocked(
     time.sleep(2.5)  # noqa: ASYNC251 - on purpose: the agent's event loop is frozen meanwhile
     start_unit = logind_harness.systemd1.wait_for_call("StartUnit", timeout=5)
     assert start_unit.time - started < 1.0 + RELEASE_MARGIN  # the loop was frozen 2.5 s
-    await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
+    await rig.final_state()
     assert rig.state()["releasedBy"] == "watchdog"
 
 
@@ -240,9 +231,7 @@ async def test_pods_in_a_zero_second_bucket_are_still_terminated(
     assert rig.kubelet is not None
     rig.kubelet.stick("default", "stuck")
     await rig.wait_for_lock()
-    await rig.power_off()
-    started = await rig.started_at()
-    start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
+    started, start_unit = await rig.power_off_until_released()
     assert start_unit.time - started < 2.0 + RELEASE_MARGIN  # not held for the late delete
 
     crit = await until(
@@ -251,7 +240,7 @@ async def test_pods_in_a_zero_second_bucket_are_still_terminated(
     assert len(crit) == 1
     assert crit[0].body["gracePeriodSeconds"] == 1  # min(0 s, 30 s), never a force delete
     assert crit[0].monotonic - started >= 2.0  # only once phase 0's deadline came
-    await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
+    await rig.final_state()
     phases = rig.state()["phases"]
     assert [(p["status"], p["pods"]) for p in phases] == [("timed-out", 1), ("timed-out", 1)]
     assert rig.kubelet is not None
@@ -275,9 +264,7 @@ async def test_pdb_blocked_pod_of_the_last_phase_is_deleted_at_the_budgets_end(
     assert rig.server is not None
     await asyncio.to_thread(rig.server.wait_for, "poddisruptionbudgets", "guard", pdb_settled)
     await rig.wait_for_lock()
-    await rig.power_off()
-    started = await rig.started_at()
-    start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=20)
+    started, start_unit = await rig.power_off_until_released()
     assert start_unit.time - started < 2.0 + RELEASE_MARGIN
 
     deletes = await until(rig.pod_deletions, 5, "the delete after the PDB held to the end")

@@ -16,7 +16,7 @@ import structlog
 from agent.shutdown.deadlines import TAINT_WAIT_SHARE
 from tests.harness.logind import LogindHarness
 from tests.harness.shutdownpods import quick_pods
-from tests.integration.shutdown.conftest import NODE, ShutdownRig, until
+from tests.integration.shutdown.conftest import NODE, ShutdownRig
 
 pytestmark = pytest.mark.root
 
@@ -47,7 +47,7 @@ async def test_a_taint_the_api_server_will_not_store_does_not_hold_up_the_phases
     with structlog.testing.capture_logs() as logs:
         await rig.power_off()
         start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=15)
-        await until(lambda: rig.state()["status"] == "finished", 5, "the final record")
+        await rig.final_state()
     started = await rig.started_at()
 
     state = rig.state()

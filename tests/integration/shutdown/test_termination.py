@@ -73,7 +73,7 @@ async def test_evictions_refused_for_good_still_end_with_the_pods_gone(
     await rig.power_off()
     started = await rig.started_at()
     await until(lambda: removed(rig, "stubborn", "forbidden", "no-subresource"), 10, "all gone")
-    await until(lambda: rig.state()["status"] == "finished", 10, "the final record")
+    await rig.final_state(10)
 
     # The refused evictions were followed by deletes at once: their phase ended early.
     assert [p["status"] for p in rig.state()["phases"]] == ["timed-out", "done"]
@@ -134,7 +134,7 @@ async def test_a_failing_status_patch_never_holds_up_the_phase(
     await rig.wait_for_lock()
     await rig.power_off()
     await rig.started_at()
-    await until(lambda: rig.state()["status"] == "finished", 10, "the final record")
+    await rig.final_state(10)
     state = rig.state()
     assert [p["status"] for p in state["phases"]] == ["done"]  # gone before its deadline
     assert state["releasedBy"] == "phases-done"
@@ -164,7 +164,7 @@ async def test_unused_time_flows_to_the_next_phase(
     await rig.wait_for_lock()
     await rig.power_off()
     started = await rig.started_at()
-    await until(lambda: rig.state()["status"] == "finished", 10, "the final record")
+    await rig.final_state(10)
 
     phases = rig.state()["phases"]
     assert [p["status"] for p in phases] == ["done", "timed-out", "done"]
@@ -203,6 +203,6 @@ async def test_deletes_hanging_in_one_phase_do_not_starve_the_next(
         10,
     )
     assert after.monotonic - started < 2 + 4  # inside phase 2, not after a 60 s timeout
-    await until(lambda: rig.state()["status"] == "finished", 10, "the final record")
+    await rig.final_state(10)
     assert [p["status"] for p in rig.state()["phases"]] == ["timed-out", "done"]
     rig.server.faults.clear()

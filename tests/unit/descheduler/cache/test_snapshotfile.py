@@ -15,47 +15,19 @@ from agent.cli import main
 from agent.config.errors import ConfigError
 from agent.descheduler.cache.projection import project_node, project_pod
 from agent.descheduler.cache.snapshotfile import load_snapshot
-from tests.harness.deschedulerstate import node, pdb, pod
+from tests.harness.deschedulerstate import node, pdb, pod, write_snapshot_file
+from tests.harness.kubeobjects import list_document, node_report
 from tests.harness.repository import EXAMPLES
 
 NOW = 1_800_000_000.0
-
-
-def _list(*items: dict[str, Any], kind: str = "List") -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": kind, "items": list(items)}
-
-
-def _write(path: Path, document: Any, *, gzipped: bool = False) -> Path:
-    data = json.dumps(document).encode()
-    path.write_bytes(gzip.compress(data) if gzipped else data)
-    return path
 
 
 def _report(
     name: str, observed: str, *, owner_uid: str | None = None, **status: Any
 ) -> dict[str, Any]:
     """A NodeReport owned by the Node ``name`` (``tests.harness.deschedulerstate``'s uid)."""
-    return {
-        "apiVersion": "kubelet-companion.io/v1alpha1",
-        "kind": "NodeReport",
-        "metadata": {
-            "name": name,
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "name": name,
-                    "uid": owner_uid or f"uid-{name}",
-                }
-            ],
-        },
-        "status": {
-            "observedTime": observed,
-            "heartbeatSeconds": 60,
-            "usage": {"cpu": 0.5, "memory": 2**30},
-            **status,
-        },
-    }
+    usage = {"cpu": 0.5, "memory": 2**30}
+    return node_report(name, observed, node_uid=owner_uid, **{"usage": usage, **status})
 
 
 def _created(item: dict[str, Any], stamp: str) -> dict[str, Any]:
@@ -92,9 +64,11 @@ def test_items_are_projected_as_the_caches_project_them(tmp_path: Path) -> None:
 
 def test_gzip_is_recognised_by_its_bytes_not_its_name(tmp_path: Path) -> None:
     """A gzipped file named ``.json`` and a plain one named ``.gz`` read the same."""
-    document = _list(node("n1"), pod("p", "n1"))
-    zipped = load_snapshot(_write(tmp_path / "a.json", document, gzipped=True), now=NOW)
-    plain = load_snapshot(_write(tmp_path / "b.json.gz", document), now=NOW)
+    document = list_document(node("n1"), pod("p", "n1"))
+    zipped = load_snapshot(
+        write_snapshot_file(tmp_path / "a.json", document, gzipped=True), now=NOW
+    )
+    plain = load_snapshot(write_snapshot_file(tmp_path / "b.json.gz", document), now=NOW)
     assert zipped == plain
     assert [p.name for p in zipped[0].pods_on("n1")] == ["p"]
 
@@ -108,7 +82,9 @@ def test_node_images_are_read_for_placement(tmp_path: Path) -> None:
         {"names": ["bad:size"], "sizeBytes": -3},
         {"names": ["nosize:1"]},
     ]
-    snapshot = load_snapshot(_write(tmp_path / "s.json", _list(with_images)), now=NOW).snapshot
+    snapshot = load_snapshot(
+        write_snapshot_file(tmp_path / "s.json", list_document(with_images)), now=NOW
+    ).snapshot
     assert snapshot.nodes["n1"].images == {
         "registry.example/app@sha256:ab": 7,
         "registry.example/app:1": 7,
@@ -119,21 +95,23 @@ def test_node_images_are_read_for_placement(tmp_path: Path) -> None:
 
 def test_typed_lists_and_unknown_kinds(tmp_path: Path) -> None:
     """Items of a typed list (``PodList``) need no kind; other kinds are counted, not read."""
-    pods = _list({**pod("p", "n1"), "kind": None}, kind="PodList")
-    snapshot = load_snapshot(_write(tmp_path / "pods.json", pods), now=NOW).snapshot
+    pods = {**list_document({**pod("p", "n1"), "kind": None}), "kind": "PodList"}
+    snapshot = load_snapshot(write_snapshot_file(tmp_path / "pods.json", pods), now=NOW).snapshot
     assert [p.name for p in snapshot.pods_on("n1")] == ["p"]
-    mixed = _list(node("n1"), {"kind": "Service", "metadata": {"name": "s"}})
-    ignored = load_snapshot(_write(tmp_path / "mixed.json", mixed), now=NOW).ignored
+    mixed = list_document(node("n1"), {"kind": "Service", "metadata": {"name": "s"}})
+    ignored = load_snapshot(write_snapshot_file(tmp_path / "mixed.json", mixed), now=NOW).ignored
     assert ignored == {"Service": 1}
 
 
 def test_node_reports_are_judged_at_the_capture_time_given(tmp_path: Path) -> None:
     """With ``captured_at``, reports are stale against it (not against today), and a fresh
     report saying shutdown makes its node no room."""
-    snapshot_file = _write(tmp_path / "s.json", _list(node("a"), node("b"), node("c")))
-    reports = _write(
+    snapshot_file = write_snapshot_file(
+        tmp_path / "s.json", list_document(node("a"), node("b"), node("c"))
+    )
+    reports = write_snapshot_file(
         tmp_path / "r.json.gz",
-        _list(
+        list_document(
             _report("a", "2026-11-01T10:00:00Z"),
             _report("b", "2026-11-01T09:00:00Z"),
             _report("c", "2026-11-01T10:00:00Z", shutdown={"state": "inProgress"}),
@@ -156,7 +134,9 @@ def test_without_a_capture_time_the_newest_server_stamp_is_taken(tmp_path: Path)
     stamped["metadata"]["managedFields"] = [{"time": "2026-11-01T10:01:00Z"}]
     items = [_created(node("a"), "2026-01-01T00:00:00Z"), stamped]
     reports = [_report("a", "2026-11-01T10:00:50Z"), _report("b", "2026-11-01T09:00:00Z")]
-    loaded = load_snapshot(_write(tmp_path / "s.json", _list(*items, *reports)), now=NOW)
+    loaded = load_snapshot(
+        write_snapshot_file(tmp_path / "s.json", list_document(*items, *reports)), now=NOW
+    )
     assert loaded.captured_at == 1_793_527_260.0  # 10:01:00, the managedFields time
     assert (loaded.snapshot.node_usage["a"].stale, loaded.snapshot.node_usage["b"].stale) == (
         False,
@@ -170,7 +150,9 @@ def test_a_report_from_the_future_cannot_make_the_others_stale(tmp_path: Path) -
     snapshot's own capture time and stay fresh."""
     items = [_created(node("a"), "2026-11-01T10:00:30Z"), node("z")]
     reports = [_report("a", "2026-11-01T10:00:00Z"), _report("z", "2099-01-01T00:00:00Z")]
-    loaded = load_snapshot(_write(tmp_path / "s.json", _list(*items, *reports)), now=NOW)
+    loaded = load_snapshot(
+        write_snapshot_file(tmp_path / "s.json", list_document(*items, *reports)), now=NOW
+    )
     assert not loaded.snapshot.node_usage["a"].stale
     assert "z" not in loaded.snapshot.node_usage
     assert loaded.distrusted["z"].reason == "future-timestamp"
@@ -206,7 +188,7 @@ def test_reports_the_descheduler_cannot_believe_are_left_out(
     """A forged, foreign-owned, orphaned or absurd report gives its node no usage (the
     node falls back to requests) and is named with its reason."""
     items = [_created(node("a"), "2026-11-01T10:00:30Z"), node("b"), report]
-    loaded = load_snapshot(_write(tmp_path / "s.json", _list(*items)), now=NOW)
+    loaded = load_snapshot(write_snapshot_file(tmp_path / "s.json", list_document(*items)), now=NOW)
     assert loaded.snapshot.node_usage == {}
     (distrusted,) = loaded.distrusted.values()
     assert distrusted.reason == reason
@@ -227,7 +209,7 @@ def test_reports_the_descheduler_cannot_believe_are_left_out(
         ),
         pytest.param(
             json.dumps(
-                _list(
+                list_document(
                     node("n1"),
                     {"kind": "Pod", "metadata": {}},
                     {"metadata": {"name": "x"}},
@@ -262,8 +244,10 @@ def test_bad_snapshots_name_every_problem(
 
 def test_node_reports_file_takes_only_node_reports(tmp_path: Path) -> None:
     """A NodeReports file holding something else is an error at that item."""
-    snapshot_file = _write(tmp_path / "s.json", _list(node("a")))
-    reports = _write(tmp_path / "r.json", _list(_report("a", "2026-11-01T10:00:00Z"), node("b")))
+    snapshot_file = write_snapshot_file(tmp_path / "s.json", list_document(node("a")))
+    reports = write_snapshot_file(
+        tmp_path / "r.json", list_document(_report("a", "2026-11-01T10:00:00Z"), node("b"))
+    )
     with pytest.raises(ConfigError, match=r"items\[1\]\.kind: expected NodeReport, got 'Node'"):
         load_snapshot(snapshot_file, now=NOW, node_reports=reports)
 
@@ -280,7 +264,9 @@ def test_cli_exits_2_naming_the_bad_policy_and_the_bad_snapshot(
         "      thresholds: {cpu: 120}\n  plugins:\n    balance:\n"
         "      enabled: [LowNodeUtilization]\n"
     )
-    snapshot = _write(tmp_path / "s.json", _list(node("n1"), {"kind": "Pod", "metadata": {}}))
+    snapshot = write_snapshot_file(
+        tmp_path / "s.json", list_document(node("n1"), {"kind": "Pod", "metadata": {}})
+    )
     code = main(
         ["descheduler", "plan", "--snapshot", str(snapshot), "--policy-config-file", str(policy)]
     )
@@ -316,7 +302,7 @@ def test_budgets_in_a_snapshot_block_as_the_api_server_would(
     items = [node("n1"), node("n2"), node("n3")]
     items += [pod(f"db-{i}", "n1", labels={"app": "db"}) for i in range(3)]
     items += [pdb("db", match_labels={"app": "db"}, disruptions_allowed=1)]
-    snapshot = _write(tmp_path / "s.json", _list(*items))
+    snapshot = write_snapshot_file(tmp_path / "s.json", list_document(*items))
     policy = tmp_path / "policy.yaml"
     policy.write_text(
         "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n"
@@ -365,7 +351,7 @@ def test_gzip_members_cost_linear_work(tmp_path: Path, counted: type[_Counted]) 
     handing each decoder about its own member, never the rest of the input: the bytes
     handed stay within a few times the file (handing each the rest was quadratic: 8 MB of
     empty members took 42 s)."""
-    document = json.dumps(_list(node("a"))).encode()
+    document = json.dumps(list_document(node("a"))).encode()
     data = gzip.compress(b"") * 20_000 + gzip.compress(document)
     path = tmp_path / "members.json.gz"
     path.write_bytes(data)

@@ -34,7 +34,7 @@ from agent.kubesemantics import quantities
 from agent.kubesemantics.quantities import MAX_LENGTH, parse_quantity
 from tests.harness.deschedulerstate import node, pdb, pod
 from tests.harness.fifo import fed_fifo
-from tests.harness.kubeobjects import owner_ref
+from tests.harness.kubeobjects import node_report, owner_ref
 
 _DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
 FUZZ = settings(
@@ -73,25 +73,15 @@ _ANY = st.recursive(
 
 
 def _report(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubelet-companion.io/v1alpha1",
-        "kind": "NodeReport",
-        "metadata": {
-            "name": name,
-            "ownerReferences": [
-                {"apiVersion": "v1", "kind": "Node", "name": name, "uid": f"uid-{name}"}
-            ],
-        },
-        "status": {
-            "observedTime": "2026-11-01T10:00:00Z",
-            "heartbeatSeconds": 60,
-            "bootID": "b",
-            "usage": {"cpu": 1.5, "memory": 2**30},
-            "pods": [{"namespace": "default", "name": "p0", "uid": "uid-default-p0", "cpu": 1}],
-            "shutdown": {"state": "completed"},
-            "readiness": {"gateHeld": False, "waitingFor": ["x"]},
-        },
-    }
+    return node_report(
+        name,
+        "2026-11-01T10:00:00Z",
+        bootID="b",
+        usage={"cpu": 1.5, "memory": 2**30},
+        pods=[{"namespace": "default", "name": "p0", "uid": "uid-default-p0", "cpu": 1}],
+        shutdown={"state": "completed"},
+        readiness={"gateHeld": False, "waitingFor": ["x"]},
+    )
 
 
 def _with_status(built: dict[str, Any]) -> dict[str, Any]:

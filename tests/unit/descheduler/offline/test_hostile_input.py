@@ -15,7 +15,7 @@ from agent.cli import main
 from agent.descheduler.core.plugins.removeduplicates import RemoveDuplicates
 from tests.harness.deschedulerstate import node, pdb, pod
 from tests.harness.fifo import fed_fifo
-from tests.harness.kubeobjects import owner_ref
+from tests.harness.kubeobjects import list_document, node_report, owner_ref
 
 CREATED = "2026-11-01T10:00:30Z"
 LNU_ON_REPORTS = """\
@@ -45,22 +45,7 @@ profiles:
 
 
 def _report(name: str, observed: str = "2026-11-01T10:00:00Z", **status: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubelet-companion.io/v1alpha1",
-        "kind": "NodeReport",
-        "metadata": {
-            "name": name,
-            "ownerReferences": [
-                {"apiVersion": "v1", "kind": "Node", "name": name, "uid": f"uid-{name}"}
-            ],
-        },
-        "status": {
-            "observedTime": observed,
-            "heartbeatSeconds": 60,
-            "usage": {"cpu": 0.4, "memory": 2**30},
-            **status,
-        },
-    }
+    return node_report(name, observed, **{"usage": {"cpu": 0.4, "memory": 2**30}, **status})
 
 
 def _cluster() -> list[dict[str, Any]]:
@@ -87,7 +72,7 @@ def _plan(
     """Run ``descheduler plan --output json``; return the code, the plan (or None), stderr."""
     snapshot = tmp_path / "snapshot.json"
     if raw is None:
-        raw = json.dumps({"apiVersion": "v1", "kind": "List", "items": items or []}).encode()
+        raw = json.dumps(list_document(*(items or []))).encode()
     snapshot.write_bytes(raw)
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(policy)

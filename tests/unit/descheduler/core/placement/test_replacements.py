@@ -92,84 +92,89 @@ def _zone(zone: str) -> dict[str, Any]:
     }
 
 
+def _big_node(**fields: Any) -> dict[str, Any]:
+    """``big``: 16 CPUs and 64 GiB, empty, as ``fields`` change it."""
+    return node("big", cpu="16", memory="64Gi", **fields)
+
+
 # An empty big node ("big") wins LeastAllocated whenever the filters let the pod go there;
 # "small" is the fallback, "src" is where the evicted pod runs.
 @pytest.mark.parametrize(
     ("big", "moving", "usage", "expected"),
     [
-        pytest.param(node("big", cpu="16", memory="64Gi"), {}, None, "big", id="emptiest-wins"),
+        pytest.param(_big_node(), {}, None, "big", id="emptiest-wins"),
         pytest.param(
-            node("big", cpu="16", memory="64Gi", taints=[GPU_TAINT]),
+            _big_node(taints=[GPU_TAINT]),
             {},
             None,
             "small",
             id="untolerated-noschedule-taint",
         ),
         pytest.param(
-            node("big", cpu="16", memory="64Gi", taints=[GPU_TAINT]),
+            _big_node(taints=[GPU_TAINT]),
             {"tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]},
             None,
             "big",
             id="tolerated-noschedule-taint",
         ),
         pytest.param(
-            node("big", cpu="16", memory="64Gi", taints=[EDGE_TAINT]),
+            _big_node(taints=[EDGE_TAINT]),
             {"tolerations": [{"key": "dedicated", "value": "other", "effect": "NoExecute"}]},
             None,
             "small",
             id="noexecute-taint-value-differs",
         ),
         pytest.param(
-            node("big", cpu="16", memory="64Gi", taints=[EDGE_TAINT]),
+            _big_node(taints=[EDGE_TAINT]),
             {"tolerations": [{"key": "dedicated", "value": "edge", "effect": "NoExecute"}]},
             None,
             "big",
             id="tolerated-noexecute-taint",
         ),
         pytest.param(
-            node("big", cpu="16", memory="64Gi", taints=[SOFT_TAINT]),
+            _big_node(taints=[SOFT_TAINT]),
             {},
             None,
             "small",
             id="prefernoschedule-scores-against",
         ),
         pytest.param(
-            node("big", cpu="16", memory="64Gi", taints=[SOFT_TAINT]),
+            _big_node(taints=[SOFT_TAINT]),
             {"tolerations": [{"key": "soft", "operator": "Exists"}]},
             None,
             "big",
             id="prefernoschedule-tolerated",
         ),
         pytest.param(
-            node("big", cpu="16", memory="64Gi", labels={"disk": "hdd"}),
+            _big_node(labels={"disk": "hdd"}),
             {"node_selector": {"disk": "ssd"}},
             None,
             "small",
             id="nodeselector-mismatch",
         ),
         pytest.param(
-            node("big", cpu="16", memory="64Gi", labels={"zone": "b"}),
+            _big_node(labels={"zone": "b"}),
             {"affinity": _zone("a")},
             None,
             "small",
             id="required-node-affinity-mismatch",
         ),
         pytest.param(
-            node("big", cpu="16", memory="64Gi", labels={"zone": "a"}),
+            _big_node(labels={"zone": "a"}),
             {"affinity": _zone("a")},
             None,
             "big",
             id="required-node-affinity-match",
         ),
         pytest.param(
-            node("big", cpu="16", memory="64Gi", unschedulable=True),
+            _big_node(unschedulable=True),
             {},
             None,
             "small",
             id="cordoned",
         ),
         pytest.param(
-            node("big", cpu="16", memory="64Gi", unschedulable=True),
+            _big_node(unschedulable=True),
             {
                 "tolerations": [
                     {"key": "node.kubernetes.io/unschedulable", "operator": "Exists"},
@@ -179,18 +184,16 @@ def _zone(zone: str) -> dict[str, Any]:
             "big",
             id="cordoned-but-tolerated",
         ),
+        pytest.param(_big_node(ready=False), {}, None, "small", id="not-ready"),
         pytest.param(
-            node("big", cpu="16", memory="64Gi", ready=False), {}, None, "small", id="not-ready"
-        ),
-        pytest.param(
-            node("big", cpu="16", memory="64Gi"),
+            _big_node(),
             {},
             {"shutting_down": True},
             "small",
             id="agent-reports-shutdown",
         ),
         pytest.param(
-            node("big", cpu="16", memory="64Gi"),
+            _big_node(),
             {},
             {"gated": True},
             "small",
@@ -204,7 +207,7 @@ def _zone(zone: str) -> dict[str, Any]:
             id="insufficient-cpu",
         ),
         pytest.param(
-            node("big", cpu="16", memory="64Gi", pods="1"),
+            _big_node(pods="1"),
             {},
             None,
             "small",

@@ -77,11 +77,23 @@ def _outcome(plan: Plan) -> tuple[list[str], list[str]]:
 TAINT = "CriticalAddonsOnly=kube-system_dns:NoSchedule"
 
 
+def two_full(**addon_fields: Any) -> list[dict[str, Any]]:
+    """Nodes ``a`` and ``b`` (4 CPUs each), each 3 CPUs full with one filler (``a1``, ``b1``),
+    and the add-on (2 CPUs) as ``addon_fields`` make it."""
+    return [
+        node("a"),
+        node("b"),
+        filler("a1", "a", "3"),
+        filler("b1", "b", "3"),
+        addon(**addon_fields),
+    ]
+
+
 @pytest.mark.parametrize(
     ("items", "taints", "evicted"),
     [
         pytest.param(
-            [node("a"), node("b"), filler("a1", "a", "3"), filler("b1", "b", "3"), addon()],
+            two_full(),
             [f"a:{TAINT}"],
             ["a1"],
             id="tie-broken-by-name",
@@ -223,73 +235,37 @@ TAINT = "CriticalAddonsOnly=kube-system_dns:NoSchedule"
             id="fits-already-is-not-ours",
         ),
         pytest.param(
-            [
-                node("a"),
-                node("b"),
-                filler("a1", "a", "3"),
-                filler("b1", "b", "3"),
-                addon(since=NOW - 10),
-            ],
+            two_full(since=NOW - 10),
             [],
             [],
             id="not-unschedulable-long-enough",
         ),
         pytest.param(
-            [
-                node("a"),
-                node("b"),
-                filler("a1", "a", "3"),
-                filler("b1", "b", "3"),
-                addon(annotations={}),
-            ],
+            two_full(annotations={}),
             [],
             [],
             id="not-critical",
         ),
         pytest.param(
-            [
-                node("a"),
-                node("b"),
-                filler("a1", "a", "3"),
-                filler("b1", "b", "3"),
-                addon(annotations={}, priority=2_000_000_000),
-            ],
+            two_full(annotations={}, priority=2_000_000_000),
             [f"a:{TAINT}"],
             ["a1"],
             id="critical-by-priority",
         ),
         pytest.param(
-            [
-                node("a"),
-                node("b"),
-                filler("a1", "a", "3"),
-                filler("b1", "b", "3"),
-                addon(namespace="default"),
-            ],
+            two_full(namespace="default"),
             [],
             [],
             id="outside-the-system-namespaces",
         ),
         pytest.param(
-            [
-                node("a"),
-                node("b"),
-                filler("a1", "a", "3"),
-                filler("b1", "b", "3"),
-                addon(tolerations=[]),
-            ],
+            two_full(tolerations=[]),
             [],
             [],
             id="must-tolerate-the-rescue-taint",
         ),
         pytest.param(
-            [
-                node("a"),
-                node("b"),
-                filler("a1", "a", "3"),
-                filler("b1", "b", "3"),
-                addon(reason="SchedulingGated"),
-            ],
+            two_full(reason="SchedulingGated"),
             [],
             [],
             id="only-unschedulable",
@@ -336,13 +312,7 @@ def test_node_shutting_down_is_never_chosen() -> None:
     usage = NodeUsage(
         "a", {}, {}, stale=False, shutting_down=True, gated=False, agent_stopped=False
     )
-    items = [
-        node("a"),
-        node("b"),
-        filler("a1", "a", "3"),
-        filler("b1", "b", "3"),
-        addon(),
-    ]
+    items = two_full()
     assert _outcome(_plan(None, *items, node_usage={"a": usage})) == ([f"b:{TAINT}"], ["b1"])
 
 
@@ -351,13 +321,7 @@ def test_gated_node_is_never_chosen() -> None:
     usage = NodeUsage(
         "a", {}, {}, stale=False, shutting_down=False, gated=True, agent_stopped=False
     )
-    items = [
-        node("a"),
-        node("b"),
-        filler("a1", "a", "3"),
-        filler("b1", "b", "3"),
-        addon(),
-    ]
+    items = two_full()
     assert _outcome(_plan(None, *items, node_usage={"a": usage})) == ([f"b:{TAINT}"], ["b1"])
 
 
@@ -387,7 +351,7 @@ def test_rescue_under_way_is_not_repeated() -> None:
 def test_recorded_rescue_is_under_way_before_the_cache_shows_its_taint() -> None:
     """The record alone says a rescue is under way: a node cache that has not yet seen the
     taint does not make the add-on rescued twice."""
-    items = [node("a"), node("b"), filler("a1", "a", "3"), filler("b1", "b", "3"), addon()]
+    items = two_full()
     assert _outcome(_plan(None, *items, taint_record=rescue_record("a"))) == ([], [])
 
 
@@ -409,23 +373,21 @@ def test_a_forged_mark_with_its_taint_only_keeps_that_node_out() -> None:
 
 def test_a_rescue_past_its_end_is_no_longer_under_way() -> None:
     """A recorded rescue whose end has passed (its entry outlived it) does not stop a new one."""
-    items = [node("a"), node("b"), filler("a1", "a", "3"), filler("b1", "b", "3"), addon()]
+    items = two_full()
     record = rescue_record("a", until=NOW)
     assert _outcome(_plan(None, *items, taint_record=record)) == ([f"a:{TAINT}"], ["a1"])
 
 
 def test_another_addons_rescue_does_not_stop_this_one() -> None:
     """A recorded rescue of another add-on leaves this one to be rescued."""
-    items = [node("a"), node("b"), filler("a1", "a", "3"), filler("b1", "b", "3"), addon()]
+    items = two_full()
     record = rescue_record("x", pod="kube-system/metrics")
     assert _outcome(_plan(None, *items, taint_record=record)) == ([f"a:{TAINT}"], ["a1"])
 
 
 def test_taint_is_planned_before_its_evictions() -> None:
     """The taint names the add-on and the evictions, and the evictions name the add-on."""
-    plan = _plan(
-        None, node("a"), node("b"), filler("a1", "a", "3"), filler("b1", "b", "3"), addon()
-    )
+    plan = _plan(None, *two_full())
     (change,) = plan.taints
     assert change.add
     assert change.for_pod == "kube-system/dns"
@@ -510,7 +472,5 @@ def test_bad_args_are_named_with_their_path(args: dict[str, Any], message: str) 
 
 def test_dry_run_table_shows_the_taint() -> None:
     """The dry run's table says which node would be tainted, and why."""
-    plan = _plan(
-        None, node("a"), node("b"), filler("a1", "a", "3"), filler("b1", "b", "3"), addon()
-    )
+    plan = _plan(None, *two_full())
     assert f"add taint {TAINT} on a (CriticalAddonRescue: make room" in render_table(plan)

@@ -6,10 +6,8 @@ from typing import Any
 
 import pytest
 
-from agent.config.errors import ConfigError
 from agent.descheduler.core.cycle import run_cycle
-from agent.descheduler.core.policy import parse_policy
-from tests.harness.deschedulerstate import node, pod, policy, snapshot
+from tests.harness.deschedulerstate import ONLY_ARGS, node, pod, policy, policy_errors, snapshot
 from tests.harness.kubeobjects import owner_ref
 from tests.harness.podstatus import condition, container, with_status
 
@@ -305,17 +303,6 @@ def test_the_total_limit_ends_the_plugin() -> None:
     assert _evicted({"maxPodLifeTimeSeconds": 10}, *items, maxNoOfPodsToEvictTotal=2) == ["a", "b"]
 
 
-def _errors(config: list[dict[str, Any]] | None) -> list[str]:
-    profile: dict[str, Any] = {"name": "p", "plugins": {"deschedule": {"enabled": [LIFETIME]}}}
-    if config is not None:
-        profile["pluginConfig"] = config
-    raw = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": [profile]}
-    with pytest.raises(ConfigError) as caught:
-        parse_policy(raw, "<test>")
-    return [str(error) for error in caught.value.errors]
-
-
-ARGS = "profiles[0].pluginConfig[0].args"
 NO_CRITERION = (
     "at least one filtering criterion must be specified "
     "(maxPodLifeTimeSeconds, states, conditions, or exitCodes)"
@@ -325,22 +312,22 @@ NO_CRITERION = (
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        pytest.param({}, [f"{ARGS}: {NO_CRITERION}"], id="no-criterion"),
+        pytest.param({}, [f"{ONLY_ARGS}: {NO_CRITERION}"], id="no-criterion"),
         pytest.param(
             {"ownerKinds": {"include": ["Job"]}, "namespaces": {"include": ["a"]}},
-            [f"{ARGS}: {NO_CRITERION}"],
+            [f"{ONLY_ARGS}: {NO_CRITERION}"],
             id="owner-kinds-and-namespaces-are-not-criteria",
         ),
         pytest.param(
             {"maxPodLifeTimeSeconds": -1},
-            [f"{ARGS}.maxPodLifeTimeSeconds: must be >= 0"],
+            [f"{ONLY_ARGS}.maxPodLifeTimeSeconds: must be >= 0"],
             id="negative-lifetime",
         ),
         pytest.param(
             {"states": ["Running", "Sleeping"]},
             [
-                f"{ARGS}.states: 'Sleeping': states must be one of [Completed ContainerCannotRun "
-                "ContainerCreating CrashLoopBackOff CreateContainerConfigError "
+                f"{ONLY_ARGS}.states: 'Sleeping': states must be one of [Completed "
+                "ContainerCannotRun ContainerCreating CrashLoopBackOff CreateContainerConfigError "
                 "CreateContainerError DeadlineExceeded ErrImagePull Error Evicted Failed "
                 "ImagePullBackOff InvalidImageName NodeAffinity NodeLost OOMKilled Pending "
                 "PodInitializing Running Shutdown StartError Succeeded "
@@ -350,30 +337,30 @@ NO_CRITERION = (
         ),
         pytest.param(
             {"maxPodLifeTimeSeconds": 1, "ownerKinds": {"include": ["Job"], "exclude": ["RS"]}},
-            [f"{ARGS}.ownerKinds: only one of include and exclude can be set"],
+            [f"{ONLY_ARGS}.ownerKinds: only one of include and exclude can be set"],
             id="owner-kinds-include-and-exclude",
         ),
         pytest.param(
             {"conditions": [{"type": "Ready"}, {}]},
             [
-                f"{ARGS}.conditions[1]: at least one of type, status, reason, or "
+                f"{ONLY_ARGS}.conditions[1]: at least one of type, status, reason, or "
                 "minTimeSinceLastTransitionSeconds must be set"
             ],
             id="empty-condition-filter",
         ),
         pytest.param(
             {"conditions": [{"minTimeSinceLastTransitionSeconds": -5}]},
-            [f"{ARGS}.conditions[0].minTimeSinceLastTransitionSeconds: must be >= 0"],
+            [f"{ONLY_ARGS}.conditions[0].minTimeSinceLastTransitionSeconds: must be >= 0"],
             id="negative-transition-time",
         ),
         pytest.param(
             {"exitCodes": [1, 2**31]},
-            [f"{ARGS}.exitCodes: 2147483648: must be 32-bit integers"],
+            [f"{ONLY_ARGS}.exitCodes: 2147483648: must be 32-bit integers"],
             id="exit-code-beyond-int32",
         ),
         pytest.param(
             {"maxPodLifeTimeSeconds": 1, "namespaces": {"include": ["a"], "exclude": ["b"]}},
-            [f"{ARGS}.namespaces: only one of include and exclude can be set"],
+            [f"{ONLY_ARGS}.namespaces: only one of include and exclude can be set"],
             id="namespaces-include-and-exclude",
         ),
         pytest.param(
@@ -381,19 +368,19 @@ NO_CRITERION = (
                 "maxPodLifeTimeSeconds": 1,
                 "labelSelector": {"matchExpressions": [{"key": "a", "operator": "In"}]},
             },
-            [f"{ARGS}.labelSelector: a In needs at least one value"],
+            [f"{ONLY_ARGS}.labelSelector: a In needs at least one value"],
             id="label-selector-without-values",
         ),
     ],
 )
 def test_bad_args_are_reported_with_their_path(args: dict[str, Any], expected: list[str]) -> None:
     """Each of upstream's validation rules rejects the args, naming the field."""
-    assert _errors([{"name": LIFETIME, "args": args}]) == expected
+    assert policy_errors(LIFETIME, args) == expected
 
 
 def test_enabled_without_args_is_an_error() -> None:
     """Enabled with no pluginConfig, the plugin has no criterion: an error, as upstream."""
-    assert _errors(None) == [
+    assert policy_errors(LIFETIME, None) == [
         f"profiles[0].pluginConfig: PodLifeTime is enabled without args, and its defaults are "
         f"not valid: {NO_CRITERION}"
     ]

@@ -6,11 +6,10 @@ from typing import Any
 
 import pytest
 
-from agent.config.errors import ConfigError
 from agent.descheduler.core.cycle import run_cycle
 from agent.descheduler.core.plugins.removefailedpods import RemoveFailedPodsArgs
 from agent.descheduler.core.policy import parse_policy
-from tests.harness.deschedulerstate import node, pod, policy, snapshot
+from tests.harness.deschedulerstate import ONLY_ARGS, node, pod, policy, policy_errors, snapshot
 from tests.harness.kubeobjects import owner_ref
 from tests.harness.podstatus import container, with_status
 
@@ -214,27 +213,12 @@ def test_the_reason_names_why_it_failed() -> None:
     assert [e.reason for e in plan.allowed] == ["failed (Evicted)", "failed (Error)"]
 
 
-def _errors(args: dict[str, Any]) -> list[str]:
-    profile = {
-        "name": "p",
-        "pluginConfig": [{"name": FAILED, "args": args}],
-        "plugins": {"deschedule": {"enabled": [FAILED]}},
-    }
-    raw = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": [profile]}
-    with pytest.raises(ConfigError) as caught:
-        parse_policy(raw, "<test>")
-    return [str(error) for error in caught.value.errors]
-
-
-ARGS = "profiles[0].pluginConfig[0].args"
-
-
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
         pytest.param(
             {"namespaces": {"include": ["a"], "exclude": ["b"]}},
-            [f"{ARGS}.namespaces: only one of include and exclude can be set"],
+            [f"{ONLY_ARGS}.namespaces: only one of include and exclude can be set"],
             id="namespaces-include-and-exclude",
         ),
         pytest.param(
@@ -243,29 +227,32 @@ ARGS = "profiles[0].pluginConfig[0].args"
                     "matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]
                 }
             },
-            [f"{ARGS}.labelSelector: a Exists takes no values"],
+            [f"{ONLY_ARGS}.labelSelector: a Exists takes no values"],
             id="label-selector-exists-with-values",
         ),
         pytest.param(
             {"minPodLifetimeSeconds": -1},
-            [f"{ARGS}.minPodLifetimeSeconds: must be >= 0"],
+            [f"{ONLY_ARGS}.minPodLifetimeSeconds: must be >= 0"],
             id="negative-min-lifetime",
         ),
         pytest.param(
             {"exitCodes": [-(2**31) - 1]},
-            [f"{ARGS}.exitCodes: -2147483649: must be 32-bit integers"],
+            [f"{ONLY_ARGS}.exitCodes: -2147483649: must be 32-bit integers"],
             id="exit-code-beyond-int32",
         ),
         pytest.param(
             {"reasons": "Error", "excludeOwnerKinds": [1]},
-            [f"{ARGS}.excludeOwnerKinds[0]: must be a string", f"{ARGS}.reasons: must be a list"],
+            [
+                f"{ONLY_ARGS}.excludeOwnerKinds[0]: must be a string",
+                f"{ONLY_ARGS}.reasons: must be a list",
+            ],
             id="wrong-types",
         ),
     ],
 )
 def test_bad_args_are_reported_with_their_path(args: dict[str, Any], expected: list[str]) -> None:
     """Each bad arg is rejected, naming the field."""
-    assert _errors(args) == expected
+    assert policy_errors(FAILED, args) == expected
 
 
 def test_enabled_without_args_takes_upstreams_defaults() -> None:

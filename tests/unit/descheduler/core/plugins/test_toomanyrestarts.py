@@ -6,10 +6,8 @@ from typing import Any
 
 import pytest
 
-from agent.config.errors import ConfigError
 from agent.descheduler.core.cycle import run_cycle
-from agent.descheduler.core.policy import parse_policy
-from tests.harness.deschedulerstate import node, pod, policy, snapshot
+from tests.harness.deschedulerstate import ONLY_ARGS, node, pod, policy, policy_errors, snapshot
 from tests.harness.podstatus import container, with_status
 
 RESTARTS = "RemovePodsHavingTooManyRestarts"
@@ -180,26 +178,13 @@ def test_the_reason_names_the_restarts() -> None:
     assert [e.reason for e in plan.allowed] == ["4 restarts (threshold 2)"]
 
 
-def _errors(config: list[dict[str, Any]] | None) -> list[str]:
-    profile: dict[str, Any] = {"name": "p", "plugins": {"deschedule": {"enabled": [RESTARTS]}}}
-    if config is not None:
-        profile["pluginConfig"] = config
-    raw = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": [profile]}
-    with pytest.raises(ConfigError) as caught:
-        parse_policy(raw, "<test>")
-    return [str(error) for error in caught.value.errors]
-
-
-ARGS = "profiles[0].pluginConfig[0].args"
-
-
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
         pytest.param(
             {},
             [
-                f"{ARGS}.podRestartThreshold: invalid PodsHavingTooManyRestarts threshold: "
+                f"{ONLY_ARGS}.podRestartThreshold: invalid PodsHavingTooManyRestarts threshold: "
                 "must be at least 1"
             ],
             id="threshold-required",
@@ -207,27 +192,27 @@ ARGS = "profiles[0].pluginConfig[0].args"
         pytest.param(
             {"podRestartThreshold": 0, "states": ["Running"]},
             [
-                f"{ARGS}.podRestartThreshold: invalid PodsHavingTooManyRestarts threshold: "
+                f"{ONLY_ARGS}.podRestartThreshold: invalid PodsHavingTooManyRestarts threshold: "
                 "must be at least 1"
             ],
             id="threshold-zero",
         ),
         pytest.param(
             {"podRestartThreshold": 2**31},
-            [f"{ARGS}.podRestartThreshold: must be <= 2.14748e+09"],
+            [f"{ONLY_ARGS}.podRestartThreshold: must be <= 2.14748e+09"],
             id="threshold-beyond-int32",
         ),
         pytest.param(
             {"podRestartThreshold": 1, "states": ["Running", "Pending", "OOMKilled"]},
             [
-                f"{ARGS}.states: 'Pending', 'OOMKilled': states must be one of "
+                f"{ONLY_ARGS}.states: 'Pending', 'OOMKilled': states must be one of "
                 "[CrashLoopBackOff Running]"
             ],
             id="states-outside-the-allowed",
         ),
         pytest.param(
             {"podRestartThreshold": 1, "namespaces": {"include": ["a"], "exclude": ["b"]}},
-            [f"{ARGS}.namespaces: only one of include and exclude can be set"],
+            [f"{ONLY_ARGS}.namespaces: only one of include and exclude can be set"],
             id="namespaces-include-and-exclude",
         ),
         pytest.param(
@@ -235,15 +220,15 @@ ARGS = "profiles[0].pluginConfig[0].args"
                 "podRestartThreshold": 1,
                 "labelSelector": {"matchExpressions": [{"key": "a", "operator": "Near"}]},
             },
-            [f"{ARGS}.labelSelector: unknown operator 'Near'"],
+            [f"{ONLY_ARGS}.labelSelector: unknown operator 'Near'"],
             id="label-selector-operator",
         ),
         pytest.param(
             {"podRestartThreshold": 1, "includingInitContainers": "yes", "surprise": 1},
             [
-                f"{ARGS}.surprise: unknown field (known: includingInitContainers, "
+                f"{ONLY_ARGS}.surprise: unknown field (known: includingInitContainers, "
                 "labelSelector, namespaces, podRestartThreshold, states)",
-                f"{ARGS}.includingInitContainers: must be true or false",
+                f"{ONLY_ARGS}.includingInitContainers: must be true or false",
             ],
             id="unknown-field-and-bad-bool",
         ),
@@ -251,13 +236,13 @@ ARGS = "profiles[0].pluginConfig[0].args"
 )
 def test_bad_args_are_reported_with_their_path(args: dict[str, Any], expected: list[str]) -> None:
     """Each of upstream's validation rules rejects the args, naming the field."""
-    assert _errors([{"name": RESTARTS, "args": args}]) == expected
+    assert policy_errors(RESTARTS, args) == expected
 
 
 def test_enabled_without_args_is_an_error() -> None:
     """Enabled with no pluginConfig, the plugin has no threshold: an error, not a default of 0
     that would evict every pod."""
-    assert _errors(None) == [
+    assert policy_errors(RESTARTS, None) == [
         "profiles[0].pluginConfig: RemovePodsHavingTooManyRestarts is enabled without args, "
         "and its defaults are not valid: podRestartThreshold: invalid "
         "PodsHavingTooManyRestarts threshold: must be at least 1"

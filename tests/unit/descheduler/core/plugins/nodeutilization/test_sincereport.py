@@ -4,7 +4,6 @@ add their requests; the plugins, and the offline plan on a snapshot file, decide
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,8 @@ from agent.descheduler.core.cycle import run_cycle
 from agent.descheduler.core.plugins.nodeutilization.sincereport import Settled, settle
 from agent.descheduler.model.cluster import NodeUsage, PodInfo
 from agent.descheduler.plan.shape import Plan
-from tests.harness.deschedulerstate import NOW, node, pod, policy, snapshot
+from tests.harness.deschedulerstate import NOW, node, pod, policy, snapshot, write_snapshot_file
+from tests.harness.kubeobjects import list_document, node_report
 
 LNU = "LowNodeUtilization"
 NODE_REPORTS = {
@@ -156,37 +156,13 @@ class TestTheCycleDecidesOnTheSettledFigure:
         assert cold["sinceReport"] == {"podsGone": 0, "podsStarted": 4}
 
 
-def _write(path: Path, *items: dict[str, Any]) -> Path:
-    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": list(items)}))
-    return path
-
-
 def _report_document(name: str, cpu: float, pods: dict[str, float]) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubelet-companion.io/v1alpha1",
-        "kind": "NodeReport",
-        "metadata": {
-            "name": name,
-            "ownerReferences": [
-                {"apiVersion": "v1", "kind": "Node", "name": name, "uid": f"uid-{name}"}
-            ],
-        },
-        "status": {
-            "observedTime": "2027-01-15T07:59:50Z",
-            "heartbeatSeconds": 60,
-            "usage": {"cpu": cpu, "memory": 0},
-            "pods": [
-                {
-                    "namespace": "default",
-                    "name": p,
-                    "uid": f"uid-default-{p}",
-                    "cpu": c,
-                    "memory": 0,
-                }
-                for p, c in pods.items()
-            ],
-        },
-    }
+    listed = [
+        {"namespace": "default", "name": p, "uid": f"uid-default-{p}", "cpu": c, "memory": 0}
+        for p, c in pods.items()
+    ]
+    usage = {"cpu": cpu, "memory": 0}
+    return node_report(name, "2027-01-15T07:59:50Z", usage=usage, pods=listed)
 
 
 def test_the_offline_plan_settles_reports_the_same_way(tmp_path: Path) -> None:
@@ -194,16 +170,16 @@ def test_the_offline_plan_settles_reports_the_same_way(tmp_path: Path) -> None:
     figure: ``hot``'s report lists ``hot-0`` (1.2 cores), which the snapshot no longer has,
     so hot is at 3.6 - 1.2 = 2.4 cores, 400m over, and one pod goes (``hot-2``, 0.7), not
     the three that 3.6 cores would take."""
-    snapshot_file = _write(
+    snapshot_file = write_snapshot_file(
         tmp_path / "s.json",
-        node("cold"),
-        node("hot"),
-        *(pod(f"hot-{i}", "hot") for i in (2, 3, 4)),
+        list_document(node("cold"), node("hot"), *(pod(f"hot-{i}", "hot") for i in (2, 3, 4))),
     )
-    reports = _write(
+    reports = write_snapshot_file(
         tmp_path / "r.json",
-        _report_document("hot", 3.6, {"hot-0": 1.2, "hot-2": 0.7, "hot-3": 0.5, "hot-4": 0.3}),
-        _report_document("cold", 0.0, {}),
+        list_document(
+            _report_document("hot", 3.6, {"hot-0": 1.2, "hot-2": 0.7, "hot-3": 0.5, "hot-4": 0.3}),
+            _report_document("cold", 0.0, {}),
+        ),
     )
     loaded = load_snapshot(snapshot_file, now=NOW, node_reports=reports, captured_at=NOW)
     plan = run_cycle(policy((LNU, NODE_REPORTS)), loaded.snapshot)

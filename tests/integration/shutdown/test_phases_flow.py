@@ -55,8 +55,16 @@ async def test_phases_run_in_order_with_kubelets_grace_and_release_before_the_de
         buckets=BUCKETS, pods=six_pods(), time_scale=0.25, prepare=foreign_taint
     )
     await rig.wait_for_lock()
-    assert rig.metric("kubelet_companion_inhibitor_lock_held") == 1
-    assert rig.health.readiness().checks["logind-lock"] is True
+    # logind lists the lock before the agent has read Inhibit's reply: its gauge and its
+    # readiness follow once it has, so they are waited for, not read at once.
+    await until(
+        lambda: (
+            rig.metric("kubelet_companion_inhibitor_lock_held") == 1
+            and rig.health.readiness().checks["logind-lock"] is True
+        ),
+        5,
+        "the agent's lock gauge and readiness check",
+    )
 
     signalled = await rig.power_off()
     start_unit = await logind_harness.systemd1.wait_for_call_async("StartUnit", timeout=15)

@@ -96,7 +96,7 @@ BENCHMARKS = (
         ),
         minutes=33,
     ),
-    Benchmark("testsuite", ("--runs", "3"), None, needs_root=True, minutes=8),
+    Benchmark("testsuite", ("--runs", "2"), None, needs_root=True, minutes=16),
     Benchmark(
         "live",
         (

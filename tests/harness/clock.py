@@ -19,6 +19,8 @@ class HandClock:
         self.epoch = epoch
         """Wall-clock time at monotonic 0: ``now()`` is ``epoch + t``."""
         self._moved = asyncio.Event()
+        self.sleeping = 0
+        """Sleeps under way: a task parked on this clock until a test moves it."""
 
     def now(self) -> float:
         return self.epoch + self.t
@@ -28,9 +30,13 @@ class HandClock:
 
     async def sleep(self, seconds: float) -> None:
         deadline = self.t + seconds
-        while self.t < deadline:
-            self._moved.clear()
-            await self._moved.wait()
+        self.sleeping += 1
+        try:
+            while self.t < deadline:
+                self._moved.clear()
+                await self._moved.wait()
+        finally:
+            self.sleeping -= 1
 
     def advance(self, seconds: float) -> None:
         self.t += seconds

@@ -145,7 +145,7 @@ async def _play_replica_set_controller(cluster: Cluster) -> None:
             if time.monotonic() >= when:
                 kubelet.set_ready("default", replacement)
                 del due[replacement]
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.02)  # the stand-in's poll interval; nothing is asserted on it
 
 
 async def _run(cluster: Cluster, kube_api: KubeApi, tmp_path: Path, **options: Any) -> Any:

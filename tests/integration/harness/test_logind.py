@@ -95,10 +95,14 @@ async def test_delay_lock_holds_poweroff_until_fd_closed(
     signals = await prepare_for_shutdown_queue(system_bus)
     fd = await take_delay_lock(system_bus)
 
+    # logind answers PowerOff once it has decided: with no lock to wait for, it has called
+    # StartUnit by then (a blocking call of its own), so none recorded now means it waits.
     logind_harness.power_off()
-    assert await asyncio.wait_for(signals.get(), 5) is True
-    await asyncio.sleep(0.3)  # well inside InhibitDelayMaxSec=5: logind must still be waiting
     assert logind_harness.systemd1.calls("StartUnit") == []
+    assert await asyncio.wait_for(signals.get(), 5) is True
+    # Real time passes with the lock held (well inside InhibitDelayMaxSec=5): logind must
+    # hold poweroff all along, which StartUnit's time after the release shows below.
+    await asyncio.sleep(0.3)
 
     released = time.monotonic()
     os.close(fd)

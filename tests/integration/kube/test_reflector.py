@@ -91,7 +91,7 @@ async def test_reflector_recovers_from_an_outage(
         async with asyncio.timeout(10):
             await reflector.synced.wait()
         with fake_apiserver.outage(mode="status", status=503):
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.2)  # an outage lasts a while; the recovery below is positive
         fake_apiserver.create(kubeobjects.pod("later", node="n1"))
         await _until(lambda: "default/later" in reflector.store, timeout=20)
     finally:

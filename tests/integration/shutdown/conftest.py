@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dbus_fast import Message, MessageType
 from prometheus_client import CollectorRegistry
 
 from agent.clock import SystemClock
 from agent.config import AgentConfig, parse_document
 from agent.config.shutdown import ShutdownOptions
 from agent.daemon import build_cluster
+from agent.logind.session import LogindOwnerChanged
 from agent.node.paths import HostPaths
 from agent.runtime.context import KubeContext
 from agent.shutdown.controller import ShutdownController
@@ -43,6 +45,11 @@ from tests.harness.shutdownpods import NODE
 from tests.harness.waiting import wait_until
 
 TAINT_KEY = SHUTTING_DOWN.key
+_LOCK_DECISIONS = (
+    "shutdown delay lock taken",
+    "our shutdown delay lock survived the logind restart",
+)
+"""What the agent logs after it checked its lock on logind's (re)appearance."""
 BOOT_ID = "5b1f3c9e-0000-4000-8000-000000000001"
 DEFAULT_DROPIN_NAME = Path(ShutdownOptions().logind_drop_in_path).name
 """The agent's default drop-in name, in the harness's logind.conf.d."""
@@ -188,6 +195,40 @@ class ShutdownRig:
 
     async def wait_for_lock(self, timeout: float = 10) -> None:
         await until(lambda: len(self._our_locks()) == 1, timeout, "the agent's lock", blocking=True)
+
+    async def bus_events_handled(self, logs: list[dict[str, Any]]) -> None:
+        """Wait until the agent has handled every bus event it was sent so far.
+
+        First a round trip on the agent's own bus connection (``GetNameOwner`` of logind):
+        the bus delivers in order, so every signal routed to the agent before the answer is
+        in its queue by then. Then a sentinel goes through the same queue, behind them:
+        ``LogindOwnerChanged`` naming logind's present owner, which the agent handles like
+        logind announcing itself (it checks its lock, keeps or takes one, and logs which).
+        ``logs`` (``structlog.testing.capture_logs``) shows that handling: every event
+        queued before the sentinel was handled by then, with all it caused on the loop.
+        """
+        session = self.controller.logind.session
+        bus = session.bus
+        assert bus is not None
+        reply = await bus.call(
+            Message(
+                destination="org.freedesktop.DBus",
+                path="/org/freedesktop/DBus",
+                interface="org.freedesktop.DBus",
+                member="GetNameOwner",
+                signature="s",
+                body=["org.freedesktop.login1"],
+            )
+        )
+        assert reply is not None
+        assert reply.message_type is MessageType.METHOD_RETURN, reply.body
+
+        def lock_decisions() -> int:
+            return sum(e["event"] in _LOCK_DECISIONS for e in logs)
+
+        before = lock_decisions()
+        session.events.put_nowait(LogindOwnerChanged(owner=str(reply.body[0])))
+        await until(lambda: lock_decisions() > before, 5, "the sentinel to be handled")
 
     def taints(self) -> list[dict[str, Any]]:
         assert self.server is not None

@@ -371,7 +371,9 @@ async def test_the_loop_reacts_to_an_event_without_polling() -> None:
         await wait_until(lambda: rig.controller.last_assessment is not None, "a first assessment")
         assert rig.writer.writes == []
         first = rig.controller.last_assessment
-        await asyncio.sleep(0.05)
+        # The loop parks on its clock, which only the test moves: nothing but an event can
+        # wake it now, so what it evaluated is final until one comes.
+        await wait_until(lambda: rig.clock.sleeping, "the loop to wait on its clock")
         assert rig.controller.last_assessment is first, "no event, no evaluation"
         rig.inputs.pods = [pod("dns", ready=True)]
         rig.inputs.fire()

@@ -98,7 +98,7 @@ async def test_graceful_stop_hook_runs_first() -> None:
     async def graceful() -> None:
         events.append("stop-hook")
         finished.set()
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # a hook that takes a moment; the order below is causal
 
     supervisor = Supervisor(Health(), stop_timeout=1)
     supervisor.add(RootTask("c", run, stop=graceful))

@@ -171,8 +171,14 @@ async def test_cancellation_without_a_shutdown_of_ours_changes_nothing(
     controller.logind.session.events.put_nowait(prepare(False))
     with structlog.testing.capture_logs() as logs:
         running(controller)
-        await until(lambda: sum("PrepareForShutdown(false)" in e["event"] for e in logs) >= 2)
-        await asyncio.sleep(0.05)  # let anything spawned by the handling run
+        # Both handled, and every task their handling spawned (an Event, a record write)
+        # has ended: spawning is synchronous with the handling, so none can come later.
+        await until(
+            lambda: (
+                sum("PrepareForShutdown(false)" in e["event"] for e in logs) >= 2
+                and not controller._tasks
+            )
+        )
     assert recorder.calls == []
     assert controller.record is None
 

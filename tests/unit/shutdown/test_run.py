@@ -20,6 +20,7 @@ from agent.shutdown.record import ShutdownRecord, begin_record
 from agent.shutdown.run import ClusterAccess, ShutdownRun
 from agent.shutdown.store import RecordStore
 from tests.harness.shutdownpods import pod
+from tests.harness.waiting import wait_until
 
 CRITICAL = 2_000_000_000
 
@@ -39,12 +40,16 @@ class NodeStateDouble:
         self.pods = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods or []}
         self.version = 0
         self.pods_synced = self.pods_live = self.synced
+        self.waits = 0
+        """How often the run began to wait for a sync or a list: it is inside its phase."""
 
     async def wait_synced(self) -> None:
+        self.waits += 1
         await asyncio.Event().wait()
 
     async def relist_pods(self, timeout: float) -> None:  # noqa: ARG002 - NodeState's signature
         """Never synced means the API server never answers: the list hangs too."""
+        self.waits += 1
         await asyncio.Event().wait()
 
     def pod_list(self) -> list[dict[str, Any]]:
@@ -133,17 +138,18 @@ async def test_watchdog_reads_the_clock_the_deadlines_are_on(tmp_path: Path) -> 
         mode="delete",
     )
     release = Releases()
+    state = NodeStateDouble(None)  # the phase waits for a sync that never comes
     run, _ = build_run(
         tmp_path,
         record,
         Deadlines(start=start, phase_ends=(start + 0.2,)),
-        state=NodeStateDouble(None),  # the phase waits for a sync that never comes
+        state=state,
         kube=HangingKube(),
         release=release,
         clock=clock,
     )
     task = run.start()
-    await asyncio.sleep(0.01)  # the run is waiting inside its phase
+    await wait_until(lambda: state.waits, "the run to wait inside its phase")
     assert release.done.wait(5)  # the loop is blocked here; only the watchdog can release
     finished = await asyncio.wait_for(task, 5)
     assert release.threads[0] == "shutdown-watchdog"

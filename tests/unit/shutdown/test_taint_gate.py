@@ -25,6 +25,8 @@ async def test_no_pod_is_deleted_before_the_taint_write_succeeds(tmp_path: Path)
     kube = KubeletKube(state, lambda name: order.append(f"delete {name}"))
 
     async def taint() -> bool:
+        # A write that takes a while (real time, no assertion on it): a run that did not
+        # wait would delete meanwhile, which the recorded order below shows.
         await asyncio.sleep(0.2)
         order.append("taint stored")
         return True

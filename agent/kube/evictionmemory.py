@@ -90,7 +90,7 @@ class EvictionsMemory(Protocol):
 
 class _AnnotationMemory(Generic[S]):
     """The map in one Lease annotation: read afresh and trimmed on load, trimmed and written
-    on save through the store's guarded update (which sends nothing when the value stays, and
+    on save through the store's guarded update (which writes nothing when the value stays, and
     raises ``LeadershipLost`` for a leader that no longer leads). What differs between the
     memories is the store ``_store`` builds from ``source``."""
 
@@ -117,7 +117,7 @@ class _AnnotationMemory(Generic[S]):
         return self._trim(decode_recent_evictions(text))
 
     async def save(self, evicted_at: Mapping[str, float]) -> None:
-        """Trim and write the map; nothing is sent when it did not change."""
+        """Trim and write the map; nothing is written when it did not change."""
         encoded = encode_recent_evictions(self._trim(evicted_at))
         await self.annotations.update(RECENT_EVICTIONS_ANNOTATION, lambda _current: encoded)
 

@@ -18,18 +18,19 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 import structlog
 
 from agent.clock import Clock
 from agent.kube.leaderelection import LeaderElector
 from agent.kube.lease import KubeLeaseApi
-from agent.kube.leaseannotations import LeaderAnnotations, LeaseAnnotations
+from agent.kube.leaseannotations import AnnotationStore, LeaderAnnotations, LeaseAnnotations
 
 RECENT_EVICTIONS_ANNOTATION = "kubelet-companion.io/recent-evictions"
 DEFAULT_MAX_ENTRIES = 3000
 _log = structlog.get_logger(subsystem="kube.evictionmemory")
+S = TypeVar("S")
 
 
 def trim_recent_evictions(
@@ -87,22 +88,28 @@ class EvictionsMemory(Protocol):
     async def save(self, evicted_at: Mapping[str, float]) -> None: ...
 
 
-class RecentEvictionsMemory:
-    """``load()`` and ``save()`` of the churn guard's map, as the leader's annotation."""
+class _AnnotationMemory(Generic[S]):
+    """The map in one Lease annotation: read afresh and trimmed on load, trimmed and written
+    on save through the store's guarded update (which writes nothing when the value stays, and
+    raises ``LeadershipLost`` for a leader that no longer leads). What differs between the
+    memories is the store ``_store`` builds from ``source``."""
 
     def __init__(
         self,
-        elector: LeaderElector,
+        source: S,
         *,
         clock: Clock,
         max_age: float,
         max_entries: int = DEFAULT_MAX_ENTRIES,
     ) -> None:
-        self.elector = elector
-        self.annotations = LeaderAnnotations(elector)
+        self.annotations = self._store(source)
         self.clock = clock
         self.max_age = max_age
         self.max_entries = max_entries
+
+    @staticmethod
+    def _store(source: S) -> AnnotationStore:
+        raise NotImplementedError
 
     async def load(self) -> dict[str, float]:
         """The remembered map, read afresh from the Lease and trimmed."""
@@ -110,52 +117,7 @@ class RecentEvictionsMemory:
         return self._trim(decode_recent_evictions(text))
 
     async def save(self, evicted_at: Mapping[str, float]) -> None:
-        """Trim and write the map, as leader; nothing is sent when it did not change.
-
-        Raises ``LeadershipLost`` when we are not (or no longer) the holder.
-        """
-        encoded = encode_recent_evictions(self._trim(evicted_at))
-        current = self.annotations.cached(RECENT_EVICTIONS_ANNOTATION)
-        if current == encoded:
-            self.elector.check()
-            return
-        await self.annotations.write(RECENT_EVICTIONS_ANNOTATION, encoded)
-
-    def _trim(self, evicted_at: Mapping[str, float]) -> dict[str, float]:
-        trimmed = trim_recent_evictions(
-            evicted_at, now=self.clock.now(), max_age=self.max_age, max_entries=self.max_entries
-        )
-        if len(trimmed) < len(evicted_at):
-            _log.debug("recent evictions trimmed", before=len(evicted_at), after=len(trimmed))
-        return trimmed
-
-
-class LeaseAnnotationMemory:
-    """The same map on the same Lease's annotation, for a descheduler without leader election.
-
-    A Job or CronJob runs one cycle per process, so a memory kept in the process would
-    forget every eviction before the next run. Without an elector there is no holder to
-    write through: each save is one of ``LeaseAnnotations``' guarded read-change-writes.
-    """
-
-    def __init__(
-        self,
-        lease_api: KubeLeaseApi,
-        *,
-        clock: Clock,
-        max_age: float,
-        max_entries: int = DEFAULT_MAX_ENTRIES,
-    ) -> None:
-        self.annotations = LeaseAnnotations(lease_api)
-        self.clock = clock
-        self.max_age = max_age
-        self.max_entries = max_entries
-
-    async def load(self) -> dict[str, float]:
-        text = await self.annotations.read(RECENT_EVICTIONS_ANNOTATION)
-        return self._trim(decode_recent_evictions(text))
-
-    async def save(self, evicted_at: Mapping[str, float]) -> None:
+        """Trim and write the map; nothing is written when it did not change."""
         encoded = encode_recent_evictions(self._trim(evicted_at))
         await self.annotations.update(RECENT_EVICTIONS_ANNOTATION, lambda _current: encoded)
 
@@ -163,3 +125,31 @@ class LeaseAnnotationMemory:
         return trim_recent_evictions(
             evicted_at, now=self.clock.now(), max_age=self.max_age, max_entries=self.max_entries
         )
+
+
+class RecentEvictionsMemory(_AnnotationMemory[LeaderElector]):
+    """``load()`` and ``save()`` of the churn guard's map, as the leader's annotation (a save
+    raises ``LeadershipLost`` when we are not, or no longer, the holder)."""
+
+    @staticmethod
+    def _store(source: LeaderElector) -> AnnotationStore:
+        return LeaderAnnotations(source)
+
+    def _trim(self, evicted_at: Mapping[str, float]) -> dict[str, float]:
+        trimmed = super()._trim(evicted_at)
+        if len(trimmed) < len(evicted_at):
+            _log.debug("recent evictions trimmed", before=len(evicted_at), after=len(trimmed))
+        return trimmed
+
+
+class LeaseAnnotationMemory(_AnnotationMemory[KubeLeaseApi]):
+    """The same map on the same Lease's annotation, for a descheduler without leader election.
+
+    A Job or CronJob runs one cycle per process, so a memory kept in the process would
+    forget every eviction before the next run. Without an elector there is no holder to
+    write through: each save is one of ``LeaseAnnotations``' guarded read-change-writes.
+    """
+
+    @staticmethod
+    def _store(source: KubeLeaseApi) -> AnnotationStore:
+        return LeaseAnnotations(source)

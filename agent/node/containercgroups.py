@@ -121,26 +121,21 @@ class KubepodsTree:
             with Subdirectory(pod.fd, name) as fd:
                 if fd is None:
                     continue
-                path = f"{root.prefix}{pod.path}/{name}"
+                swap_max: SwapMax
                 if root.version == 2:
-                    yield CgroupReading(
-                        path=path,
-                        qos=pod.qos,
-                        pod_uid=pod.uid,
-                        container_id=parsed[1],
-                        runtime=parsed[0],
-                        swap_max=parse_swap_max(read_file(fd, SWAP_MAX)),
-                        swap_current=parse_int(read_file(fd, SWAP_CURRENT)),
-                    )
-                    continue
-                working_set, swap = read_v1_memory(fd)
+                    swap_max = parse_swap_max(read_file(fd, SWAP_MAX))
+                    swap = parse_int(read_file(fd, SWAP_CURRENT))
+                    working_set = None
+                else:
+                    swap_max = None
+                    working_set, swap = read_v1_memory(fd)
                 yield CgroupReading(
-                    path=path,
+                    path=f"{root.prefix}{pod.path}/{name}",
                     qos=pod.qos,
                     pod_uid=pod.uid,
                     container_id=parsed[1],
                     runtime=parsed[0],
-                    swap_max=None,
+                    swap_max=swap_max,
                     swap_current=swap,
                     memory_working_set=working_set,
                 )

@@ -19,7 +19,7 @@ Pure data, no I/O, no clocks: ages are measured by the plugins against ``Cluster
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from agent.descheduler.model.cluster import PodInfo
@@ -128,6 +128,15 @@ def container_status(
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 """Upstream's exit codes and restart counts are ``int32``."""
+
+
+def exited_with(pod: PodInfo, codes: Collection[int], *, init: bool) -> bool:
+    """Whether a terminated container's exit code is one of ``codes`` (init containers too
+    with ``init``); with no codes every pod passes, as an unset ``exitCodes`` arg filters
+    nothing."""
+    if not codes:
+        return True
+    return any(each.exit_code in codes for each in status_of(pod).statuses(init=init))
 
 
 def exit_codes_reason(codes: tuple[int, ...]) -> str | None:

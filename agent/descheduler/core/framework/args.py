@@ -1,8 +1,8 @@
 """Argument types several plugins share, with upstream's validation rules.
 
-Upstream repeats ``Namespaces``, ``LabelSelector`` and the thresholds checks in
-``pkg/api`` and each plugin's ``validation.go``; here each lives once, as a frozen dataclass
-the config loader fills (so every bad field is reported with its path).
+Upstream repeats ``Namespaces`` (and its include-or-exclude rule), ``LabelSelector`` and the
+thresholds checks in ``pkg/api`` and each plugin's ``validation.go``; here each lives once, as
+a frozen dataclass the config loader fills (so every bad field is reported with its path).
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ MAX_PERCENTAGE = 100.0
 
 
 @dataclass(frozen=True)
-class Namespaces:
-    """``include`` or ``exclude`` (never both, as upstream's ``validateNamespaces``)."""
+class IncludeOrExclude:
+    """``include`` or ``exclude`` (never both, as upstream's ``validateNamespaces`` and its
+    owner-kinds check); what an entry names is the subclass's."""
 
     include: tuple[str, ...] = setting(factory=tuple)
     exclude: tuple[str, ...] = setting(factory=tuple)
@@ -30,6 +31,11 @@ class Namespaces:
         if self.include and self.exclude:
             return [FieldError("", "only one of include and exclude can be set")]
         return []
+
+
+@dataclass(frozen=True)
+class Namespaces(IncludeOrExclude):
+    """Namespaces by ``include`` or ``exclude``."""
 
     def admits(self, namespace: str) -> bool:
         if self.include:

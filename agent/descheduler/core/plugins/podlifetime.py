@@ -33,13 +33,14 @@ from dataclasses import dataclass
 from agent.config.errors import FieldError
 from agent.config.schema import setting
 from agent.descheduler.core.errors import NamespaceLimitReached, NodeLimitReached, TotalLimitReached
-from agent.descheduler.core.framework.args import LabelSelector, Namespaces
+from agent.descheduler.core.framework.args import IncludeOrExclude, LabelSelector, Namespaces
 from agent.descheduler.core.framework.podfilter import PodFilter
 from agent.descheduler.core.framework.types import Handle
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
 from agent.descheduler.model.podstatus import (
     PodConditionInfo,
     exit_codes_reason,
+    exited_with,
     status_of,
     transition_time,
 )
@@ -75,16 +76,8 @@ ALLOWED_STATES = frozenset(
 
 
 @dataclass(frozen=True)
-class OwnerKinds:
-    """``include`` or ``exclude`` (never both)."""
-
-    include: tuple[str, ...] = setting(factory=tuple)
-    exclude: tuple[str, ...] = setting(factory=tuple)
-
-    def validate(self) -> list[FieldError]:
-        if self.include and self.exclude:
-            return [FieldError("", "only one of include and exclude can be set")]
-        return []
+class OwnerKinds(IncludeOrExclude):
+    """Owner kinds by ``include`` or ``exclude``."""
 
     def admits(self, kinds: Iterable[str]) -> bool:
         if self.include:
@@ -214,12 +207,6 @@ class PodLifeTime:
         conditions = status_of(pod).conditions
         return any(f.matches(pod, c, self.now) for f in filters for c in conditions)
 
-    def has_exit_code(self, pod: PodInfo) -> bool:
-        if not self.exit_codes:
-            return True
-        statuses = status_of(pod).statuses(init=self.args.including_init_containers)
-        return any(each.exit_code in self.exit_codes for each in statuses)
-
     def candidate(self, pod: PodInfo) -> bool:
         return (
             self.pods.admits_scope(pod)
@@ -227,7 +214,7 @@ class PodLifeTime:
             and self.in_states(pod)
             and self.owned_as_asked(pod)
             and self.in_conditions(pod)
-            and self.has_exit_code(pod)
+            and exited_with(pod, self.exit_codes, init=self.args.including_init_containers)
             and self.pods.admits_eviction(pod)
         )
 

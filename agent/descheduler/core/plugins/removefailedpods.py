@@ -30,7 +30,7 @@ from agent.descheduler.core.framework.nodeeviction import evict_in_order
 from agent.descheduler.core.framework.podfilter import PodFilter
 from agent.descheduler.core.framework.types import Handle
 from agent.descheduler.model.cluster import NodeInfo, PodInfo
-from agent.descheduler.model.podstatus import exit_codes_reason, status_of
+from agent.descheduler.model.podstatus import exit_codes_reason, exited_with, status_of
 from agent.kubesemantics.wellknown import FAILED
 
 DEFAULT_MIN_POD_LIFETIME_SECONDS = 3600
@@ -81,12 +81,6 @@ class RemoveFailedPods:
         found.discard("")
         return not found.isdisjoint(self.reasons)
 
-    def has_exit_code(self, pod: PodInfo) -> bool:
-        if not self.exit_codes:
-            return True
-        statuses = status_of(pod).statuses(init=self.args.including_init_containers)
-        return any(each.exit_code in self.exit_codes for each in statuses)
-
     def candidate(self, pod: PodInfo) -> bool:
         return (
             pod.phase == FAILED
@@ -94,7 +88,7 @@ class RemoveFailedPods:
             and self.old_enough(pod)
             and not any(owner.kind in self.excluded_kinds for owner in pod.owners)
             and self.has_reason(pod)
-            and self.has_exit_code(pod)
+            and exited_with(pod, self.exit_codes, init=self.args.including_init_containers)
             and self.pods.admits_eviction(pod)
         )
 

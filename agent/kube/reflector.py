@@ -39,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import structlog
 
@@ -63,6 +63,19 @@ class Unprojected:
 
 Listener = Callable[[str, JsonObject | None], None]
 """Called on the loop with (``ADDED``/``MODIFIED``/``DELETED``/``SYNCED``, object or None)."""
+
+
+class Pause(Protocol):
+    """How the watch thread waits out a backoff: ``seconds``, or less if ``stopping`` is set
+    meanwhile. A test passes one that records the delays, instead of sleeping and counting."""
+
+    def __call__(self, stopping: threading.Event, seconds: float, /) -> object: ...
+
+
+def pause_until_stopped(stopping: threading.Event, seconds: float, /) -> object:
+    """The real pause: a ``stop`` cuts it short."""
+    return stopping.wait(seconds)
+
 
 _log = structlog.get_logger(subsystem="kube.reflector")
 _SHORT_WATCH = 1.0
@@ -89,6 +102,7 @@ class ProjectingReflector(Generic[T]):
         watch_timeout: float = 300.0,
         read_timeout: float = 90.0,
         backoff: Backoff = Backoff(initial=0.5, cap=30.0),
+        pause: Pause = pause_until_stopped,
     ) -> None:
         self.api = api
         self.resource = resource
@@ -109,6 +123,7 @@ class ProjectingReflector(Generic[T]):
         self.decode_event = decode_event
         self.policy = RetryPolicy(backoff)
         """No attempt cap or deadline: a cache is kept up for as long as the agent runs."""
+        self.pause = pause
         self.store: dict[str, T] = {}
         self.indexed: dict[str, dict[str, T]] = {}
         """``index(value)`` -> {key: value}; empty without an index."""
@@ -290,20 +305,20 @@ class ProjectingReflector(Generic[T]):
                     self._last_failure = None
                 else:
                     failures += 1
-                    self._stopping.wait(self.policy.wait(failures))
+                    self.pause(self._stopping, self.policy.wait(failures))
             except Gone:
                 _log.info("watch expired, relisting", reflector=self.name)
                 need_list, list_version = True, ""
                 failures += 1
                 if failures > 1:  # the first relist is at once
-                    self._stopping.wait(self.policy.wait(failures - 1))
+                    self.pause(self._stopping, self.policy.wait(failures - 1))
             except KubeError as error:
                 self.last_error = error
                 failures += 1
                 delay = self.policy.wait(failures, retry_after=retry_after_of(error))
                 if not self._stopping.is_set():
                     self._log_failure(error, delay)
-                self._stopping.wait(delay)
+                self.pause(self._stopping, delay)
 
     def _log_failure(self, error: KubeError, delay: float) -> None:
         if isinstance(error, KubeConfigError):

@@ -67,6 +67,19 @@ async def _judged_every_event(agent: GateAgent) -> None:
     )
 
 
+async def _judged_an_event_after(agent: GateAgent, server: FakeApiServer, moment: float) -> None:
+    """Let the monotonic time ``moment`` pass, then wait until the gate has judged an input
+    event that came after it (a label on the critical pod) and finished that evaluation's
+    writes: whatever a hold timer running out at ``moment`` would have done is done."""
+    # Time must pass here (a hold time the agent measures on its real clock); what the test
+    # then waits for is positive: an evaluation that started after ``moment``.
+    await asyncio.sleep(max(0.0, moment - time.monotonic()))
+    before = _input_events(agent)
+    server.patch("pods", "cni-abcde", {"metadata": {"labels": {"later": "yes"}}}, "kube-system")
+    await agent.until(lambda: _input_events(agent) > before, "the agent saw the later pod event")
+    await _judged_every_event(agent)
+
+
 def _adds_gate(request: RecordedRequest) -> bool:
     return any(
         op.get("path") == "/spec/taints" and GATE in [t["key"] for t in op.get("value") or []]
@@ -275,14 +288,19 @@ async def _lift_then_break(
     return agent, kubelet, broke_at
 
 
+HOLD_SECONDS = 1.0
+"""The ``holdTime`` the two mode tests configure."""
+
+
 async def test_bootstrap_only_never_readds_the_taint(
     fake_apiserver: FakeApiServer, start_gate: StartGate
 ) -> None:
     """Must show 6: in bootstrap-only mode a later unready pod never brings the taint back."""
     agent, _, _ = await _lift_then_break(
-        fake_apiserver, start_gate, {"mode": "bootstrap-only", "holdTime": "1s"}
+        fake_apiserver, start_gate, {"mode": "bootstrap-only", "holdTime": f"{HOLD_SECONDS:g}s"}
     )
-    await asyncio.sleep(2.0)  # twice the hold time continuous mode would use
+    # The gate judged the unready pod before now: continuous mode would re-add by this time.
+    await _judged_an_event_after(agent, fake_apiserver, time.monotonic() + HOLD_SECONDS)
     assert not _gated(fake_apiserver)
     assert len(_taint_writes(fake_apiserver)) == 1
     assert agent.metric("kubelet_companion_readiness_gate_held") == 0
@@ -293,21 +311,25 @@ async def test_continuous_readds_after_the_hold_time_only_once(
 ) -> None:
     """Must show 6: in continuous mode the taint returns after holdTime, with one write only."""
     agent, kubelet, broke_at = await _lift_then_break(
-        fake_apiserver, start_gate, {"mode": "continuous", "holdTime": "1s"}
+        fake_apiserver, start_gate, {"mode": "continuous", "holdTime": f"{HOLD_SECONDS:g}s"}
     )
     await agent.until(lambda: _gated(fake_apiserver), "the gate taint is re-added")
-    assert time.monotonic() - broke_at >= 1.0
-    await asyncio.sleep(2.5)  # several hold times: still one add, no flapping
+    assert time.monotonic() - broke_at >= HOLD_SECONDS
+    # Another hold time after the add, a later event judged: still one add, no flapping.
+    await _judged_an_event_after(agent, fake_apiserver, time.monotonic() + HOLD_SECONDS)
     writes = _taint_writes(fake_apiserver)
     assert [_adds_gate(w) for w in writes] == [False, True]
     assert agent.metric("kubelet_companion_readiness_gate_held") == 1
-    assert _events(fake_apiserver, "NodeCriticalComponentsNotReady")
+    # Events are posted by tasks of their own, after the evaluation that decided them.
+    await agent.until(
+        lambda: _events(fake_apiserver, "NodeCriticalComponentsNotReady"), "the Warning event"
+    )
 
     # Hysteresis: once Ready again, the re-added taint goes only after a full hold time.
     kubelet.set_ready("kube-system", "cni-abcde")
     healed_at = time.monotonic()
     await agent.until(lambda: _lifted(agent, fake_apiserver), "the re-added taint is lifted")
-    assert time.monotonic() - healed_at >= 1.0
+    assert time.monotonic() - healed_at >= HOLD_SECONDS
     assert len(_taint_writes(fake_apiserver)) == 3
 
 

@@ -28,6 +28,8 @@ class SlowPatcher:
         self.gate = asyncio.Event()
         self.calls: list[tuple[str, dict[str, Any] | None, list[Any]]] = []
         self.cancelled: list[str] = []
+        self.wire: list[str] = []
+        """What happened on the wire, in order: ``sent <what>``, ``answered <what>``."""
         self.stored = UNTAINTED
 
     async def update(
@@ -41,6 +43,7 @@ class SlowPatcher:
         current = self.stored if node is None else node
         ops = build(current)
         self.calls.append((what, node, ops))
+        self.wire.append(f"sent {what}")
         if self.hang_first and len(self.calls) == 1:  # the first write hangs on the wire
             try:
                 await self.gate.wait()
@@ -49,6 +52,7 @@ class SlowPatcher:
                 raise
         if ops:  # what the API server does with it, cancelled or not
             self.stored = TAINTED if "add" in what else UNTAINTED
+        self.wire.append(f"answered {what}")
         return self.stored
 
 
@@ -57,13 +61,20 @@ async def test_a_newer_wish_waits_for_the_write_in_flight_and_reads_afresh() -> 
     patcher = SlowPatcher()
     keeper = TaintKeeper(patcher, lambda: UNTAINTED, monotonic=time.monotonic, backoff=FAST)  # type: ignore[arg-type]
     keeper.want(True)
-    await asyncio.sleep(0)
+    await wait_until(lambda: patcher.calls, "the add on the wire")
     removal = keeper.want(False)
-    await asyncio.sleep(0.01)
-    assert patcher.cancelled == []
-    assert len(patcher.calls) == 1  # the removal has not raced ahead of the add
+    # The removal task's first step is queued now, the add's answer only by ``set``: the
+    # loop runs them in that order, so the removal has had its chance to race ahead (or a
+    # cancel of the add its chance to land) before the add is answered.
     patcher.gate.set()
     assert await asyncio.wait_for(removal, 2) is True
+    assert patcher.cancelled == []
+    assert patcher.wire == [  # the removal waited for the add's answer
+        "sent add shutting-down taint",
+        "answered add shutting-down taint",
+        "sent remove shutting-down taint",
+        "answered remove shutting-down taint",
+    ]
     what, node, ops = patcher.calls[-1]
     assert what == "remove shutting-down taint"
     assert node is None  # a fresh read, not the cache that predates our own add

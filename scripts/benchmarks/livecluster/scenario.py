@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import signal
 import subprocess
 import sys
 import threading
@@ -48,6 +47,7 @@ from scripts.benchmarks.livecluster import measures, rolloutbudget, usage, workl
 from scripts.benchmarks.livecluster.api import MERGE_PATCH, Api
 from scripts.benchmarks.livecluster.controlplane import ControlPlane, scheduler_config
 from scripts.benchmarks.livecluster.nodes import node_name
+from scripts.benchmarks.livecluster.shadowrun import Shadow, terminate, writes_seen
 from scripts.benchmarks.livecluster.tracker import PodTracker
 from scripts.benchmarks.livecluster.usagerun import UsageRig
 
@@ -87,7 +87,7 @@ class Scenario:
     writes NodeReports and serves metrics, a real Prometheus scrapes them, and balance is
     judged on actual cpu."""
     upstream_policy: Path | None = None
-    """The policy upstream runs (and ours on Prometheus), when it is not ``policy``."""
+    """The policy upstream runs (and ours as its shadow), when it is not ``policy``."""
 
     @property
     def compacts(self) -> bool:
@@ -115,10 +115,13 @@ class Launch:
 @dataclass(frozen=True)
 class Implementation:
     name: str
-    """``upstream``, ``ours`` or ``ours-prometheus``."""
+    """``upstream`` or ``ours``."""
     command: Callable[[Launch], list[str]]
     upstream_policy: bool = False
-    """Runs the scenario's ``upstream_policy`` (upstream's own, and ours on Prometheus)."""
+    """Runs the scenario's ``upstream_policy`` (upstream's own)."""
+    shadow: Callable[[Launch], list[str]] | None = None
+    """A dry run started right after it on the same cluster (``shadowrun``): ours on
+    Prometheus beside upstream, for ``parity``."""
 
 
 SCENARIOS = {
@@ -248,6 +251,7 @@ class Run:
         self.scenario = scenario
         self.implementation = implementation.name
         self.command = implementation.command
+        self.shadow_command = implementation.shadow if scenario.on_usage else None
         self.policy = (
             scenario.upstream_policy
             if implementation.upstream_policy and scenario.upstream_policy
@@ -264,6 +268,7 @@ class Run:
         self.tracker: PodTracker | None = None
         self.kubelets: subprocess.Popen[bytes] | None = None
         self.rig: UsageRig | None = None
+        self.shadow: Shadow | None = None
         if scenario.usage_seed is not None:
             if prometheus is None:
                 raise SetupError("a usage scenario needs a prometheus binary")
@@ -517,10 +522,11 @@ class Run:
 
     def live(self) -> dict[str, Any]:
         tracker = self._tracker()
-        command = self.command(self.launch())
+        launch = self.launch()
+        command = self.command(launch)
         samples_log = (self.directory / "samples.jsonl").open("w", encoding="utf-8")
         trail: list[Sample] = []
-        origin = tracker.record()
+        origin, origin_wall = tracker.record(), time.time()
         first = self.sample(0.0)
         trail.append(first)
         with (self.directory / "descheduler.log").open("wb") as out:
@@ -532,6 +538,7 @@ class Run:
                 start_new_session=True,
             )
         log(f"{self.scenario.name}/{self.implementation}: {' '.join(command)}")
+        shadow = self._start_shadow(launch, origin)
         exit_status: int | str | None = None
         tick = 0
         while (elapsed := time.monotonic() - origin) < self.duration:
@@ -562,13 +569,9 @@ class Run:
                 break
         stopped_at = time.monotonic() - origin
         if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            terminate(process)
             exit_status = "stopped"
+        shadow_exit = shadow.stop() if shadow is not None else None
         settle_start = time.monotonic()
         while time.monotonic() - settle_start < self.settle:
             now = self.sample(time.monotonic() - origin)
@@ -581,9 +584,28 @@ class Run:
         last = self.sample(time.monotonic() - origin, actual=actual)
         samples_log.write(_sample_line(last) + "\n")
         samples_log.close()
-        return self._figures(
+        result = self._figures(
             trail, first, last, stopped_at=stopped_at, exit_status=exit_status, broken=broken
         )
+        if shadow is not None and shadow_exit is not None:
+            result["shadow"] = self._shadow_record(shadow, shadow_exit, origin_wall)
+        return result
+
+    def _start_shadow(self, launch: Launch, origin: float) -> Shadow | None:
+        """The dry-run shadow, started right after the measured descheduler: with the same
+        interval its cycles then fall just after the measured one's."""
+        if self.shadow_command is None:
+            return None
+        self.shadow = Shadow(self.shadow_command(launch), self.directory, origin)
+        log(f"{self.scenario.name}/{self.implementation} shadow: {' '.join(self.shadow.command)}")
+        return self.shadow
+
+    def _shadow_record(
+        self, shadow: Shadow, exit_status: int | str, origin_wall: float
+    ) -> dict[str, Any]:
+        text = (self.directory / "descheduler.log").read_text("utf-8", errors="replace")
+        writes = writes_seen(self._api(), len(self._tracker().records()[0]), text)
+        return shadow.record(exit_status, text, origin_wall, writes)
 
     def _figures(
         self,
@@ -738,6 +760,8 @@ class Run:
             self.close()
 
     def close(self) -> None:
+        if self.shadow is not None:
+            self.shadow.stop()  # a run that failed midway leaves no dry run behind
         if self.tracker is not None:
             self.tracker.stop.set()
         if self.rig is not None:

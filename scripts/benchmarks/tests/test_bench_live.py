@@ -358,15 +358,38 @@ def _usage_run(
     )
 
 
+def _shadowed(run: dict[str, Any], exit_status: int | str, ours: list[list[str]]) -> dict[str, Any]:
+    """An upstream run with ours as its dry-run shadow: upstream's cycles from its ``cycles``,
+    ours' 1.5 s after each, with the nodes given."""
+    return {
+        **run,
+        "shadow": {
+            "exit": exit_status,
+            "log_tail": ["error: no such flag"] if exit_status != "stopped" else [],
+            "upstream_cycles": [
+                {"t": c["t"], "nodes": c["nodes"] * c["evictions"]} for c in run["cycles"]
+            ],
+            "ours_cycles": [{"t": 15.0 * i + 1.5, "nodes": n} for i, n in enumerate(ours)],
+            "writes": {"none": True},
+        },
+    }
+
+
 def test_usage_targets_are_upstreams_figures_and_ours_on_prometheus_is_paired_per_cycle() -> None:
     """On a usage scenario ours on NodeReports is held to half upstream's time to balance
-    on actual cpu and to no more evictions; ours on Prometheus that failed to start misses
-    its per-cycle parity and says why; the table has a column for each implementation and
-    each run's rollout peak."""
+    on actual cpu and to no more evictions; ours as upstream's dry-run shadow is paired
+    cycle by cycle with upstream (the largest difference, the share of upstream's (cycle,
+    node) evictions ours planned too, the misses named); a shadow that failed to start says
+    why; the table has a column for each implementation and each run's rollout peak."""
+    upstream = _usage_run("upstream", 60.0, 15, [4, 4, 3, 2, 2])
     by_impl = {
         "ours": [_usage_run("ours", 10.0, 13, [9, 4])],
-        "upstream": [_usage_run("upstream", 60.0, 15, [4, 4, 3, 2, 2])],
-        "ours-prometheus": [_usage_run("ours-prometheus", None, 0, [])],
+        "upstream": [
+            _shadowed(
+                upstream, "stopped", [["n1"] * 4, ["n1"] * 3, ["n1"] * 3, ["n2"], ["n1"] * 2]
+            ),
+            _shadowed(upstream, 2, []),
+        ],
     }
     live.RESULTS = live.Results("live", "Live loop on a real control plane")
     emitter = live.Emitter(live.SCENARIOS["usage"], by_impl)
@@ -377,18 +400,20 @@ def test_usage_targets_are_upstreams_figures_and_ours_on_prometheus_is_paired_pe
     assert figures["usage_usage_evictions"].status == "met"
     assert "usage_evictions" not in figures  # the requests-scenario figure is not repeated
     parity_figure = figures["usage_prometheus_cycle_difference"]
-    assert (parity_figure.value, parity_figure.status) == (4.0, "missed")
+    assert (parity_figure.low, parity_figure.high) == (1.0, 4.0)
+    assert parity_figure.status == "missed"
     assert "exit 2: error: no such flag" in parity_figure.reason
+    nodes = figures["usage_prometheus_cycle_nodes"]
+    assert (nodes.low, nodes.high) == (0.0, 80.0)
+    assert "cycle 4: n1, cycle 4: n1" in nodes.reason
     assert figures["usage_rollout_peak"].status == "met"
     table = emitter.table()
-    assert table["columns"][1:] == [
-        "ours on NodeReports",
-        "upstream v0.36.0 on Prometheus",
-        "ours on Prometheus (upstream's policy)",
-    ]
+    assert table["columns"][1:] == ["ours on NodeReports", "upstream v0.36.0 on Prometheus"]
     rows = {row[0]: row[1:] for row in table["rows"]}
-    assert rows["time until no node over 50 % actual cpu"] == ["10 s", "60 s", "150 s, never in 1"]
-    assert rows["evictions per cycle (per run)"] == ["9, 4", "4, 4, 3, 2, 2", "none"]
+    assert rows["time until no node over 50 % actual cpu"] == ["10 s", "60 s"]
+    assert rows["evictions per cycle (per run)"] == ["9, 4", "4, 4, 3, 2, 2; 4, 4, 3, 2, 2"]
+    shadow_row = next(v for k, v in rows.items() if k.startswith("ours on Prometheus as"))
+    assert shadow_row == ["—", "4, 3, 3, 1, 2 / 4, 4, 3, 2, 2; 0, 0, 0, 0, 0 / 4, 4, 3, 2, 2"]
     assert rows["rollout: peak per run (Deployment; within 25 %?)"][0] == "12.5 % app-01 (yes)"
 
 

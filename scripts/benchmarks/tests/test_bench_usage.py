@@ -5,6 +5,8 @@ a partial run carries over."""
 from __future__ import annotations
 
 import functools
+import json
+import time
 from pathlib import Path
 
 import pytest
@@ -124,25 +126,76 @@ def test_evictions_are_grouped_into_cycles_by_the_quiet_between_them() -> None:
     ]
 
 
-def _cycles(*counts: tuple[int, list[str]]) -> list[dict[str, object]]:
-    return [{"evictions": n, "nodes": nodes} for n, nodes in counts]
-
-
-def test_parity_pairs_cycles_in_order_and_a_missing_cycle_counts_as_none() -> None:
-    """Ours on Prometheus against upstream: the largest per-cycle difference (a cycle one
-    run lacks counts as zero evictions) and how many of upstream's first-cycle nodes ours
-    evicted from too."""
-    found = parity.compare(
-        _cycles((4, ["a", "b", "c", "d"]), (2, ["a", "e"])),
-        _cycles((4, ["a", "b", "c", "e"]), (3, ["a", "b", "f"]), (1, ["b"])),
+UPSTREAM_LOG = "\n".join(
+    f"I1128 20:47:{second} 6969 {where}] {text}"
+    for second, where, text in (
+        ("29.208551", "lownodeutilization.go:231", '"Node has been classified" node="n9"'),
+        ("29.237157", "evictions.go:589", '"Evicted pod" pod="b/p1" reason="" node="n2"'),
+        ("29.292989", "evictions.go:589", '"Evicted pod" pod="b/p2" reason="" node="n1"'),
+        ("29.339697", "descheduler.go:252", '"Number of evictions/requests" totalEvicted=2'),
+        ("44.275692", "descheduler.go:252", '"Number of evictions/requests" totalEvicted=0'),
+        ("59.208256", "evictions.go:589", '"Evicted pod" pod="b/p3" reason="" node="n1"'),
+        ("59.309757", "descheduler.go:252", '"Number of evictions/requests" totalEvicted=1'),
     )
-    assert (found.cycles, found.largest_difference) == (3, 1)
-    assert found.first_cycle_same_nodes == 75.0
+)
+
+
+def test_upstreams_cycles_are_read_from_its_log_each_closed_by_its_count_line() -> None:
+    """Each cycle of upstream's log ends at its ``Number of evictions/requests`` line (a
+    cycle that evicted nothing counts too), with the nodes of its ``Evicted pod`` lines, at
+    the line's klog time from the run's start."""
+    origin = time.mktime((2026, 11, 28, 20, 47, 28, 0, 0, -1))
+    cycles = parity.upstream_cycles(UPSTREAM_LOG, origin)
+    assert [(c.t, c.nodes) for c in cycles] == [
+        (1.34, ("n1", "n2")),
+        (16.28, ()),
+        (31.31, ("n1",)),
+    ]
+    new_year = time.mktime((2027, 1, 1, 0, 0, 5, 0, 0, -1))
+    stamp = parity.klog_time("I1231 23:59:58.500000 1 x.go:1] late", new_year)
+    assert stamp is not None
+    assert round(stamp - new_year, 1) == -6.5
+
+
+def test_ours_dry_run_plans_are_read_one_document_at_a_time() -> None:
+    """Ours prints one indented JSON plan per cycle, back to back: every complete one is
+    read with the offset past it, an incomplete tail waits; a budget's refusal (blocked, not
+    held) is not counted as an eviction of the cycle, a held one is."""
+    plan = {
+        "evictions": [
+            {"node": "n2", "blockedByPDB": False, "held": False},
+            {"node": "n1", "blockedByPDB": True, "held": True},
+            {"node": "n3", "blockedByPDB": True, "held": False},
+        ]
+    }
+    text = json.dumps(plan, indent=2) + "\n" + json.dumps({"evictions": []}, indent=2) + '\n{"ev'
+    found = list(parity.json_documents(text))
+    assert len(found) == 2
+    assert text[found[-1][1] :].strip() == '{"ev'
+    assert parity.ours_cycle(found[0][0], 3.456) == parity.Cycle(3.46, ("n1", "n2"))
+
+
+def _cycle(t: float, *nodes: str) -> parity.Cycle:
+    return parity.Cycle(t, tuple(sorted(nodes)))
+
+
+def test_each_upstream_cycle_is_paired_with_ours_next_and_every_cycles_nodes_count() -> None:
+    """Each upstream cycle is paired with ours' first cycle that ended after it and before
+    upstream's next; the figures are the largest per-pair difference and the share of
+    upstream's (cycle, node) evictions ours planned in the pair, the misses named; an
+    upstream cycle ours has no cycle for counts as ours planning nothing."""
+    upstream = [_cycle(0.3, "a", "b", "c", "d"), _cycle(15.3, "a", "e"), _cycle(30.3, "b")]
+    ours = [_cycle(1.8, "a", "b", "c", "d"), _cycle(16.8, "a", "f", "g"), _cycle(31.9)]
+    found = parity.compare(upstream, ours)
+    assert (found.cycles, found.largest_difference, found.unpaired) == (3, 1, 0)
+    assert found.same_nodes == 100.0 * 5 / 7
+    assert found.misses == ("cycle 2: e", "cycle 3: b")
+    assert (found.ours, found.upstream, found.median_lag) == ((4, 3, 0), (4, 2, 1), 1.5)
     assert found.within
-    failed = parity.compare([], _cycles((4, ["a", "b", "c", "d"])))
-    assert (failed.largest_difference, failed.first_cycle_same_nodes) == (4, 0.0)
-    assert not failed.within
-    assert parity.compare([], []).first_cycle_same_nodes is None
+    late = parity.compare(upstream, [_cycle(40.0, "b")])
+    assert (late.unpaired, late.largest_difference, late.ours) == (2, 4, (0, 0, 1))
+    assert not late.within
+    assert parity.compare([_cycle(0.3)], []).same_nodes is None
     assert parity.describe_counts([]) == "none"
     assert parity.describe_counts([1] * 14, limit=3) == "1, 1, 1 ... (14 cycles)"
 

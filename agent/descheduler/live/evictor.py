@@ -22,6 +22,12 @@ Ready lets its pods go within the cycle, one at a time, as the API server would 
 and in their turn, as upstream's one-by-one evictions meet them: not at the end, when their
 node may have been drained by everything else and the replacement would go straight back.
 
+A held eviction whose reason is its node being above target (``PlannedEviction.while_over``,
+LowNodeUtilization's) is checked when its budget releases it: if the node, less what this run
+has evicted from it (or found gone) so far, is no longer above its target, it is dropped,
+logged at info and counted as ``node no longer above target``, and the next one may go at
+once. Sent anyway, its replacement would be free to land straight back on the node.
+
 Evictions an implicit budget holds (a workload without a PDB, ``core.rules.rollouts``) wait
 the same way, on their workload's Ready pods (``rolloutwatch``): every eviction of such a
 workload that succeeds is counted at once, since no API server keeps that budget. Each one
@@ -49,6 +55,7 @@ from agent.descheduler.live.metrics import (
     RESULT_BLOCKED_BY_IMPLICIT_BUDGET,
     RESULT_BLOCKED_BY_PDB,
     RESULT_ERROR,
+    RESULT_NODE_BELOW_TARGET,
     RESULT_NOT_FOUND,
     RESULT_SUCCESS,
 )
@@ -76,6 +83,11 @@ class EvictionResult:
     @property
     def evicted(self) -> bool:
         return self.result == RESULT_SUCCESS
+
+    @property
+    def gone(self) -> bool:
+        """The pod is off its node: evicted, or not found."""
+        return self.result in (RESULT_SUCCESS, RESULT_NOT_FOUND)
 
 
 ResultListener = Callable[[EvictionResult], None]
@@ -154,6 +166,7 @@ class LiveEvictor:
         # logger from the factory) at every call, as configuration is not cached (tests'
         # capture_logs needs that); a run's lines go to the configuration of its start.
         log = _log.bind()
+        gone: dict[str, set[str]] = {}  # node -> its pods this run evicted or found gone
         by_budget: dict[str, list[PlannedEviction]] = {}
         for eviction in held:
             by_budget.setdefault(eviction.hold_key, []).append(eviction)
@@ -175,13 +188,14 @@ class LiveEvictor:
                     hold_until=hold_until,
                     log=log,
                     gate=gates[key],
+                    gone=gone,
                 ),
                 name=f"hold-{key}",
             )
             for key, pending in by_budget.items()
         ]
         try:
-            sent = await self._pool(evictions, log, gates, budgets)
+            sent = await self._pool(evictions, log, gone, gates, budgets)
             held_results = [r for results in await asyncio.gather(*holding) for r in results]
         except BaseException:
             for task in holding:
@@ -202,6 +216,7 @@ class LiveEvictor:
         self,
         evictions: Sequence[PlannedEviction],
         log: Logger,
+        gone: dict[str, set[str]],
         gates: Mapping[str, _Gate] | None = None,
         budgets: BudgetWatch | None = None,
     ) -> list[EvictionResult]:
@@ -211,7 +226,7 @@ class LiveEvictor:
 
         async def run(eviction: PlannedEviction) -> EvictionResult:
             try:
-                result = await self._evict_one(eviction, log)
+                result = await self._evict_one(eviction, log, gone)
                 if result.evicted and budgets is not None:
                     budgets.evicted(eviction)  # before the gate opens for its held ones
                 return result
@@ -256,8 +271,10 @@ class LiveEvictor:
         hold_until: float,
         log: Logger,
         gate: _Gate,
+        gone: dict[str, set[str]],
     ) -> list[EvictionResult]:
-        """One budget's held evictions, in plan order, each when the budget allows it."""
+        """One budget's held evictions, in plan order, each when the budget allows it and,
+        for one that goes to take its node below target, while the node still needs it."""
         results: list[EvictionResult] = []
         implicit = is_implicit_key(key)
         if implicit:
@@ -270,6 +287,16 @@ class LiveEvictor:
         while pending and budgets is not None:
             seen = budgets.version(key)
             if budgets.allows(key):
+                if self._unneeded(pending[0], gone, log):
+                    results.append(
+                        EvictionResult(
+                            pending.pop(0),
+                            RESULT_NODE_BELOW_TARGET,
+                            "its node is no longer above its target; the next cycle looks again",
+                        )
+                    )
+                    self.on_result(results[-1])
+                    continue  # not sent: the budget is untouched, the next one may go
                 try:
                     await self._admit()
                 except _Stopped:
@@ -282,7 +309,7 @@ class LiveEvictor:
                         pod=pending[0].pod,
                         **budgets.rollouts.facts(key),
                     )
-                result = await self._evict_one(pending[0], log, report_blocked=False)
+                result = await self._evict_one(pending[0], log, gone, report_blocked=False)
                 if result.result != RESULT_BLOCKED_BY_PDB:
                     results.append(result)
                     done = pending.pop(0)
@@ -293,7 +320,16 @@ class LiveEvictor:
                 # budget's status to show it.
             if not await budgets.wait_changed(key, seen, hold_until):
                 break
-        blocked = RESULT_BLOCKED_BY_IMPLICIT_BUDGET if implicit else RESULT_BLOCKED_BY_PDB
+        return results + self._still_held(key, pending, log)
+
+    def _still_held(
+        self, key: str, pending: Sequence[PlannedEviction], log: Logger
+    ) -> list[EvictionResult]:
+        """What budget ``key`` still refused when the hold ended, reported blocked."""
+        blocked = (
+            RESULT_BLOCKED_BY_IMPLICIT_BUDGET if is_implicit_key(key) else RESULT_BLOCKED_BY_PDB
+        )
+        results = []
         for eviction in pending:
             result = EvictionResult(
                 eviction, blocked, f"{key} still refused it when the cycle ended"
@@ -302,11 +338,32 @@ class LiveEvictor:
             results.append(result)
         return results
 
+    @staticmethod
+    def _unneeded(eviction: PlannedEviction, gone: Mapping[str, set[str]], log: Logger) -> bool:
+        """Whether a released eviction's node is no longer above target (logged so)."""
+        target = eviction.while_over
+        if target is None or target.over(gone.get(eviction.node, ())):
+            return False
+        log.info(
+            "held eviction dropped: its node is no longer above its target",
+            pod=eviction.pod,
+            node=eviction.node,
+            plugin=eviction.plugin,
+            profile=eviction.profile,
+        )
+        return True
+
     async def _evict_one(
-        self, eviction: PlannedEviction, log: Logger, *, report_blocked: bool = True
+        self,
+        eviction: PlannedEviction,
+        log: Logger,
+        gone: dict[str, set[str]],
+        *,
+        report_blocked: bool = True,
     ) -> EvictionResult:
         """Send one Eviction (its token already taken); report the result unless it is a
-        budget's 429 and ``report_blocked`` is off (a held eviction waits and tries again)."""
+        budget's 429 and ``report_blocked`` is off (a held eviction waits and tries again).
+        A pod evicted or not found is added to ``gone``, under its node."""
 
         async def send() -> None:
             await self.kube.evict(
@@ -331,6 +388,8 @@ class LiveEvictor:
             result = EvictionResult(eviction, RESULT_ERROR, str(error))
         else:
             result = EvictionResult(eviction, RESULT_SUCCESS)
+        if result.gone:
+            gone.setdefault(eviction.node, set()).add(eviction.uid)
         if report_blocked or result.result != RESULT_BLOCKED_BY_PDB:
             self._report(log, result)
         return result

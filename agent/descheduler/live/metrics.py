@@ -27,6 +27,9 @@ RESULT_BLOCKED_BY_IMPLICIT_BUDGET = "blocked by implicit budget"
 """Ours: held by its workload's implicit budget (no PDB selects the pod) until the cycle
 ended: its replacements did not turn Ready in time."""
 RESULT_NOT_FOUND = "pod not found"
+RESULT_NODE_BELOW_TARGET = "node no longer above target"
+"""Ours: a held LowNodeUtilization eviction dropped when released, its node being below its
+target by then (``plan.shape.NodeTarget``); never sent, left to the next cycle."""
 
 _DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 

@@ -30,6 +30,7 @@ from agent.descheduler.live.evictor import EvictionResult, LiveEvictor
 from agent.descheduler.live.metrics import (
     RESULT_BLOCKED_BY_IMPLICIT_BUDGET,
     RESULT_BLOCKED_BY_PDB,
+    RESULT_NODE_BELOW_TARGET,
     DeschedulerMetrics,
 )
 from agent.descheduler.live.taintactions import TaintActions, emptying_nodes
@@ -315,23 +316,27 @@ def plan_cycle(
 
 def cycle_summary(plan: Plan, results: Sequence[EvictionResult]) -> dict[str, object]:
     """What one cycle did, for its log line: evictions by profile and plugin, what a budget
-    still refused, what failed."""
+    still refused, what was dropped as no longer needed, what failed."""
     evicted: dict[str, int] = {}
     for result in results:
         if result.evicted:
             where = f"{result.eviction.profile}/{result.eviction.plugin}"
             evicted[where] = evicted.get(where, 0) + 1
     blocked = sum(1 for r in results if r.result in BLOCKED)
+    dropped = sum(1 for r in results if r.result == RESULT_NODE_BELOW_TARGET)
     return {
         "evicted": dict(sorted(evicted.items())),
         "blocked": blocked,
-        "failed": sum(1 for r in results if not r.evicted and r.result not in BLOCKED),
+        "dropped": dropped,
+        "failed": sum(1 for r in results if not r.evicted and r.result not in NOT_FAILED),
         "plugin_errors": len(plan.errors),
     }
 
 
 BLOCKED = frozenset({RESULT_BLOCKED_BY_PDB, RESULT_BLOCKED_BY_IMPLICIT_BUDGET})
 """Results of evictions a budget (a PDB or an implicit one) still held when the cycle ended."""
+NOT_FAILED = BLOCKED | {RESULT_NODE_BELOW_TARGET}
+"""Results of evictions not made that did not fail: still held, or no longer needed."""
 
 
 def log_cycle(

@@ -15,7 +15,7 @@ plus ``"taints": [...]`` when a plugin asked for taints of ours (added, never ch
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +60,43 @@ class ImplicitBudget:
         return max(0, self.max_unavailable - (self.desired - healthy))
 
 
+def above_target(usage: Mapping[str, int], target: Mapping[str, int]) -> bool:
+    """Upstream's ``isNodeAboveTargetUtilization``: above the target on any resource."""
+    return any(target.get(name, 0) < used for name, used in usage.items())
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class NodeTarget:
+    """A node LowNodeUtilization drains to its target, as the plan found it: what a held
+    eviction from it is checked against when its budget releases it.
+
+    LowNodeUtilization evicts from a node only while it is above its target, counting what it
+    evicted from it so far; a held eviction goes seconds later, when the cycle's other
+    evictions (those sent at once, other plugins' too) may have taken the node below its
+    target already: sent then, its replacement would be free to land straight back. So it
+    goes only while the node, less what has left it since the plan, is still above target;
+    else it is dropped, as upstream's loop stops at a node no longer above target, and the
+    next cycle looks again. Arrivals are not counted, as the plugin's own loop counts none."""
+
+    node: str
+    usage: Mapping[str, int]
+    """The node's usage when the plan was made, before any of the cycle's evictions."""
+    target: Mapping[str, int]
+    """Its usage at the target thresholds (the plugin's ``available``)."""
+    pods: Mapping[str, Mapping[str, int]]
+    """Pod UID -> its usage, as the plugin weighs it, for every pod its usage counts."""
+
+    def over(self, gone: Collection[str]) -> bool:
+        """Whether the node is still above its target with the pods ``gone`` (UIDs) off it."""
+        usage = dict(self.usage)
+        for uid in gone:
+            pod = self.pods.get(uid)
+            if pod is not None:
+                for name in usage:
+                    usage[name] -= pod.get(name, 0)
+        return above_target(usage, self.target)
+
+
 @dataclass(frozen=True, slots=True)
 class PlannedEviction:
     namespace: str
@@ -95,6 +132,11 @@ class PlannedEviction:
     eviction now (the pod has no PDB, and its workload has as many pods unavailable as its
     rollout allows); empty otherwise. Always ``held``: an implicit budget changes when a pod
     goes, never which pods go."""
+
+    while_over: NodeTarget | None = field(default=None, compare=False)
+    """Set on a held eviction whose reason is its node being above target
+    (LowNodeUtilization's): the live loop sends it, when its budget releases it, only while
+    ``while_over.over`` still says so, and drops it otherwise. Not part of the JSON shape."""
 
     @property
     def hold_key(self) -> str:

@@ -101,6 +101,25 @@ def _pod(name: str, node: str, rs_uid: str) -> dict[str, Any]:
     )
 
 
+def _web(server: FakeApiServer, hot: FakeKubelet, replicas: int) -> str:
+    """Deployment ``web`` and its ReplicaSet, whose ``replicas`` Ready pods all run on
+    ``hot``; the ReplicaSet's uid."""
+    deployment = server.create(kubeobjects.workload("Deployment", "web", replicas=replicas))
+    rs = server.create(
+        kubeobjects.workload(
+            "ReplicaSet",
+            "web-1",
+            replicas=replicas,
+            owner=owner_ref("Deployment", "web", uid=deployment["metadata"]["uid"]),
+        )
+    )
+    rs_uid: str = rs["metadata"]["uid"]
+    for index in range(replicas):
+        server.create(_pod(f"web-1-{index:02}", "hot", rs_uid))
+        hot.set_ready("default", f"web-1-{index:02}")
+    return rs_uid
+
+
 @pytest.fixture(name="cluster")
 def _cluster(fake_apiserver: FakeApiServer) -> Cluster:
     """Deployment ``web`` (12 replicas, the default rollout: 3 at once) and its ReplicaSet,
@@ -108,19 +127,7 @@ def _cluster(fake_apiserver: FakeApiServer) -> Cluster:
     server = fake_apiserver
     hot = server.kubelet("hot", time_scale=0.001)
     cold = [server.kubelet("cold-a"), server.kubelet("cold-b")]
-    deployment = server.create(kubeobjects.workload("Deployment", "web", replicas=REPLICAS))
-    rs = server.create(
-        kubeobjects.workload(
-            "ReplicaSet",
-            "web-1",
-            replicas=REPLICAS,
-            owner=owner_ref("Deployment", "web", uid=deployment["metadata"]["uid"]),
-        )
-    )
-    rs_uid = rs["metadata"]["uid"]
-    for index in range(REPLICAS):
-        server.create(_pod(f"web-1-{index:02}", "hot", rs_uid))
-        hot.set_ready("default", f"web-1-{index:02}")
+    rs_uid = _web(server, hot, REPLICAS)
     unavailable = Unavailability()
     server.store.add_hook(unavailable.hook(server))
     return Cluster(server, cold, rs_uid, unavailable)
@@ -148,10 +155,16 @@ async def _play_replica_set_controller(cluster: Cluster) -> None:
         await asyncio.sleep(0.02)  # the stand-in's poll interval; nothing is asserted on it
 
 
-async def _run(cluster: Cluster, kube_api: KubeApi, tmp_path: Path, **options: Any) -> Any:
+async def _run(
+    cluster: Cluster,
+    kube_api: KubeApi,
+    tmp_path: Path,
+    policy_text: str = LOW_NODE_UTILIZATION,
+    **options: Any,
+) -> Any:
     """One cycle, with the controller stand-in running; the registry it counted into."""
     policy = tmp_path / "policy.yaml"
-    policy.write_text(LOW_NODE_UTILIZATION)
+    policy.write_text(policy_text)
     registry = new_registry("descheduler")
     controller = asyncio.create_task(_play_replica_set_controller(cluster))
     try:
@@ -237,3 +250,78 @@ async def test_what_it_evicted_counts_at_once_before_the_watch_shows_it(
     assert len(_accepted(cluster.server)) == AT_ONCE
     assert cluster.unavailable.most == AT_ONCE
     assert _results(registry) == {"success": 3, "blocked by implicit budget": 3}
+
+
+BALANCE_AND_DUPLICATES = """\
+apiVersion: "descheduler/v1alpha2"
+kind: "DeschedulerPolicy"
+profiles:
+  - name: balance
+    pluginConfig:
+      - name: "LowNodeUtilization"
+        args:
+          thresholds: {"cpu": 20}
+          targetThresholds: {"cpu": 50}
+          evictableNamespaces: {"exclude": ["batch"]}
+      - name: "RemoveDuplicates"
+        args:
+          namespaces: {"include": ["batch"]}
+    plugins:
+      balance:
+        enabled: ["LowNodeUtilization", "RemoveDuplicates"]
+"""
+"""``hot`` at 3600m of 4000m: LowNodeUtilization takes 6 of ``web``'s 8 pods (300m each) to get
+it to 1800m, at most 50 %; RemoveDuplicates then takes 2 of ``batch``'s 4 (300m each, one
+owner), leaving the node the 2 of 4 it keeps of them."""
+
+
+@pytest.fixture(name="crowded")
+def _crowded(fake_apiserver: FakeApiServer) -> Cluster:
+    """``hot`` runs Deployment ``web``'s 8 Ready pods (the default rollout: 2 at once; no PDB)
+    and 4 Ready pods of one owner in namespace ``batch`` whose controller is gone (so no
+    implicit budget: their evictions go at once); two idle nodes."""
+    server = fake_apiserver
+    hot = server.kubelet("hot", time_scale=0.001)
+    cold = [server.kubelet("cold-a"), server.kubelet("cold-b")]
+    rs_uid = _web(server, hot, 8)
+    server.create(kubeobjects.namespace("batch"))
+    for index in range(4):
+        server.create(
+            kubeobjects.pod(
+                f"batch-{index}",
+                "hot",
+                namespace="batch",
+                owner=owner_ref("ReplicaSet", "batch-1"),
+                cpu="300m",
+            )
+        )
+        hot.set_ready("batch", f"batch-{index}")
+    return Cluster(server, cold, rs_uid, Unavailability())
+
+
+async def test_a_held_balancing_eviction_goes_only_while_its_node_is_above_target(
+    crowded: Cluster, kube_api: KubeApi, tmp_path: Path
+) -> None:
+    """``web``'s first 2 evictions and ``batch``'s 2 go at once; ``web``'s other 4 are held by
+    its implicit budget. When released, the first two are still needed (``hot`` at 2400m,
+    then 2100m, above its 2000m target), the last two are not (1800m): they are dropped,
+    never sent, logged and counted as ``node no longer above target``, so no replacement
+    is made for a node that no longer needs to shed it."""
+    with capture_logs() as logs:
+        registry = await _run(crowded, kube_api, tmp_path, BALANCE_AND_DUPLICATES)
+    evicted = _accepted(crowded.server)
+    assert sorted(e for e in evicted if e.startswith("web")) == [
+        "web-1-00",
+        "web-1-01",
+        "web-1-02",
+        "web-1-03",
+    ]
+    assert len([e for e in evicted if e.startswith("batch")]) == 2
+    assert _results(registry) == {"success": 6, "node no longer above target": 2}
+    dropped = [e for e in logs if e["event"].startswith("held eviction dropped")]
+    assert [(e["pod"], e["node"]) for e in dropped] == [
+        ("default/web-1-04", "hot"),
+        ("default/web-1-05", "hot"),
+    ]
+    done = next(e for e in logs if e["event"] == "descheduling cycle done")
+    assert (done["dropped"], done["failed"]) == (2, 0)

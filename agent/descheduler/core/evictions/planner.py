@@ -37,7 +37,9 @@ Ready pod that no PDB selects counts against its workload's implicit budget, whi
 what its rollout's ``maxUnavailable`` allows. One it refuses now is always held, whatever the
 plugin's ``hold``: an implicit budget changes when a pod goes, never which pods go, so the
 plan's decisions (and upstream parity) stay as they are without it. A pod that is not Running
-and Ready costs it nothing (it is unavailable already), as under ``AlwaysAllow``.
+and Ready costs it nothing (it is unavailable already), as under ``AlwaysAllow``. A held
+eviction whose reason is its node being above target (``while_over``, LowNodeUtilization's)
+keeps that node's figures, so the live loop sends it only if the node still needs it then.
 
 Pods evicted earlier in the cycle look terminating to later filters: against a real API
 server the eviction sets ``deletionTimestamp`` at once and the informer catches up long before
@@ -54,7 +56,7 @@ from agent.descheduler.core.framework.types import EvictorPlugin
 from agent.descheduler.core.rules.budgets import BudgetIndex
 from agent.descheduler.core.rules.rollouts import Rollouts
 from agent.descheduler.model.cluster import ClusterSnapshot, DisruptionBudget, PodInfo
-from agent.descheduler.plan.shape import ImplicitBudget, Plan, PlannedEviction
+from agent.descheduler.plan.shape import ImplicitBudget, NodeTarget, Plan, PlannedEviction
 from agent.kubesemantics.wellknown import RUNNING
 
 
@@ -93,10 +95,18 @@ class Planner:
         long as this planner, so no id is reused meanwhile."""
 
     def evict(
-        self, pod: PodInfo, *, plugin: str, profile: str, reason: str = "", hold: bool = True
+        self,
+        pod: PodInfo,
+        *,
+        plugin: str,
+        profile: str,
+        reason: str = "",
+        hold: bool = True,
+        while_over: NodeTarget | None = None,
     ) -> bool:
         """Plan one eviction; ``False`` when a PDB refuses it now and ``hold`` is off (it is
-        recorded as refused), else ``True`` (held when a PDB refuses it now). Raises the
+        recorded as refused), else ``True`` (held when a PDB refuses it now). A held one
+        keeps ``while_over``, for the live loop to check when it is released. Raises the
         limit errors."""
         try:
             self.limits.check(pod)
@@ -125,6 +135,7 @@ class Planner:
             budget = rollout.key
             self.plan.implicit_budgets[budget] = rollout
             implicit = self._implicit_blocking(rollout)
+        held = (bool(blocked) and hold) or bool(implicit)
         self.plan.evictions.append(
             PlannedEviction(
                 namespace=pod.namespace,
@@ -135,9 +146,10 @@ class Planner:
                 profile=profile,
                 reason=reason or plugin,
                 blocked_by_pdb=blocked,
-                held=(bool(blocked) and hold) or bool(implicit),
+                held=held,
                 budget=budget,
                 implicit_budget=implicit,
+                while_over=while_over if held else None,
             )
         )
         if blocked and not hold:
@@ -266,9 +278,22 @@ class ProfileEvictor:
             )
         return verdict
 
-    def evict(self, pod: PodInfo, plugin: str, reason: str = "", *, hold: bool = True) -> bool:
+    def evict(
+        self,
+        pod: PodInfo,
+        plugin: str,
+        reason: str = "",
+        *,
+        hold: bool = True,
+        while_over: NodeTarget | None = None,
+    ) -> bool:
         return self.planner.evict(
-            pod, plugin=plugin, profile=self.profile, reason=reason, hold=hold
+            pod,
+            plugin=plugin,
+            profile=self.profile,
+            reason=reason,
+            hold=hold,
+            while_over=while_over,
         )
 
     def in_cooldown(self, pod: PodInfo, seconds: float) -> bool:

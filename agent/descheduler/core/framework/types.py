@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from agent.descheduler.model.cluster import ClusterSnapshot, NodeInfo, PodInfo
-from agent.descheduler.plan.shape import ImplicitBudget, TaintChange
+from agent.descheduler.plan.shape import ImplicitBudget, NodeTarget, TaintChange
 
 PRESORT = "presort"
 SORT = "sort"
@@ -38,10 +38,20 @@ class Evictor(Protocol):
         """Every enabled ``preEvictionFilter`` plugin accepts the pod."""
         ...
 
-    def evict(self, pod: PodInfo, plugin: str, reason: str = "", *, hold: bool = True) -> bool:
+    def evict(
+        self,
+        pod: PodInfo,
+        plugin: str,
+        reason: str = "",
+        *,
+        hold: bool = True,
+        while_over: NodeTarget | None = None,
+    ) -> bool:
         """Plan the eviction. When a PDB forbids it now it is recorded as blocked, and then
         either held (``hold``: sent once the budget allows; ``True`` is returned, as if made)
-        or refused (``False``: the plugin goes on without it).
+        or refused (``False``: the plugin goes on without it). ``while_over``: the pod goes
+        to take its node below target, so if it is held, it goes only while the node still
+        needs it when released (``NodeTarget``).
 
         Raises ``TotalLimitReached``, ``NodeLimitReached`` or ``NamespaceLimitReached``
         (checked in that order) when a limit refuses it; nothing is recorded then.

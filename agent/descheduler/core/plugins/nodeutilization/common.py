@@ -50,6 +50,7 @@ from agent.descheduler.core.rules.podorder import (
 )
 from agent.descheduler.model.cluster import CPU, MEMORY, NodeInfo, PodInfo
 from agent.descheduler.model.gomath import go_round
+from agent.descheduler.plan.shape import NodeTarget
 from agent.kubesemantics.taintownership import is_emptying_taint
 from agent.kubesemantics.tolerations import tolerates
 
@@ -182,9 +183,11 @@ class EvictionRun:
     """Whether an eviction a budget refuses now is held (sent once it allows, within the
     cycle; ``evictions.planner``). LowNodeUtilization's are not: its reason, a node over its
     target, stops holding once the cycle's other evictions drain that node, and the
-    replacement would come straight back. HighNodeUtilization's are: its node only empties
-    further as the cycle goes, so the reason holds, and a node is emptied in one cycle
-    instead of one pod per budget per cycle."""
+    replacement would come straight back. For the same reason, an eviction of it that an
+    implicit budget holds (always held) carries its node's figures (``NodeTarget``), and goes
+    only if the node is still above target when it is released. HighNodeUtilization's are
+    held: its node only empties further as the cycle goes, so the reason holds, and a node is
+    emptied in one cycle instead of one pod per budget per cycle."""
     emptied: list[str] = field(default_factory=list)
     """The source nodes that got at least one eviction, in the order they got their first."""
     evicted_owners: set[str] = field(default_factory=set)
@@ -248,6 +251,7 @@ class EvictionRun:
         if not self.keep_going(state, self.budget):
             return
         evictor = self.handle.evictor
+        target = None if self.hold else self._target(state)
         evicted = 0
         for pod in pods:
             if self.per_node_limit is not None and evicted >= self.per_node_limit:
@@ -256,7 +260,7 @@ class EvictionRun:
                 continue
             pod_usage = self.usage_source.pod_usage(pod, state)
             try:
-                if not evictor.evict(pod, self.plugin, hold=self.hold):
+                if not evictor.evict(pod, self.plugin, hold=self.hold, while_over=target):
                     continue  # a PDB refused it: not evicted, as upstream on a 429
             except NodeLimitReached:
                 return
@@ -279,6 +283,21 @@ class EvictionRun:
                 self.budget[name] -= amount
             if not self.keep_going(state, self.budget):
                 break
+
+    def _target(self, state: NodeState) -> NodeTarget | None:
+        """The node as it stands before its first eviction, for a held one to be checked
+        against when released; ``None`` without pod usage to weigh (a Prometheus node
+        signal: one eviction per node, nothing to recount)."""
+        if not state.pods_by:
+            return None
+        source = self.usage_source
+        weighed = {pod.uid: source.pod_usage(pod, state) or {} for pod in state.pods}
+        return NodeTarget(
+            node=state.node.name,
+            usage=dict(state.usage),
+            target=dict(state.available),
+            pods=weighed,  # every pod the node's usage counts: other plugins' leave it too
+        )
 
 
 def owner_of(pod: PodInfo) -> str:

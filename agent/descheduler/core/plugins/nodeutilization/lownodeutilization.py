@@ -49,6 +49,7 @@ from agent.descheduler.core.plugins.nodeutilization.usage import (
     resource_names,
 )
 from agent.descheduler.model.cluster import NodeInfo
+from agent.descheduler.plan.shape import above_target
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,6 @@ class LowNodeUtilization:
 
 def _above_target_with_budget(state: NodeState, budget: Mapping[str, int]) -> bool:
     """``isNodeAboveTargetUtilization`` and every budget resource still > 0."""
-    if not any(state.available.get(n, 0) < used for n, used in state.usage.items()):
+    if not above_target(state.usage, state.available):
         return False
     return every_budget_positive(budget)

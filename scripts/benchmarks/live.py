@@ -86,7 +86,8 @@ from scripts.benchmarks.results import Figure, Results, Target, add_output_argum
 
 ROOT = Path(__file__).resolve().parents[2]
 OURS = ROOT / ".venv" / "bin" / "kubelet-companion"
-INTERVAL = "15s"
+INTERVAL_SECONDS = 15
+INTERVAL = f"{INTERVAL_SECONDS}s"
 UPSTREAM, OURS_NAME = "upstream", "ours"
 RESULTS = Results("live", "Live loop on a real control plane")
 
@@ -482,6 +483,7 @@ class Emitter:
                 parity.compare(
                     parity.cycles_of(r["shadow"]["upstream_cycles"]),
                     parity.cycles_of(r["shadow"]["ours_cycles"]),
+                    window=INTERVAL_SECONDS / 2,
                 ),
             )
             for r in self.upstream
@@ -504,7 +506,11 @@ class Emitter:
         )
         counts = "; ".join(
             f"ours {parity.describe_counts(p.ours)} / upstream {parity.describe_counts(p.upstream)}"
-            + (f" (ours {p.median_lag:g} s later)" if p.median_lag is not None else "")
+            + (
+                f" (ours {p.median_lag:+g} s from upstream's cycle end)"
+                if p.median_lag is not None
+                else ""
+            )
             + (f", {p.unpaired} cycle(s) unpaired" if p.unpaired else "")
             for _, p in found
         )

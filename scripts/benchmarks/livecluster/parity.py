@@ -14,7 +14,10 @@ Here (pure): upstream's cycles out of its log (klog: each ``"Evicted pod" ... no
 line, and the cycle's closing ``"Number of evictions/requests"`` line with its time), ours'
 out of its printed plans (stamped by the benchmark as each arrives; an eviction a budget
 refuses is left to the next cycle, so it is not counted), each upstream cycle paired with
-the first of ours that ended after it and before upstream's next; the figures are the
+the cycle of ours nearest to it in time, within half the descheduling interval (each of
+ours paired once). Nearest, not "the next after": upstream's cycle is stamped when it ends,
+after its evictions (a few seconds at its 5 QPS), while it read Prometheus when it began, so
+ours planning just before that end read the same scrape; the figures are the
 largest ``|ours - upstream|`` in a pair and the share of upstream's ``(cycle, node)``
 evictions ours planned in the paired cycle, with the misses named.
 """
@@ -134,14 +137,23 @@ class Pair:
         return sorted(left.elements())
 
 
-def pair(upstream: Sequence[Cycle], ours: Sequence[Cycle]) -> list[Pair]:
-    """Each upstream cycle with ours' first cycle that ended after it and before upstream's
-    next one ended."""
+def pair(upstream: Sequence[Cycle], ours: Sequence[Cycle], window: float) -> list[Pair]:
+    """Each upstream cycle with the cycle of ours nearest to it in time, at most ``window``
+    seconds away (half the descheduling interval), each of ours in one pair at most."""
     out = []
-    for index, theirs in enumerate(upstream):
-        until = upstream[index + 1].t if index + 1 < len(upstream) else float("inf")
-        mine = next((c for c in ours if theirs.t < c.t <= until), None)
-        out.append(Pair(theirs, mine))
+    taken: set[int] = set()
+    for theirs in upstream:
+        near = [
+            (abs(mine.t - theirs.t), index)
+            for index, mine in enumerate(ours)
+            if index not in taken and abs(mine.t - theirs.t) <= window
+        ]
+        if not near:
+            out.append(Pair(theirs, None))
+            continue
+        _, index = min(near)
+        taken.add(index)
+        out.append(Pair(theirs, ours[index]))
     return out
 
 
@@ -159,7 +171,8 @@ class Parity:
     unpaired: int
     """Upstream's cycles ours had no cycle for."""
     median_lag: float | None
-    """How long after upstream's cycle ours' ended (s), the median over the pairs."""
+    """Ours' cycle minus upstream's cycle end (s; below zero: ours planned first), the
+    median over the pairs."""
     ours: tuple[int, ...]
     upstream: tuple[int, ...]
 
@@ -168,8 +181,8 @@ class Parity:
         return self.largest_difference <= TOLERANCE
 
 
-def compare(upstream: Sequence[Cycle], ours: Sequence[Cycle]) -> Parity:
-    pairs = pair(upstream, ours)
+def compare(upstream: Sequence[Cycle], ours: Sequence[Cycle], window: float) -> Parity:
+    pairs = pair(upstream, ours, window)
     wanted = sum(p.upstream.evictions for p in pairs)
     misses = tuple(
         f"cycle {index}: {node}" for index, p in enumerate(pairs, 1) for node in p.missed()

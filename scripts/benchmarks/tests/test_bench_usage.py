@@ -179,23 +179,31 @@ def _cycle(t: float, *nodes: str) -> parity.Cycle:
     return parity.Cycle(t, tuple(sorted(nodes)))
 
 
-def test_each_upstream_cycle_is_paired_with_ours_next_and_every_cycles_nodes_count() -> None:
-    """Each upstream cycle is paired with ours' first cycle that ended after it and before
-    upstream's next; the figures are the largest per-pair difference and the share of
+def test_each_upstream_cycle_is_paired_with_ours_nearest_and_every_cycles_nodes_count() -> None:
+    """Each upstream cycle is paired with ours' cycle nearest to it, within half the
+    interval, each of ours once (ours may plan a moment before upstream's cycle ends); the
+    figures are the largest per-pair difference and the share of
     upstream's (cycle, node) evictions ours planned in the pair, the misses named; an
     upstream cycle ours has no cycle for counts as ours planning nothing."""
     upstream = [_cycle(0.3, "a", "b", "c", "d"), _cycle(15.3, "a", "e"), _cycle(30.3, "b")]
     ours = [_cycle(1.8, "a", "b", "c", "d"), _cycle(16.8, "a", "f", "g"), _cycle(31.9)]
-    found = parity.compare(upstream, ours)
+    found = parity.compare(upstream, ours, window=7.5)
     assert (found.cycles, found.largest_difference, found.unpaired) == (3, 1, 0)
     assert found.same_nodes == 100.0 * 5 / 7
     assert found.misses == ("cycle 2: e", "cycle 3: b")
     assert (found.ours, found.upstream, found.median_lag) == ((4, 3, 0), (4, 2, 1), 1.5)
     assert found.within
-    late = parity.compare(upstream, [_cycle(40.0, "b")])
-    assert (late.unpaired, late.largest_difference, late.ours) == (2, 4, (0, 0, 1))
+    late = parity.compare(upstream, [_cycle(40.0, "b")], window=7.5)
+    # 9.7 s after upstream's last cycle is more than half an interval: no pair at all.
+    assert (late.unpaired, late.largest_difference, late.ours) == (3, 4, (0, 0, 0))
     assert not late.within
-    assert parity.compare([_cycle(0.3)], []).same_nodes is None
+    # Ours a moment before upstream's stamp (its end) pairs with that cycle, not the next.
+    early = parity.compare(
+        upstream, [_cycle(0.29, "a", "b", "c", "d"), _cycle(15.29, "a", "e")], window=7.5
+    )
+    assert (early.ours, early.upstream, early.unpaired) == ((4, 2, 0), (4, 2, 1), 1)
+    assert early.median_lag == -0.01
+    assert parity.compare([_cycle(0.3)], [], window=7.5).same_nodes is None
     assert parity.describe_counts([]) == "none"
     assert parity.describe_counts([1] * 14, limit=3) == "1, 1, 1 ... (14 cycles)"
 

@@ -162,11 +162,17 @@ async def test_out_of_service_only_on_a_witnessed_last_word_and_removed_when_rea
         for name in ("a", "b", "forged", "cut", "rebooted", "recent", "found"):
             assert _taints(fake_apiserver, name) == [], name
         assert _taints(fake_apiserver, "manual") == [OUT_OF_SERVICE]
-        events = [
-            e
-            for e in fake_apiserver.list("events", "default")
-            if e["reason"] == "NodeShutdownRecovery"
-        ]
+
+        def recovery_events() -> list[dict[str, Any]]:
+            return [
+                e
+                for e in fake_apiserver.list("events", "default")
+                if e["reason"] == "NodeShutdownRecovery"
+            ]
+
+        # Events are posted by tasks of their own, after the taints: waited for, not read.
+        await wait_until(lambda: len(recovery_events()) >= 2, "the two NodeShutdownRecovery Events")
+        events = recovery_events()
         assert sorted(e["involvedObject"]["name"] for e in events) == ["marked", "off"]
         events = [e for e in events if e["involvedObject"]["name"] == "off"]
         assert f"owned by Node uid {uids['off']}" in events[0]["message"]

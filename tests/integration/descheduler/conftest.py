@@ -37,6 +37,38 @@ profiles:
 """The RemoveDuplicates example of upstream's README, unchanged."""
 
 
+LOW_NODE_UTILIZATION = """\
+apiVersion: "descheduler/v1alpha2"
+kind: "DeschedulerPolicy"
+profiles:
+  - name: balance
+    pluginConfig:
+      - name: "LowNodeUtilization"
+        args:
+          thresholds: {"cpu": 20}
+          targetThresholds: {"cpu": 50}
+    plugins:
+      balance:
+        enabled: ["LowNodeUtilization"]
+"""
+"""LowNodeUtilization alone, 20 % and 50 % of cpu."""
+
+COOLDOWN_POLICY = """\
+apiVersion: "descheduler/v1alpha2"
+kind: "DeschedulerPolicy"
+profiles:
+  - name: guarded
+    pluginConfig:
+    - name: "RemoveDuplicates"
+      args:
+        cooldownSeconds: 3600
+    plugins:
+      balance:
+        enabled: ["RemoveDuplicates"]
+"""
+"""RemoveDuplicates with an hour's churn-guard cooldown."""
+
+
 @pytest.fixture
 def kubeconfig(fake_apiserver: FakeApiServer, tmp_path: Path) -> Path:
     return fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig")

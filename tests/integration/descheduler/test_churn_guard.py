@@ -14,21 +14,7 @@ from agent.kube.api import KubeApi
 from agent.kube.evictionmemory import RECENT_EVICTIONS_ANNOTATION
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.livedescheduler import run_live
-from tests.integration.descheduler.conftest import owned_pod
-
-COOLDOWN_POLICY = """\
-apiVersion: "descheduler/v1alpha2"
-kind: "DeschedulerPolicy"
-profiles:
-  - name: guarded
-    pluginConfig:
-    - name: "RemoveDuplicates"
-      args:
-        cooldownSeconds: 3600
-    plugins:
-      balance:
-        enabled: ["RemoveDuplicates"]
-"""
+from tests.integration.descheduler.conftest import COOLDOWN_POLICY, owned_pod
 
 
 def _evicted(server: FakeApiServer) -> list[str]:

@@ -17,7 +17,7 @@ from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.kubeobjects import owner_ref
 from tests.harness.livedescheduler import run_live
-from tests.integration.descheduler.conftest import owned_pod
+from tests.integration.descheduler.conftest import LOW_NODE_UTILIZATION, owned_pod
 
 
 def _cluster(server: FakeApiServer, *, max_unavailable: int) -> None:
@@ -98,22 +98,6 @@ async def test_the_dry_run_says_what_a_budget_blocks_now(
         ("default/db-2", True),
     ]
     assert _evictions(fake_apiserver) == []
-
-
-LOW_NODE_UTILIZATION = """\
-apiVersion: "descheduler/v1alpha2"
-kind: "DeschedulerPolicy"
-profiles:
-  - name: balance
-    pluginConfig:
-      - name: "LowNodeUtilization"
-        args:
-          thresholds: {"cpu": 20}
-          targetThresholds: {"cpu": 50}
-    plugins:
-      balance:
-        enabled: ["LowNodeUtilization"]
-"""
 
 
 async def test_a_utilization_eviction_a_budget_refuses_is_never_sent(

@@ -27,6 +27,7 @@ from tests.harness.fake_apiserver import FakeApiServer
 from tests.harness.fake_apiserver.kubelet import FakeKubelet
 from tests.harness.kubeobjects import owner_ref
 from tests.harness.livedescheduler import run_live
+from tests.integration.descheduler.conftest import LOW_NODE_UTILIZATION
 
 REPLICAS = 12
 AT_ONCE = 3
@@ -34,22 +35,8 @@ AT_ONCE = 3
 READY_AFTER = 0.3
 """How long a replacement takes to turn Ready: long enough that evictions sent without
 waiting for it would all be out before the first one is back."""
-
-LOW_NODE_UTILIZATION = """\
-apiVersion: "descheduler/v1alpha2"
-kind: "DeschedulerPolicy"
-profiles:
-  - name: balance
-    pluginConfig:
-      - name: "LowNodeUtilization"
-        args:
-          thresholds: {"cpu": 20}
-          targetThresholds: {"cpu": 50}
-    plugins:
-      balance:
-        enabled: ["LowNodeUtilization"]
-"""
-"""``hot`` (12 pods of 300m on 4 CPUs: 90 %) sheds 6 pods to get under 50 %."""
+# Under LOW_NODE_UTILIZATION, ``hot`` (12 pods of 300m on 4 CPUs: 90 %) sheds 6 pods to get
+# under 50 %.
 
 
 @dataclass

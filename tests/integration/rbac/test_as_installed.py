@@ -15,21 +15,7 @@ from tests.harness.kustomize import DESCHEDULER_ACCOUNT, MANIFESTS, NAMESPACE, o
 from tests.harness.rbac.authorizer import grants_for, not_allowed
 from tests.harness.rbac.recorder import component_of
 from tests.harness.rbac.requestinfo import request_attributes
-from tests.integration.descheduler.conftest import owned_pod
-
-COOLDOWN_POLICY = """\
-apiVersion: "descheduler/v1alpha2"
-kind: "DeschedulerPolicy"
-profiles:
-  - name: guarded
-    pluginConfig:
-    - name: "RemoveDuplicates"
-      args:
-        cooldownSeconds: 3600
-    plugins:
-      balance:
-        enabled: ["RemoveDuplicates"]
-"""
+from tests.integration.descheduler.conftest import COOLDOWN_POLICY, owned_pod
 
 
 def _api_requests(server: FakeApiServer) -> list:

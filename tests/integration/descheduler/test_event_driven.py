@@ -30,6 +30,24 @@ def _cycles(registry: CollectorRegistry) -> float:
     )
 
 
+def _event_driven(
+    policy_file: Path, kube_api: KubeApi, registry: CollectorRegistry, stop: asyncio.Event
+) -> asyncio.Task[int]:
+    """The live descheduler with an hour's interval and event-driven cycles: after its first
+    cycle, only an event can start the next one within a test's time."""
+    return asyncio.create_task(
+        run_live(
+            policy_file,
+            kube_api,
+            stop=stop,
+            registry=registry,
+            descheduling_interval=3600,
+            event_driven_cycles=True,
+            min_cycle_spacing=0.2,
+        )
+    )
+
+
 async def test_node_becoming_ready_starts_a_cycle_before_the_interval(
     fake_apiserver: FakeApiServer, kube_api: KubeApi, policy_file: Path
 ) -> None:
@@ -41,17 +59,7 @@ async def test_node_becoming_ready_starts_a_cycle_before_the_interval(
     fake_apiserver.create(late)
     registry = new_registry("descheduler")
     stop = asyncio.Event()
-    run = asyncio.create_task(
-        run_live(
-            policy_file,
-            kube_api,
-            stop=stop,
-            registry=registry,
-            descheduling_interval=3600,
-            event_driven_cycles=True,
-            min_cycle_spacing=0.2,
-        )
-    )
+    run = _event_driven(policy_file, kube_api, registry, stop)
     try:
         await wait_until(lambda: _cycles(registry) >= 1, timeout=20)
         fake_apiserver.patch(
@@ -78,17 +86,7 @@ async def test_addon_going_unschedulable_starts_a_rescue_before_the_interval(
     )
     registry = new_registry("descheduler")
     stop = asyncio.Event()
-    run = asyncio.create_task(
-        run_live(
-            policy_file,
-            kube_api,
-            stop=stop,
-            registry=registry,
-            descheduling_interval=3600,
-            event_driven_cycles=True,
-            min_cycle_spacing=0.2,
-        )
-    )
+    run = _event_driven(policy_file, kube_api, registry, stop)
     try:
         await wait_until(lambda: _cycles(registry) >= 1, timeout=20)
         fake_apiserver.create(_addon())

@@ -33,7 +33,7 @@ from scripts.benchmarks.kubeletnode.image import write_images
 from scripts.benchmarks.kubeletnode.requirements import CNI_DIR, Tools
 from scripts.benchmarks.kubeletnode.runtime import Ctr, cni_config, containerd_config
 from scripts.benchmarks.livecluster.api import Api
-from scripts.benchmarks.livecluster.controlplane import ControlPlane, free_port
+from scripts.benchmarks.livecluster.controlplane import ControlPlane, free_port, stop_process
 
 BRIDGE = "kc-bench0"
 SUBNET = "10.244.78.0/24"
@@ -388,14 +388,8 @@ class RealNode:
 
     def _stop(self, name: str) -> None:
         process = self.processes.pop(name, None)
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            stop_process(process)
 
     def _wait(self, what: str, check: Callable[[], bool], timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout

@@ -49,6 +49,19 @@ the ``default`` ServiceAccount pods need to be admitted."""
 SCORING = ("LeastAllocated", "MostAllocated")
 
 
+def stop_process(process: subprocess.Popen[Any]) -> None:
+    """SIGTERM, then SIGKILL after 15 s (nothing when it has exited already): how every
+    process a benchmark started is stopped."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def free_port() -> int:
     """A loopback port nobody listens on now (the component binds it a moment later)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -361,13 +374,8 @@ class ControlPlane:
 
     def _stop(self, name: str) -> None:
         process = self.processes.pop(name, None)
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        if process is not None:
+            stop_process(process)
         log = self.logs.pop(name, None)
         if log is not None:
             log.close()

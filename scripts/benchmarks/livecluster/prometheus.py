@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 import urllib3
 
-from scripts.benchmarks.livecluster.controlplane import LOOPBACK, free_port
+from scripts.benchmarks.livecluster.controlplane import LOOPBACK, free_port, stop_process
 
 SCRAPE_SECONDS = 5
 
@@ -129,11 +128,5 @@ class Prometheus:
 
     def stop(self) -> None:
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            stop_process(process)

@@ -11,7 +11,6 @@ its eviction, no taint of ours is on a node, and our Lease does not exist.
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import threading
 import time
@@ -23,6 +22,7 @@ from agent import DOMAIN
 from agent.descheduler.options import LEASE_NAME, LEASE_NAMESPACE
 from scripts.benchmarks.livecluster import parity
 from scripts.benchmarks.livecluster.api import Api
+from scripts.benchmarks.livecluster.controlplane import stop_process
 
 
 class Shadow:
@@ -66,7 +66,7 @@ class Shadow:
         """SIGTERM (as the measured one gets); the exit, ``stopped`` when it was running."""
         status: int | str
         if self.process.poll() is None:
-            terminate(self.process)
+            stop_process(self.process)
             status = "stopped"
         else:
             status = self.process.returncode
@@ -89,16 +89,6 @@ class Shadow:
             "ours_cycles": [asdict(c) for c in ours],
             "writes": writes,
         }
-
-
-def terminate(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then SIGKILL after 15 s: how a run stops a descheduler."""
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def _chunks(stream: IO[bytes]) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -162,11 +162,13 @@ class NodePatcher:
         backoff: Backoff = Backoff(initial=0.05, cap=5.0),
         attempts: int = 12,
         monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.kube = kube
         self.node_name = node_name
         self.owns = owns
         self.policy = RetryPolicy(backoff, attempts=attempts, monotonic=monotonic)
+        self._sleep = sleep
 
     async def update(
         self,
@@ -183,6 +185,8 @@ class NodePatcher:
         last ``KubeError`` when attempts or the deadline run out.
         """
         attempt = 0
+        server_failures = 0  # 5xx, 429 and timeouts in a row: the server needs time
+        lost_races = 0  # guard failures in a row: others wrote between our read and patch
         while True:
             fresh: JsonObject | None = None
             version: object = None
@@ -198,34 +202,49 @@ class NodePatcher:
                 result = await self.kube.patch(NODES, self.node_name, guarded + ops)
                 _log.debug("node patched", what=what, ops=len(ops), attempt=attempt)
                 return result
-            except (Conflict, Invalid, *RETRYABLE) as error:
+            except (Conflict, Invalid, *RETRYABLE) as caught:
+                error: KubeError = caught
                 if isinstance(error, Invalid) and not error.failed_test(GUARD_PATH):
-                    fresh = await self._moved_on(error, version)
-                    if fresh is None:
-                        # A patch the server finds invalid is invalid again after a re-read.
-                        _log.error("node patch rejected as invalid", what=what, error=_why(error))
-                        raise
+                    try:
+                        fresh = await self._moved_on(error, version)
+                    except RETRYABLE as read_error:
+                        error = read_error  # the re-read failed: a server failure, retried
+                    else:
+                        if fresh is None:
+                            # A patch the server finds invalid is invalid again after a
+                            # re-read.
+                            _log.error(
+                                "node patch rejected as invalid", what=what, error=_why(error)
+                            )
+                            raise
                 attempt += 1
-                stale = isinstance(error, Conflict | Invalid)
-                # A stale read is retried at once the first time: a fresh read fixes it.
-                wait = (
-                    0.0
-                    if stale and attempt == 1
-                    else self.policy.wait(attempt, retry_after=retry_after_of(error))
-                )
+                if isinstance(error, Conflict | Invalid):
+                    # The server answered, so its failures are over. A lost race is fixed
+                    # by a fresh read, not by waiting out a server: the first is retried at
+                    # once, later ones back off from the bottom of the ladder. Counted with
+                    # the server's failures, a Node that others write often was patched
+                    # seconds apart after an outage, and each time too late.
+                    server_failures = 0
+                    lost_races += 1
+                    wait = 0.0 if lost_races == 1 else self.policy.wait(lost_races - 1)
+                else:
+                    server_failures += 1
+                    wait = self.policy.wait(server_failures, retry_after=retry_after_of(error))
                 if not self.policy.allows(attempt, wait, deadline=deadline):
                     _log.warning("node patch gave up", what=what, error=str(error))
-                    raise
+                    if error is caught:
+                        raise
+                    raise error from caught
                 _log.info(
                     "node patch retry",
                     what=what,
                     reason=type(error).__name__,
                     attempt=attempt,
                 )
-                node = fresh
-                await asyncio.sleep(wait)
-            except KubeError:
-                raise
+                # A read taken before a wait may be stale by its end on a Node that others
+                # write: only a read made just now is patched without reading again.
+                node = fresh if wait == 0 else None
+                await self._sleep(wait)
 
     async def _moved_on(self, error: Invalid, version: object) -> JsonObject | None:
         """The Node read afresh, when our guard's resourceVersion is no longer its own.

@@ -20,6 +20,8 @@ from agent.kube.patches import (
 from agent.runtime.ownership import owned_keys
 from tests.harness import kubeobjects
 from tests.harness.fake_apiserver import FakeApiServer
+from tests.harness.fake_apiserver.faults import FaultRule
+from tests.harness.waiting import wait_until
 
 OURS = "kubelet-companion.io/test"
 
@@ -99,6 +101,86 @@ async def test_only_the_guard_failure_is_retried(
     assert labels == {"other": "b", "kubelet-companion.io/x": "1"}
     patches = fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")
     assert [r.status for r in patches] == [422, 200]
+
+
+async def test_a_race_lost_after_a_wait_is_patched_from_a_read_made_after_it(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """Others write the Node while we wait between tries: the next patch is built on a read
+    made after the wait (not the one before it), so the write lands at the second try
+    from that read, and the lost races back off from the bottom of the ladder."""
+    fake_apiserver.create(kubeobjects.node("n1"))
+    stale = fake_apiserver.get("nodes", "n1")
+    fake_apiserver.patch("nodes", "n1", {"metadata": {"labels": {"other": "first"}}})
+    waits: list[float] = []
+
+    async def others_write_while_we_wait(seconds: float) -> None:
+        waits.append(seconds)
+        fake_apiserver.patch("nodes", "n1", {"metadata": {"labels": {"other": str(seconds)}}})
+
+    patcher = NodePatcher(
+        async_kube,
+        "n1",
+        owns,
+        backoff=Backoff(initial=0.15, jitter=0.0),
+        attempts=4,
+        sleep=others_write_while_we_wait,
+    )
+    await patcher.update(lambda node: taint_ops(node, ensure=Taint(OURS)), what="t", node=stale)
+    assert [t["key"] for t in fake_apiserver.get("nodes", "n1")["spec"]["taints"]] == [OURS]
+    assert waits == [0.0, 0.15]
+    patches = fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")
+    assert [r.status for r in patches] == [422, 422, 200]
+
+
+async def test_a_race_lost_after_server_errors_is_retried_at_once(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """Two 503s climb the backoff; then another writer changes the Node while our PATCH is
+    in flight. That lost race is retried at once from a fresh read, without the wait the
+    server's failures had reached."""
+    fake_apiserver.create(kubeobjects.node("n1"))
+    fake_apiserver.faults.add("PATCH", r"/nodes/n1$", status=503, times=2)
+    waits: list[float] = []
+    writes: list[asyncio.Task[None]] = []
+
+    async def write_while_held(held: FaultRule) -> None:
+        await wait_until(lambda: held.hits == 1, what="our PATCH held by the server")
+        fake_apiserver.patch("nodes", "n1", {"metadata": {"labels": {"other": "x"}}})
+        fake_apiserver.faults.release(held)
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 2:  # after the second 503: the next PATCH meets another writer
+            held = fake_apiserver.faults.hang("PATCH", r"/nodes/n1$", seconds=30)
+            writes.append(asyncio.create_task(write_while_held(held)))
+
+    patcher = NodePatcher(
+        async_kube, "n1", owns, backoff=Backoff(initial=0.15, jitter=0.0), sleep=record
+    )
+    await patcher.update(lambda node: taint_ops(node, ensure=Taint(OURS)), what="t")
+    await asyncio.gather(*writes)
+    assert [t["key"] for t in fake_apiserver.get("nodes", "n1")["spec"]["taints"]] == [OURS]
+    assert waits == [0.15, 0.3, 0.0]
+    patches = fake_apiserver.requests(method="PATCH", path_contains="/nodes/n1")
+    assert [r.status for r in patches] == [503, 503, 422, 200]
+
+
+async def test_a_failed_reread_after_a_lost_race_is_retried(
+    async_kube: AsyncKube, fake_apiserver: FakeApiServer
+) -> None:
+    """The read that tells a lost race from an invalid patch meets a 503: that is a server
+    failure, waited out and retried, not the end of the write."""
+    fake_apiserver.create(kubeobjects.node("n1"))
+    stale = fake_apiserver.get("nodes", "n1")
+    fake_apiserver.patch("nodes", "n1", {"metadata": {"labels": {"other": "x"}}})
+    fake_apiserver.faults.add("GET", r"/nodes/n1$", status=503, times=1)
+    fast = Backoff(initial=0.01, jitter=0.0)
+    patcher = NodePatcher(async_kube, "n1", owns, backoff=fast)
+    await patcher.update(lambda node: taint_ops(node, ensure=Taint(OURS)), what="t", node=stale)
+    assert [t["key"] for t in fake_apiserver.get("nodes", "n1")["spec"]["taints"]] == [OURS]
+    gets = fake_apiserver.requests(method="GET", path_contains="/nodes/n1")
+    assert [r.status for r in gets][-2:] == [503, 200]
 
 
 async def test_a_long_retry_after_is_honoured_up_to_the_cap(

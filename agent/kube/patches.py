@@ -15,12 +15,11 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
 from agent.kube.backoff import Backoff, RetryPolicy, retry_after_of
-from agent.kube.client import AsyncKube
 from agent.kube.errors import RETRYABLE, Conflict, Invalid, KubeError
 from agent.kube.jsontypes import JsonObject
 from agent.kube.resources import NODES
@@ -31,6 +30,11 @@ GUARD_PATH = "/metadata/resourceVersion"
 """What the ``test`` op in front of every Node patch checks."""
 Builder = Callable[[JsonObject], list[Op]]
 _log = structlog.get_logger(subsystem="kube.patches")
+
+if TYPE_CHECKING:
+    # A type only: the pure helpers here (taints_of, taint_ops) are read by commands that
+    # never reach a cluster, and the client's import would be most of their start-up.
+    from agent.kube.client import AsyncKube
 
 
 @dataclass(frozen=True)

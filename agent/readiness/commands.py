@@ -11,11 +11,6 @@ import argparse
 import sys
 
 from agent.config import load_agent_config
-from agent.kube.errors import KubeConfigError, KubeError, NotFound
-from agent.readiness.gather import read_snapshot
-from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION
-from agent.readiness.report import build_report, render_json, render_text
-from agent.readiness.settings import GateSettings, evaluate
 from agent.terminaltext import printable
 
 EXIT_OK = 0
@@ -23,7 +18,15 @@ EXIT_FAILURE = 1
 
 
 def _run(args: argparse.Namespace) -> int:
+    # Here, not at the top: every command's parser is built at start-up, and the API
+    # client's import (which the gate's inputs need) is most of a start-up that never
+    # talks to a cluster (version, --help, shutdown plan, swap report).
+    from agent.kube.errors import KubeConfigError, KubeError, NotFound  # noqa: PLC0415
     from agent.kube.session import api_session  # noqa: PLC0415
+    from agent.readiness.gather import read_snapshot  # noqa: PLC0415
+    from agent.readiness.presets import BOOTSTRAP_COMPLETED_ANNOTATION  # noqa: PLC0415
+    from agent.readiness.report import build_report, render_json, render_text  # noqa: PLC0415
+    from agent.readiness.settings import GateSettings, evaluate  # noqa: PLC0415
 
     config = load_agent_config(getattr(args, "config", None))
     node_name = args.node or config.resolved_node_name

@@ -57,9 +57,13 @@ class Staged:
 
 
 def _run(script: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The script as an operator runs it, with ``PYTHON`` (the interpreter its
+    ``pick_python`` tries first) naming this one: the search through ``python3.13``,
+    ``python3.12``... starts each candidate on every run, and ``scripts/test`` has made
+    that search already."""
     return subprocess.run(
         [str(script), *args], input=stdin, capture_output=True, text=True, timeout=600,
-        check=False,
+        check=False, env={**os.environ, "PYTHON": sys.executable},
     )  # fmt: skip
 
 

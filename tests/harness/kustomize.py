@@ -8,6 +8,7 @@ hashes, image tags and patches make of them. Without kubectl they skip and say s
 from __future__ import annotations
 
 import functools
+import json
 import re
 import shutil
 import subprocess
@@ -69,9 +70,19 @@ def _render(directory: Path) -> str:
     return result.stdout
 
 
+@functools.cache
+def _parsed(directory: Path) -> str:
+    """The rendered objects, parsed once per process (as JSON text, so that every caller
+    gets a fresh copy to change). libyaml's safe loader where PyYAML has it: the pure-Python
+    one took most of the manifest tests' time, parsing the same text again for each."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return json.dumps([doc for doc in yaml.load_all(_render(directory), Loader=loader) if doc])
+
+
 def render(directory: Path = BASE) -> list[JSON]:
     """The objects ``kubectl kustomize directory`` renders (fresh copies on each call)."""
-    return [doc for doc in yaml.safe_load_all(_render(directory)) if doc]
+    documents: list[JSON] = json.loads(_parsed(directory))
+    return documents
 
 
 def generated(name: str, rendered: str) -> bool:

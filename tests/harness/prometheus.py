@@ -30,6 +30,7 @@ from typing import Any, Self
 
 import pytest
 
+from tests.harness.childprocess import stop_process
 from tests.harness.ports import free_port
 from tests.harness.waiting import WaitTimedOut, wait_until_blocking
 
@@ -177,13 +178,8 @@ class RealPrometheus:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            stop_process(self.process, 10)
 
 
 class QueryStandIn:

@@ -33,7 +33,8 @@ from scripts.benchmarks.kubeletnode.image import write_images
 from scripts.benchmarks.kubeletnode.requirements import CNI_DIR, Tools
 from scripts.benchmarks.kubeletnode.runtime import Ctr, cni_config, containerd_config
 from scripts.benchmarks.livecluster.api import Api
-from scripts.benchmarks.livecluster.controlplane import ControlPlane, free_port, stop_process
+from scripts.benchmarks.livecluster.controlplane import STOP_SECONDS, ControlPlane, free_port
+from tests.harness.childprocess import stop_process
 
 BRIDGE = "kc-bench0"
 SUBNET = "10.244.78.0/24"
@@ -389,7 +390,7 @@ class RealNode:
     def _stop(self, name: str) -> None:
         process = self.processes.pop(name, None)
         if process is not None:
-            stop_process(process)
+            stop_process(process, STOP_SECONDS)
 
     def _wait(self, what: str, check: Callable[[], bool], timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -40,6 +39,7 @@ import urllib3
 
 from scripts.benchmarks.livecluster.api import Api
 from scripts.benchmarks.livecluster.binaries import Binaries
+from tests.harness.childprocess import stop_process
 
 LOOPBACK = "127.0.0.1"
 CONTROLLERS = "deployment,replicaset,disruption,serviceaccount,garbagecollector"
@@ -49,17 +49,8 @@ the ``default`` ServiceAccount pods need to be admitted."""
 SCORING = ("LeastAllocated", "MostAllocated")
 
 
-def stop_process(process: subprocess.Popen[Any]) -> None:
-    """SIGTERM, then SIGKILL after 15 s (nothing when it has exited already): how every
-    process a benchmark started is stopped."""
-    if process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+STOP_SECONDS = 15.0
+"""How long a process a benchmark started has to exit on SIGTERM before SIGKILL."""
 
 
 def free_port() -> int:
@@ -375,7 +366,7 @@ class ControlPlane:
     def _stop(self, name: str) -> None:
         process = self.processes.pop(name, None)
         if process is not None:
-            stop_process(process)
+            stop_process(process, STOP_SECONDS)
         log = self.logs.pop(name, None)
         if log is not None:
             log.close()

@@ -19,7 +19,8 @@ from typing import Any
 
 import urllib3
 
-from scripts.benchmarks.livecluster.controlplane import LOOPBACK, free_port, stop_process
+from scripts.benchmarks.livecluster.controlplane import LOOPBACK, STOP_SECONDS, free_port
+from tests.harness.childprocess import stop_process
 
 SCRAPE_SECONDS = 5
 
@@ -129,4 +130,4 @@ class Prometheus:
     def stop(self) -> None:
         process, self.process = self.process, None
         if process is not None:
-            stop_process(process)
+            stop_process(process, STOP_SECONDS)

@@ -46,14 +46,15 @@ from typing import Any
 from scripts.benchmarks.livecluster import measures, rolloutbudget, usage, workload
 from scripts.benchmarks.livecluster.api import MERGE_PATCH, Api
 from scripts.benchmarks.livecluster.controlplane import (
+    STOP_SECONDS,
     ControlPlane,
     scheduler_config,
-    stop_process,
 )
 from scripts.benchmarks.livecluster.nodes import node_name
 from scripts.benchmarks.livecluster.shadowrun import Shadow, writes_seen
 from scripts.benchmarks.livecluster.tracker import PodTracker
 from scripts.benchmarks.livecluster.usagerun import UsageRig
+from tests.harness.childprocess import stop_process
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = HERE.parent
@@ -573,7 +574,7 @@ class Run:
                 break
         stopped_at = time.monotonic() - origin
         if process.poll() is None:
-            stop_process(process)
+            stop_process(process, STOP_SECONDS)
             exit_status = "stopped"
         shadow_exit = shadow.stop() if shadow is not None else None
         settle_start = time.monotonic()

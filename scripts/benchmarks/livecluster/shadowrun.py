@@ -22,7 +22,8 @@ from agent import DOMAIN
 from agent.descheduler.options import LEASE_NAME, LEASE_NAMESPACE
 from scripts.benchmarks.livecluster import parity
 from scripts.benchmarks.livecluster.api import Api
-from scripts.benchmarks.livecluster.controlplane import stop_process
+from scripts.benchmarks.livecluster.controlplane import STOP_SECONDS
+from tests.harness.childprocess import stop_process
 
 
 class Shadow:
@@ -66,7 +67,7 @@ class Shadow:
         """SIGTERM (as the measured one gets); the exit, ``stopped`` when it was running."""
         status: int | str
         if self.process.poll() is None:
-            stop_process(self.process)
+            stop_process(self.process, STOP_SECONDS)
             status = "stopped"
         else:
             status = self.process.returncode

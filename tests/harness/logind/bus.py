@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from tests.harness.childprocess import stop_process
 from tests.harness.logind import launch
 
 SOCKET_NAME = "system_bus_socket"
@@ -105,12 +106,6 @@ class PrivateSystemBus:
         process, self._process = self._process, None
         if process is None:
             return
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout)
+        stop_process(process, timeout)
         if process.stdout is not None:
             process.stdout.close()

@@ -19,6 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.harness.childprocess import stop_process
 from tests.harness.logind import launch
 
 LOGIND_CANDIDATES = ("/lib/systemd/systemd-logind", "/usr/lib/systemd/systemd-logind")
@@ -148,14 +149,8 @@ class LogindProcess:
     def stop(self, timeout: float = 5) -> None:
         """SIGTERM, then SIGKILL after ``timeout``. Idempotent."""
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout)
+        if process is not None:
+            stop_process(process, timeout)
 
     def clear_inhibit_state(self) -> None:
         """Forget every inhibitor logind persisted (state files and their FIFOs)."""

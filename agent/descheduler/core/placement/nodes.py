@@ -174,11 +174,16 @@ class Ranking:
     """Every node ordered by the resource score a pod of one size gets there, best first,
     per zone; and which nodes a pod of that size fits.
 
-    Kept up to date as pods move, so the best nodes of each zone are read from its top."""
+    Brought up to date when read (``catch_up``), so the best nodes of each zone are read from
+    its top. Moves only mark their node (``stale``): a plan keeps up to dozens of rankings and
+    moves thousands of pods, and most rankings are read far less often than a node moves."""
 
     def __init__(self, nodes: Sequence[SimNode], size: PodSize, profile: SchedulerProfile) -> None:
         self.size = size
         self.profile = profile
+        self.stale: set[int] = set()
+        """Indexes of the nodes whose pods moved since this ranking was last brought up to
+        date."""
         self.scores = [node.resource_score(size, profile) for node in nodes]
         self.zones: dict[str | None, list[tuple[int, int]]] = {}
         for node in nodes:
@@ -187,7 +192,15 @@ class Ranking:
             order.sort()
         self.fits = {node.index for node in nodes if node.fits(size)}
 
-    def update(self, node: SimNode) -> None:
+    def catch_up(self, nodes: Sequence[SimNode]) -> None:
+        """Re-rank the nodes that moved since the last read. The result does not depend on
+        the order: each node's entry is taken out by its recorded score and put back by
+        its new one."""
+        for index in self.stale:
+            self._update(nodes[index])
+        self.stale.clear()
+
+    def _update(self, node: SimNode) -> None:
         order = self.zones[node.zone]
         index = node.index
         del order[bisect_left(order, (-self.scores[index], index))]

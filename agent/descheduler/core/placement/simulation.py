@@ -217,12 +217,12 @@ class Simulation:
                 del counts[index]
 
     def _move(self, index: int, pod: PodInfo, sign: int) -> None:
-        """Add or remove ``pod`` on a node, and re-rank the node."""
+        """Add or remove ``pod`` on a node, and mark the node for re-ranking."""
         node = self.nodes[index]
         node.add(pod, sign)
         self._count_owner(pod, index, sign)
         for ranking in self._rankings.values():
-            ranking.update(node)
+            ranking.stale.add(index)
 
     def ranking(self, size: PodSize) -> Ranking:
         ranking = self._rankings.pop(size, None)
@@ -230,6 +230,8 @@ class Simulation:
             if len(self._rankings) >= MAX_RANKINGS:
                 del self._rankings[next(iter(self._rankings))]
             ranking = Ranking(self.nodes, size, self.profile)
+        else:
+            ranking.catch_up(self.nodes)
         self._rankings[size] = ranking  # last used: moved to the end
         return ranking
 

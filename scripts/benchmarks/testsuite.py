@@ -92,6 +92,7 @@ def main() -> int:
     tests: list[float] = []
     before_seconds: list[float] = []
     before_tests: list[float] = []
+    before_whole: list[float] = []
     for run in range(args.runs):
         with tempfile.TemporaryDirectory() as workdir:
             seconds, whole, counts = one_run(Path(workdir))
@@ -103,8 +104,12 @@ def main() -> int:
             with tempfile.TemporaryDirectory() as workdir:
                 seconds, whole, counts = one_run(Path(workdir), args.baseline)
             before_seconds.append(seconds)
+            before_whole.append(whole)
             before_tests.append(sum(counts.values()))
-            print(f"  run {run + 1} at {args.baseline}: pytest {seconds:.1f} s, {counts}")
+            print(
+                f"  run {run + 1} at {args.baseline}: pytest {seconds:.1f} s, "
+                f"scripts/test {whole:.1f} s, {counts}"
+            )
     if before_seconds:
         _compare_with_baseline(args.baseline, pytest_seconds, tests, before_seconds, before_tests)
     RESULTS.add(
@@ -125,12 +130,20 @@ def main() -> int:
         target=(">=", BEFORE_TESTS),
         baseline=f"before the restructuring: {BEFORE_TESTS:,} collected",
     )
+    # Beside the baseline's whole command too: work scripts/test does before pytest (the
+    # bytecode it primes while the lint steps run) must not just move pytest's time there.
+    before_whole_median = statistics.median(before_whole) if before_whole else None
     RESULTS.add(
         "whole_seconds",
         "the whole `scripts/test` on a fresh clone: packages present, venv built, lint, "
         "mypy, import contracts, pytest",
         whole_seconds,
         "s",
+        target=None if before_whole_median is None else ("<=", before_whole_median),
+        baseline=""
+        if before_whole_median is None
+        else f"{args.baseline}: {before_whole_median:.0f} s",
+        why_missed=f"load average {os.getloadavg()[0]:.1f}",
     )
     RESULTS.write(args.json)
     return 0

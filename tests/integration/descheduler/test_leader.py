@@ -96,8 +96,9 @@ async def test_a_replica_that_becomes_leader_cycles_at_once(
     fake_apiserver: FakeApiServer, kube_api: KubeApi, policy_file: Path
 ) -> None:
     """A follower with a 10-minute interval takes over the Lease of a leader that stopped
-    renewing (lease 15 s, retry 2 s) and evicts at once: its clock is moved past the lease in
-    retry steps, never near its interval."""
+    renewing (lease 15 s, retry 2 s) once the lease has run out, and evicts at once: its clock
+    is moved in retry steps until it holds the Lease, then not at all while its first cycle
+    evicts (a wait for its interval would never end)."""
     register_crd(fake_apiserver)
     fake_apiserver.kubelet("n2")
     fake_apiserver.kubelet("n3")
@@ -141,13 +142,17 @@ async def test_a_replica_that_becomes_leader_cycles_at_once(
             10,
         )
         await wait_until(
-            lambda: len(_descheduled(fake_apiserver)) == 2,
-            "the follower's evictions",
+            lambda: _holder(fake_apiserver) == "replica-b",
+            "the follower's takeover",
             interval=0.05,
             each=lambda: clock.advance(2),
         )
-        assert _holder(fake_apiserver) == "replica-b"
-        assert clock.monotonic() - 1000.0 <= 30  # seconds of lease, not the 600 s interval
+        taken_at = clock.monotonic()
+        assert taken_at - 1000.0 >= 15  # not before the gone leader's lease ran out
+        await wait_until(
+            lambda: len(_descheduled(fake_apiserver)) == 2, "the new leader's evictions"
+        )
+        assert clock.monotonic() == taken_at
     finally:
         stop.set()
         assert await asyncio.wait_for(run, 10) == 0

@@ -215,11 +215,16 @@ class Shipped:
 
 
 @functools.cache
+def _configured(target: Path) -> tuple[AgentConfig, dict[str, tuple[JSON, JSON]]]:
+    """``target``'s agent config and that agent's writes, made once: read-only."""
+    config = agent_config(render(target))[1]
+    return config, agent_writes(config)
+
+
+@functools.cache
 def shipped(target: Path) -> Shipped:
     """``target`` rendered once (compiling a policy's CEL takes a while): read-only."""
-    docs = render(target)
-    config = agent_config(docs)[1]
-    return Shipped(Admission(docs), config, agent_writes(config))
+    return Shipped(Admission(render(target)), *_configured(target))
 
 
 def _distinct_targets() -> list[Path]:
@@ -236,7 +241,7 @@ def _distinct_targets() -> list[Path]:
 AGENT_WRITES = [
     pytest.param(target, name, id=f"{target_id(target)}-{name}")
     for target in _distinct_targets()
-    for name in agent_writes(agent_config(render(target))[1])
+    for name in _configured(target)[1]
     # not shipped(target): that compiles the policy's CEL, in every worker that collects
 ]
 

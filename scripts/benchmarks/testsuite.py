@@ -132,17 +132,19 @@ def main() -> int:
     )
     # Beside the baseline's whole command too: work scripts/test does before pytest (the
     # bytecode it primes while the lint steps run) must not just move pytest's time there.
-    before_whole_median = statistics.median(before_whole) if before_whole else None
+    whole_target: tuple[str, float] | None = None
+    whole_baseline = ""
+    if before_whole:
+        before = statistics.median(before_whole)
+        whole_target, whole_baseline = ("<=", before), f"{args.baseline}: {before:.0f} s"
     RESULTS.add(
         "whole_seconds",
         "the whole `scripts/test` on a fresh clone: packages present, venv built, lint, "
         "mypy, import contracts, pytest",
         whole_seconds,
         "s",
-        target=None if before_whole_median is None else ("<=", before_whole_median),
-        baseline=""
-        if before_whole_median is None
-        else f"{args.baseline}: {before_whole_median:.0f} s",
+        target=whole_target,
+        baseline=whole_baseline,
         why_missed=f"load average {os.getloadavg()[0]:.1f}",
     )
     RESULTS.write(args.json)
